@@ -1,0 +1,589 @@
+//! The `c3` command line: flags defined once with clap, each command a
+//! function returning the text to print or an [`Error`].
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cost::{self, CostReport};
+use crate::error::{Error, Result};
+use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact};
+use crate::report::{self, Format, Parts, ReportOptions, Unit};
+use crate::rules::rule::show_value;
+use crate::rules::{CountOptions, RuleSet, render};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "c3",
+    version,
+    about = "Theoretical FLOPs and memory traffic of a neural network's forward pass, from declarative rules"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Per-layer and per-operator-type costs of a model or operator trace.
+    Estimate(EstimateArgs),
+    /// How an operator is counted; with --in, evaluate the rule step by step.
+    Explain(ExplainArgs),
+    /// Render DETAILS.md from the rules (or check that it is up to date).
+    Docs(DocsArgs),
+    /// List the rules in force, or validate a rule pack.
+    #[command(subcommand)]
+    Rules(RulesCommand),
+}
+
+#[derive(Args, Debug, Default)]
+pub struct RuleArgs {
+    /// A rule pack: a folder of YAML rule files, or a built-in pack name
+    /// (`chainer`). Repeatable; later packs override earlier ones.
+    #[arg(long = "rules", value_name = "DIR")]
+    pub packs: Vec<String>,
+}
+
+impl RuleArgs {
+    pub fn load(&self) -> Result<RuleSet> {
+        let mut set = RuleSet::builtin()?;
+        for p in &self.packs {
+            set.load_pack(p)?;
+        }
+        Ok(set)
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct EstimateArgs {
+    /// Operator trace (JSON) to analyse.
+    pub model: String,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    /// Bind a symbolic dimension, e.g. `--dim batch=8`.
+    #[arg(long = "dim", value_name = "NAME=N")]
+    pub dims: Vec<String>,
+    /// Count a multiply-add as two FLOPs instead of one.
+    #[arg(long)]
+    pub no_fma: bool,
+    /// Output format: table, md, csv, json (default: table on a terminal, md otherwise).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Unit prefix: auto, none, K, M, G, T (FLOPs by 1000, bytes by 1024).
+    #[arg(long, default_value = "auto")]
+    pub unit: String,
+    /// Digits after the decimal point (0 to 10).
+    #[arg(long, default_value_t = 3)]
+    pub digits: usize,
+    /// Layer columns: comma list of name, op, flops, mread, mwrite, mrw,
+    /// flops%, mread%, mwrite%, mrw%, inputs, outputs, params; or default, percent, all.
+    #[arg(long, default_value = "default")]
+    pub columns: String,
+    /// Only the per-operator-type summary.
+    #[arg(long, conflicts_with = "layers")]
+    pub summary: bool,
+    /// Only the per-layer report.
+    #[arg(long)]
+    pub layers: bool,
+    /// Fail (exit code 3) when an operator has no rule.
+    #[arg(long)]
+    pub strict: bool,
+    /// Write the report to a file instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Operator name (`Conv`, or `domain::Op`).
+    pub op: String,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    /// A tensor's shape by its pattern name, e.g. `--in X=1x3x224x224`
+    /// (`:float16` after the shape sets the dtype; repeat a variadic name).
+    #[arg(long = "in", value_name = "NAME=SHAPE")]
+    pub tensors: Vec<String>,
+    /// An attribute, e.g. `--attr strides=2,2` or `--attr mode=linear`.
+    #[arg(long = "attr", value_name = "NAME=VALUE")]
+    pub attrs: Vec<String>,
+    /// Opset version of the operator's domain.
+    #[arg(long, default_value_t = DEFAULT_OPSET)]
+    pub opset: i64,
+    /// Count a multiply-add as two FLOPs instead of one.
+    #[arg(long)]
+    pub no_fma: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DocsArgs {
+    /// Fail when the file differs from what the rules render.
+    #[arg(long)]
+    pub check: bool,
+    /// The file to write or check.
+    #[arg(short = 'o', long = "output", default_value = "DETAILS.md")]
+    pub output: String,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RulesCommand {
+    /// Every op with a rule and the file its rule came from.
+    List {
+        #[command(flatten)]
+        rules: RuleArgs,
+        /// table or json
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
+    /// Validate a rule pack folder without a model.
+    Check {
+        /// The pack folder.
+        dir: String,
+    },
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 1 } else { 0 };
+        }
+    };
+    match run(cli) {
+        Ok(out) => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(out.as_bytes());
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Runs one command; what it returns goes to standard output.
+pub fn run(cli: Cli) -> Result<String> {
+    match cli.command {
+        Command::Estimate(a) => estimate(&a),
+        Command::Explain(a) => explain(&a),
+        Command::Docs(a) => docs(&a),
+        Command::Rules(RulesCommand::List { rules, format }) => rules_list(&rules.load()?, &format),
+        Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
+    }
+}
+
+fn parse_kv<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
+    s.split_once('=')
+        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+        .ok_or_else(|| Error::Usage(format!("{flag} {s}: expected NAME=VALUE")))
+}
+
+fn parse_dims(list: &[String]) -> Result<BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    for d in list {
+        let (k, v) = parse_kv(d, "--dim")?;
+        let n: u64 = v
+            .parse()
+            .map_err(|_| Error::Usage(format!("--dim {d}: {v} is not a non-negative integer")))?;
+        out.insert(k.to_string(), n);
+    }
+    Ok(out)
+}
+
+/// Replaces bound symbols by their values in every tensor of the graph.
+fn bind_dims(graph: &mut Graph, dims: &BTreeMap<String, u64>) {
+    if dims.is_empty() {
+        return;
+    }
+    for node in &mut graph.nodes {
+        for t in node
+            .inputs
+            .iter_mut()
+            .chain(node.outputs.iter_mut())
+            .flatten()
+        {
+            for d in &mut t.shape {
+                if let Dim::Symbol(s) = d
+                    && let Some(&n) = dims.get(s.as_str())
+                {
+                    *d = Dim::Known(n);
+                }
+            }
+        }
+    }
+}
+
+fn report_options(a: &EstimateArgs) -> Result<ReportOptions> {
+    let format = match &a.format {
+        Some(f) => f.parse::<Format>().map_err(Error::Usage)?,
+        None if std::io::stdout().is_terminal() && a.output.is_none() => Format::Table,
+        None => Format::Md,
+    };
+    if a.digits > 10 {
+        return Err(Error::Usage(format!(
+            "--digits {}: must be 0 to 10",
+            a.digits
+        )));
+    }
+    Ok(ReportOptions {
+        format,
+        unit: a.unit.parse::<Unit>().map_err(Error::Usage)?,
+        digits: a.digits,
+        columns: report::parse_columns(&a.columns).map_err(Error::Usage)?,
+        parts: if a.summary {
+            Parts::Summary
+        } else if a.layers {
+            Parts::Layers
+        } else {
+            Parts::Both
+        },
+    })
+}
+
+/// Reads the model or trace and computes its costs (shared by tests).
+pub fn estimate_report(a: &EstimateArgs) -> Result<CostReport> {
+    let rules = a.rules.load()?;
+    let bytes = std::fs::read(&a.model).map_err(|e| Error::io(&a.model, e))?;
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'{') {
+        return Err(Error::Input {
+            path: a.model.clone(),
+            message: "not an operator trace (a JSON object); ONNX input is not supported yet"
+                .into(),
+        });
+    }
+    let mut graph = crate::trace::parse_trace(&bytes, &a.model)?;
+    bind_dims(&mut graph, &parse_dims(&a.dims)?);
+    cost::estimate(&graph, &rules, CountOptions { fma: !a.no_fma })
+}
+
+fn estimate(a: &EstimateArgs) -> Result<String> {
+    let opts = report_options(a)?;
+    let report = estimate_report(a)?;
+    if !report.unsupported.is_empty() {
+        let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
+        for u in &report.unsupported {
+            *by_op
+                .entry(crate::rules::rule::qualified(&u.domain, &u.op))
+                .or_default() += 1;
+        }
+        let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
+        if a.strict {
+            return Err(Error::Unsupported {
+                count: report.unsupported.len(),
+                ops: ops.join(", "),
+            });
+        }
+        eprintln!(
+            "warning: {} layer(s) have no cost rule and are not counted: {}",
+            report.unsupported.len(),
+            ops.join(", ")
+        );
+    }
+    let text = report::render(&report, &opts);
+    match &a.output {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+            Ok(String::new())
+        }
+        None => Ok(text),
+    }
+}
+
+fn parse_shape(s: &str, flag: &str) -> Result<TensorFact> {
+    let (shape, dtype) = match s.split_once(':') {
+        Some((sh, dt)) => (
+            sh,
+            DType::parse(dt)
+                .ok_or_else(|| Error::Usage(format!("{flag}: unknown dtype '{dt}'")))?,
+        ),
+        None => (s, DType::Float32),
+    };
+    let dims = if shape == "scalar" {
+        Vec::new()
+    } else {
+        shape
+            .split(['x', 'X', ','])
+            .map(|d| {
+                d.trim().parse::<u64>().map(Dim::Known).map_err(|_| {
+                    Error::Usage(format!(
+                        "{flag}: '{d}' is not a dimension (write 1x3x224x224)"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    Ok(TensorFact::new(dtype, dims))
+}
+
+fn parse_attr(v: &str) -> AttrValue {
+    let ints: Option<Vec<i64>> = v.split(',').map(|x| x.trim().parse().ok()).collect();
+    let floats: Option<Vec<f64>> = v.split(',').map(|x| x.trim().parse().ok()).collect();
+    let is_list = v.contains(',') || v.starts_with('[');
+    let stripped = v.trim_start_matches('[').trim_end_matches(']');
+    if is_list && stripped != v {
+        return parse_list_attr(stripped);
+    }
+    match (ints, floats) {
+        (Some(i), _) if is_list => AttrValue::Ints(i),
+        (Some(i), _) => AttrValue::Int(i[0]),
+        (None, Some(f)) if is_list => AttrValue::Floats(f),
+        (None, Some(f)) => AttrValue::Float(f[0]),
+        _ if is_list => AttrValue::Strs(v.split(',').map(|s| s.trim().to_string()).collect()),
+        _ => AttrValue::Str(v.to_string()),
+    }
+}
+
+fn parse_list_attr(inner: &str) -> AttrValue {
+    if inner.trim().is_empty() {
+        return AttrValue::Ints(Vec::new());
+    }
+    match parse_attr(&format!("{inner},")) {
+        // The trailing comma marks a list; drop the empty last item it made.
+        AttrValue::Strs(mut v) => {
+            v.pop();
+            AttrValue::Strs(v)
+        }
+        other => other,
+    }
+}
+
+fn explain(a: &ExplainArgs) -> Result<String> {
+    let rules = a.rules.load()?;
+    let rule = rules.find(&a.op).ok_or_else(|| {
+        Error::Usage(format!(
+            "no rule for operator '{}' (`c3 rules list` shows every rule)",
+            a.op
+        ))
+    })?;
+    let mut out = String::new();
+    let origin = if rule.origin.builtin {
+        format!("built-in, {}:{}", rule.origin.file, rule.origin.line)
+    } else {
+        format!("pack, {}:{}", rule.origin.file, rule.origin.line)
+    };
+    out.push_str(&format!(
+        "{} — {}\n  domain:   {}\n  category: {}\n  rule:     {}\n\n",
+        rule.qualified_name(),
+        rule.summary,
+        if rule.domain.is_empty() {
+            "ai.onnx"
+        } else {
+            &rule.domain
+        },
+        rule.category,
+        origin
+    ));
+    for line in rule.doc.lines() {
+        out.push_str(&format!("  {line}\n"));
+    }
+    out.push('\n');
+    out.push_str(&format!(
+        "  inputs:  {}\n  outputs: {}\n",
+        rule.inputs_text, rule.outputs_text
+    ));
+    for at in &rule.attrs {
+        let d = at
+            .default
+            .as_ref()
+            .map_or("(none)".to_string(), |d| render::to_text(&d.ast));
+        out.push_str(&format!("  attr {} = {d}\n", at.name));
+    }
+    for (n, f) in &rule.lets {
+        out.push_str(&format!("  let {n} = {}\n", render::to_text(&f.ast)));
+    }
+    out.push_str(&format!(
+        "  flops  = {}\n",
+        render::to_text(&rule.flops.ast)
+    ));
+    out.push_str(&format!(
+        "  mread  = {}    (|T| in bytes)\n",
+        render::to_text(&rule.mread.ast)
+    ));
+    out.push_str(&format!(
+        "  mwrite = {}    (|T| in bytes)\n",
+        render::to_text(&rule.mwrite.ast)
+    ));
+    for (n, f) in &rule.params {
+        out.push_str(&format!("  param {n} = {}\n", render::to_text(&f.ast)));
+    }
+    if a.tensors.is_empty() && a.attrs.is_empty() {
+        return Ok(out);
+    }
+
+    // Evaluate on the given shapes: place each tensor by its pattern name.
+    let mut given: BTreeMap<String, Vec<TensorFact>> = BTreeMap::new();
+    for t in &a.tensors {
+        let (k, v) = parse_kv(t, "--in")?;
+        given
+            .entry(k.to_string())
+            .or_default()
+            .push(parse_shape(v, &format!("--in {t}"))?);
+    }
+    let place = |pats: &[crate::rules::ast::TensorPat],
+                 given: &mut BTreeMap<String, Vec<TensorFact>>| {
+        let mut list: Vec<Option<TensorFact>> = Vec::new();
+        for p in pats {
+            let mut ts = given.remove(&p.name).unwrap_or_default();
+            if p.variadic {
+                list.extend(ts.into_iter().map(Some));
+            } else {
+                if ts.len() > 1 {
+                    return Err(Error::Usage(format!(
+                        "--in {}: given more than once",
+                        p.name
+                    )));
+                }
+                list.push(ts.pop());
+            }
+        }
+        while list.last().is_some_and(Option::is_none) {
+            list.pop();
+        }
+        Ok(list)
+    };
+    let inputs = place(&rule.inputs, &mut given)?;
+    let outputs = place(&rule.outputs, &mut given)?;
+    if let Some(name) = given.keys().next() {
+        return Err(Error::Usage(format!(
+            "--in {name}: {} has no tensor named {name} (inputs: {}; outputs: {})",
+            rule.op, rule.inputs_text, rule.outputs_text
+        )));
+    }
+    for (i, p) in rule.outputs.iter().enumerate() {
+        if !p.optional && !p.variadic && outputs.get(i).is_none_or(Option::is_none) {
+            return Err(Error::Usage(format!(
+                "output {} needs a shape: add --in {}=... (c3 explain does not infer shapes yet)",
+                p.name, p.name
+            )));
+        }
+    }
+    let mut attrs = BTreeMap::new();
+    for at in &a.attrs {
+        let (k, v) = parse_kv(at, "--attr")?;
+        if !rule.attrs.iter().any(|d| d.name == k) {
+            let known: Vec<&str> = rule.attrs.iter().map(|d| d.name.as_str()).collect();
+            return Err(Error::Usage(format!(
+                "--attr {k}: {} has no attribute {k} (attributes: {})",
+                rule.op,
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        }
+        attrs.insert(k.to_string(), parse_attr(v));
+    }
+    let node = Node {
+        name: rule.op.clone(),
+        op: rule.op.clone(),
+        domain: rule.domain.clone(),
+        opset: a.opset,
+        attrs,
+        inputs,
+        outputs,
+    };
+    let ev = rule
+        .evaluate(&node, CountOptions { fma: !a.no_fma })
+        .map_err(|e| Error::Usage(format!("cannot evaluate {}: {e}", rule.op)))?;
+    out.push_str(&format!(
+        "\nEvaluated (fma {}):\n",
+        if a.no_fma { "off" } else { "on" }
+    ));
+    for (n, v) in &ev.bindings {
+        out.push_str(&format!("  {n} = {}\n", show_value(v)));
+    }
+    out.push_str(&format!(
+        "  flops  = {}\n  mread  = {} bytes\n  mwrite = {} bytes\n",
+        ev.flops, ev.mread, ev.mwrite
+    ));
+    for (n, v) in &ev.params {
+        out.push_str(&format!("  param {n} = {}\n", show_value(v)));
+    }
+    Ok(out)
+}
+
+fn docs(a: &DocsArgs) -> Result<String> {
+    let text = crate::docs::render(&RuleSet::builtin()?)?;
+    if a.check {
+        let current = std::fs::read_to_string(&a.output).map_err(|e| Error::io(&a.output, e))?;
+        if current != text {
+            return Err(Error::Stale(format!(
+                "{} is out of date with the rules: run `c3 docs -o {}` and commit it",
+                a.output, a.output
+            )));
+        }
+        return Ok(format!("{} is up to date\n", a.output));
+    }
+    std::fs::write(&a.output, &text).map_err(|e| Error::io(&a.output, e))?;
+    Ok(format!("wrote {}\n", a.output))
+}
+
+fn rules_list(rules: &RuleSet, format: &str) -> Result<String> {
+    let source = |r: &crate::rules::CostRule| format!("{}:{}", r.origin.file, r.origin.line);
+    match format {
+        "json" => {
+            let list: Vec<serde_json::Value> = rules
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "op": r.op,
+                        "domain": if r.domain.is_empty() { "ai.onnx" } else { &r.domain },
+                        "category": r.category,
+                        "source": source(r),
+                        "builtin": r.origin.builtin,
+                    })
+                })
+                .collect();
+            Ok(serde_json::to_string_pretty(&list).expect("JSON values always serialize") + "\n")
+        }
+        "table" => {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+                .set_header(vec!["Op", "Domain", "Category", "Source"]);
+            for r in rules.iter() {
+                let src = if r.origin.builtin {
+                    format!("{} (built-in)", source(r))
+                } else {
+                    source(r)
+                };
+                t.add_row(vec![
+                    r.op.clone(),
+                    if r.domain.is_empty() {
+                        "ai.onnx".into()
+                    } else {
+                        r.domain.clone()
+                    },
+                    r.category.clone(),
+                    src,
+                ]);
+            }
+            Ok(format!("{t}\n{} rules\n", rules.len()))
+        }
+        other => Err(Error::Usage(format!(
+            "--format {other}: expected table or json"
+        ))),
+    }
+}
+
+fn rules_check(dir: &str) -> Result<String> {
+    let mut set = RuleSet::builtin()?;
+    if !std::path::Path::new(dir).is_dir() {
+        return Err(Error::Usage(format!("{dir}: not a folder")));
+    }
+    let ops = set.load_dir(std::path::Path::new(dir))?;
+    let overridden: Vec<&String> = ops
+        .iter()
+        .filter(|q| RuleSet::builtin().ok().is_some_and(|b| b.find(q).is_some()))
+        .collect();
+    Ok(format!(
+        "{dir}: ok, {} rule(s): {} ({} override built-in rules)\n",
+        ops.len(),
+        ops.join(", "),
+        overridden.len()
+    ))
+}

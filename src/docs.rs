@@ -1,0 +1,163 @@
+//! DETAILS.md: every rule's documentation and formulas, rendered through
+//! `templates/DETAILS.md.tera` from the rule set itself.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::rules::RuleSet;
+use crate::rules::ast::TensorPat;
+use crate::rules::render::{latex_name, to_latex, to_text};
+
+/// The template, embedded so `c3 docs` works from any directory.
+pub const TEMPLATE: &str = include_str!("../templates/DETAILS.md.tera");
+
+#[derive(Serialize)]
+struct NamedFormula {
+    name: String,
+    latex: String,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct RuleDoc {
+    op: String,
+    qualified: String,
+    anchor: String,
+    domain: String,
+    summary: String,
+    doc: String,
+    source: String,
+    inputs: String,
+    outputs: String,
+    attrs: Vec<NamedFormula>,
+    lets: Vec<NamedFormula>,
+    formulas: Vec<NamedFormula>,
+    params: Vec<NamedFormula>,
+}
+
+#[derive(Serialize)]
+struct Category {
+    name: String,
+    rules: Vec<RuleDoc>,
+}
+
+/// A GitHub-style heading anchor.
+fn anchor(s: &str) -> String {
+    s.to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            'a'..='z' | '0'..='9' | '-' | '_' => Some(c),
+            ' ' => Some('-'),
+            _ => None,
+        })
+        .collect()
+}
+
+fn patterns_latex(p: &[TensorPat]) -> String {
+    p.iter()
+        .map(|t| {
+            let mut s = latex_name(&t.name);
+            if t.variadic {
+                s.push_str("_{1..n}");
+            } else if let Some(dims) = &t.dims {
+                let inner: Vec<String> = dims
+                    .iter()
+                    .map(|d| match d {
+                        crate::rules::ast::DimPat::Fixed(n) => n.to_string(),
+                        crate::rules::ast::DimPat::Name(n) => latex_name(n),
+                        crate::rules::ast::DimPat::Rest(n) => format!("{}\\ldots", latex_name(n)),
+                    })
+                    .collect();
+                s.push_str(&format!("\\left[{}\\right]", inner.join(", ")));
+            }
+            if t.optional {
+                s.push_str("^{?}");
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join(",\\ ")
+}
+
+/// Renders DETAILS.md for a rule set.
+pub fn render(rules: &RuleSet) -> Result<String> {
+    let mut categories: Vec<Category> = Vec::new();
+    let mut sorted: Vec<_> = rules.iter().collect();
+    sorted.sort_by(|a, b| {
+        (a.category.as_str(), a.domain.as_str(), a.op.as_str()).cmp(&(
+            b.category.as_str(),
+            b.domain.as_str(),
+            b.op.as_str(),
+        ))
+    });
+    for r in sorted {
+        let nf = |name: &str, f: &crate::rules::Formula| NamedFormula {
+            name: name.to_string(),
+            latex: to_latex(&f.ast),
+            text: to_text(&f.ast),
+        };
+        let doc = RuleDoc {
+            op: r.op.clone(),
+            qualified: r.qualified_name(),
+            anchor: anchor(&r.qualified_name()),
+            domain: if r.domain.is_empty() {
+                "ai.onnx".into()
+            } else {
+                r.domain.clone()
+            },
+            summary: r.summary.clone(),
+            doc: r.doc.clone(),
+            source: format!("{}:{}", r.origin.file, r.origin.line),
+            inputs: patterns_latex(&r.inputs),
+            outputs: patterns_latex(&r.outputs),
+            attrs: r
+                .attrs
+                .iter()
+                .map(|a| NamedFormula {
+                    name: a.name.clone(),
+                    latex: a
+                        .default
+                        .as_ref()
+                        .map_or(String::new(), |d| to_latex(&d.ast)),
+                    text: a
+                        .default
+                        .as_ref()
+                        .map_or("(none)".into(), |d| to_text(&d.ast)),
+                })
+                .collect(),
+            lets: r.lets.iter().map(|(n, f)| nf(n, f)).collect(),
+            formulas: vec![
+                nf("FLOPs", &r.flops),
+                nf("mread", &r.mread),
+                nf("mwrite", &r.mwrite),
+            ],
+            params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
+        };
+        match categories.iter_mut().find(|c| c.name == r.category) {
+            Some(c) => c.rules.push(doc),
+            None => categories.push(Category {
+                name: r.category.clone(),
+                rules: vec![doc],
+            }),
+        }
+    }
+    let mut tera = tera::Tera::new();
+    tera.add_raw_template("DETAILS.md", TEMPLATE)
+        .map_err(|e| Error::Usage(format!("templates/DETAILS.md.tera: {e}")))?;
+    let mut ctx = tera::Context::new();
+    ctx.insert("categories", &categories);
+    ctx.insert("rule_count", &rules.len());
+    let out = tera
+        .render("DETAILS.md", &ctx)
+        .map_err(|e| Error::Usage(format!("templates/DETAILS.md.tera: {e}")))?;
+    // One trailing newline, no trailing spaces: the file is checked byte for byte.
+    let mut cleaned: String = out
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n");
+    while cleaned.contains("\n\n\n") {
+        cleaned = cleaned.replace("\n\n\n", "\n\n");
+    }
+    Ok(cleaned.trim().to_string() + "\n")
+}

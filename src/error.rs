@@ -1,0 +1,92 @@
+//! Error types of the library. Each says where the problem is (file:line:col,
+//! layer name, flag) in one line; the binary maps them to exit codes.
+
+use std::fmt;
+
+/// A problem in a rule file, at `path:line:col`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleError {
+    pub path: String,
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+    /// The offending text, shown after the message.
+    pub text: Option<String>,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path, self.line, self.col, self.message
+        )?;
+        if let Some(t) = &self.text {
+            let one_line: String = t.split_whitespace().collect::<Vec<_>>().join(" ");
+            let shown: String = if one_line.chars().count() > 100 {
+                one_line.chars().take(97).collect::<String>() + "..."
+            } else {
+                one_line
+            };
+            write!(f, " in `{shown}`")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A rule file that does not load.
+    #[error("{0}")]
+    Rule(#[from] RuleError),
+    /// A model or trace that cannot be read.
+    #[error("{path}: {message}")]
+    Input { path: String, message: String },
+    /// A layer the rules cannot be applied to.
+    #[error("layer '{layer}' ({op}): {message}")]
+    Layer {
+        layer: String,
+        op: String,
+        message: String,
+    },
+    /// Operators without a rule, under `--strict`.
+    #[error(
+        "{count} layer(s) have no cost rule ({ops}); drop --strict to report them as unsupported"
+    )]
+    Unsupported { count: usize, ops: String },
+    /// Bad arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// `c3 docs --check` found DETAILS.md out of date.
+    #[error("{0}")]
+    Stale(String),
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Exit code: 1 usage, 2 bad input (model, rule file, trace), 3 unsupported
+    /// operators under `--strict`.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) | Error::Stale(_) => 1,
+            Error::Rule(_) | Error::Input { .. } | Error::Layer { .. } | Error::Io { .. } => 2,
+            Error::Unsupported { .. } => 3,
+        }
+    }
+
+    pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

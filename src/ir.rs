@@ -1,0 +1,298 @@
+//! The graph IR every front end produces and the cost stage consumes.
+//!
+//! A front end (the operator trace today, ONNX after shape inference) turns its
+//! input into a [`Graph`]: an ordered list of [`Node`]s, each carrying the facts
+//! the cost rules need about its input and output tensors (element type and
+//! shape) and its attributes with their ONNX names.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// One dimension of a tensor shape: a known size or a named symbol (`batch`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Dim {
+    Known(u64),
+    Symbol(String),
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Known(n) => write!(f, "{n}"),
+            Dim::Symbol(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Element types, numbered as in ONNX's `TensorProto.DataType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    Float32,
+    Uint8,
+    Int8,
+    Uint16,
+    Int16,
+    Int32,
+    Int64,
+    String,
+    Bool,
+    Float16,
+    Float64,
+    Uint32,
+    Uint64,
+    Complex64,
+    Complex128,
+    Bfloat16,
+    Float8E4M3Fn,
+    Float8E4M3Fnuz,
+    Float8E5M2,
+    Float8E5M2Fnuz,
+    Uint4,
+    Int4,
+    Float4E2M1,
+    Float8E8M0,
+    Uint2,
+    Int2,
+}
+
+/// Every element type with its ONNX code, canonical name and storage width.
+const DTYPES: &[(DType, i32, &str, u64)] = &[
+    (DType::Float32, 1, "float32", 32),
+    (DType::Uint8, 2, "uint8", 8),
+    (DType::Int8, 3, "int8", 8),
+    (DType::Uint16, 4, "uint16", 16),
+    (DType::Int16, 5, "int16", 16),
+    (DType::Int32, 6, "int32", 32),
+    (DType::Int64, 7, "int64", 64),
+    // Strings have no fixed width; a pointer-sized handle is what a runtime moves.
+    (DType::String, 8, "string", 64),
+    (DType::Bool, 9, "bool", 8),
+    (DType::Float16, 10, "float16", 16),
+    (DType::Float64, 11, "float64", 64),
+    (DType::Uint32, 12, "uint32", 32),
+    (DType::Uint64, 13, "uint64", 64),
+    (DType::Complex64, 14, "complex64", 64),
+    (DType::Complex128, 15, "complex128", 128),
+    (DType::Bfloat16, 16, "bfloat16", 16),
+    (DType::Float8E4M3Fn, 17, "float8e4m3fn", 8),
+    (DType::Float8E4M3Fnuz, 18, "float8e4m3fnuz", 8),
+    (DType::Float8E5M2, 19, "float8e5m2", 8),
+    (DType::Float8E5M2Fnuz, 20, "float8e5m2fnuz", 8),
+    (DType::Uint4, 21, "uint4", 4),
+    (DType::Int4, 22, "int4", 4),
+    (DType::Float4E2M1, 23, "float4e2m1", 4),
+    (DType::Float8E8M0, 24, "float8e8m0", 8),
+    (DType::Uint2, 25, "uint2", 2),
+    (DType::Int2, 26, "int2", 2),
+];
+
+/// Other spellings frameworks write for the same types.
+const DTYPE_ALIASES: &[(&str, DType)] = &[
+    ("float", DType::Float32),
+    ("f32", DType::Float32),
+    ("half", DType::Float16),
+    ("f16", DType::Float16),
+    ("double", DType::Float64),
+    ("f64", DType::Float64),
+    ("bf16", DType::Bfloat16),
+    ("int", DType::Int32),
+    ("long", DType::Int64),
+    ("bool_", DType::Bool),
+];
+
+impl DType {
+    fn entry(self) -> &'static (DType, i32, &'static str, u64) {
+        DTYPES
+            .iter()
+            .find(|e| e.0 == self)
+            .expect("every DType variant is listed in DTYPES")
+    }
+
+    /// The ONNX `TensorProto.DataType` code.
+    pub fn onnx_code(self) -> i32 {
+        self.entry().1
+    }
+
+    pub fn from_onnx_code(code: i32) -> Option<DType> {
+        DTYPES.iter().find(|e| e.1 == code).map(|e| e.0)
+    }
+
+    /// Canonical lower-case name (`float32`, `int4`...).
+    pub fn name(self) -> &'static str {
+        self.entry().2
+    }
+
+    /// Storage width of one element in bits (4-bit types count half a byte).
+    pub fn bits(self) -> u64 {
+        self.entry().3
+    }
+
+    /// Parses a canonical name or a common alias, case-insensitively.
+    pub fn parse(name: &str) -> Option<DType> {
+        let lower = name.to_ascii_lowercase();
+        DTYPES
+            .iter()
+            .find(|e| e.2 == lower)
+            .map(|e| e.0)
+            .or_else(|| DTYPE_ALIASES.iter().find(|a| a.0 == lower).map(|a| a.1))
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What is known about one tensor: its element type and shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorFact {
+    pub dtype: DType,
+    pub shape: Vec<Dim>,
+}
+
+impl TensorFact {
+    pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
+        Self { dtype, shape }
+    }
+
+    /// A float32 tensor of known dimensions (handy in tests and traces).
+    pub fn f32(dims: &[u64]) -> Self {
+        Self::new(
+            DType::Float32,
+            dims.iter().map(|&d| Dim::Known(d)).collect(),
+        )
+    }
+
+    /// `1x3x224x224`, symbols by name; a scalar is `scalar`.
+    pub fn shape_string(&self) -> String {
+        shape_string(&self.shape)
+    }
+}
+
+pub fn shape_string(shape: &[Dim]) -> String {
+    if shape.is_empty() {
+        return "scalar".to_string();
+    }
+    shape
+        .iter()
+        .map(Dim::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+/// An attribute value with ONNX's attribute kinds collapsed to what formulas use.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Ints(Vec<i64>),
+    Floats(Vec<f64>),
+    Strs(Vec<String>),
+}
+
+impl fmt::Display for AttrValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, v: &[T]) -> fmt::Result {
+            f.write_str("[")?;
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "{x}")?;
+            }
+            f.write_str("]")
+        }
+        match self {
+            AttrValue::Int(v) => write!(f, "{v}"),
+            AttrValue::Float(v) => write!(f, "{v}"),
+            AttrValue::Str(v) => write!(f, "{v:?}"),
+            AttrValue::Ints(v) => list(f, v),
+            AttrValue::Floats(v) => list(f, v),
+            AttrValue::Strs(v) => list(f, v),
+        }
+    }
+}
+
+/// One operator application.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// The layer name shown in reports (the node's own name, or `OpType-N`).
+    pub name: String,
+    /// ONNX `op_type`.
+    pub op: String,
+    /// ONNX domain; `""` is the default `ai.onnx` domain.
+    pub domain: String,
+    /// Opset version of the node's domain.
+    pub opset: i64,
+    pub attrs: BTreeMap<String, AttrValue>,
+    /// In ONNX input order; `None` for an absent optional input.
+    pub inputs: Vec<Option<TensorFact>>,
+    pub outputs: Vec<Option<TensorFact>>,
+}
+
+/// An ordered list of nodes, in execution order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+}
+
+/// The newest `ai.onnx` opset c3 knows; used when a trace names none.
+pub const DEFAULT_OPSET: i64 = 23;
+
+/// Gives unnamed nodes the name `OpType-N`, N counting from 1 per op type in
+/// execution order (the original tool's convention).
+pub fn name_unnamed(nodes: &mut [Node]) {
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for node in nodes {
+        let n = counts.entry(node.op.clone()).or_insert(0);
+        *n += 1;
+        if node.name.is_empty() {
+            node.name = format!("{}-{}", node.op, n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_codes_names_and_widths() {
+        assert_eq!(DType::parse("float32"), Some(DType::Float32));
+        assert_eq!(DType::parse("FLOAT"), Some(DType::Float32));
+        assert_eq!(DType::parse("half"), Some(DType::Float16));
+        assert_eq!(DType::parse("int4").map(DType::bits), Some(4));
+        assert_eq!(DType::from_onnx_code(16), Some(DType::Bfloat16));
+        assert_eq!(DType::Int64.onnx_code(), 7);
+        assert_eq!(DType::parse("nope"), None);
+        // Every code 1..=26 maps to exactly one type.
+        for code in 1..=26 {
+            let t = DType::from_onnx_code(code).unwrap();
+            assert_eq!(t.onnx_code(), code);
+        }
+    }
+
+    #[test]
+    fn unnamed_nodes_are_numbered_per_op() {
+        let node = |op: &str, name: &str| Node {
+            name: name.into(),
+            op: op.into(),
+            domain: String::new(),
+            opset: DEFAULT_OPSET,
+            attrs: BTreeMap::new(),
+            inputs: vec![],
+            outputs: vec![],
+        };
+        let mut nodes = vec![
+            node("Relu", ""),
+            node("Conv", "conv1"),
+            node("Relu", ""),
+            node("Conv", ""),
+        ];
+        name_unnamed(&mut nodes);
+        let names: Vec<_> = nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["Relu-1", "conv1", "Relu-2", "Conv-2"]);
+    }
+}

@@ -1,0 +1,521 @@
+//! Reports of a [`CostReport`]: table, Markdown, CSV and JSON.
+//!
+//! The report only formats what the cost stage computed; it derives nothing
+//! but sums' shares (%) and unit scaling.
+
+mod json;
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+
+use crate::cost::{CostReport, Totals};
+use crate::ir::TensorFact;
+use crate::rules::rule::show_value;
+
+pub use json::to_json;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Md,
+    Csv,
+    Json,
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "table" => Format::Table,
+            "md" | "markdown" => Format::Md,
+            "csv" => Format::Csv,
+            "json" => Format::Json,
+            _ => return Err(format!("unknown format '{s}' (table, md, csv, json)")),
+        })
+    }
+}
+
+/// Unit prefix for FLOPs (powers of 1000) and bytes (powers of 1024).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Per column, the largest prefix the column's largest value reaches.
+    Auto,
+    /// Exact integers.
+    None,
+    K,
+    M,
+    G,
+    T,
+}
+
+impl FromStr for Unit {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "auto" => Unit::Auto,
+            "none" => Unit::None,
+            "K" | "k" => Unit::K,
+            "M" => Unit::M,
+            "G" => Unit::G,
+            "T" => Unit::T,
+            _ => return Err(format!("unknown unit '{s}' (auto, none, K, M, G, T)")),
+        })
+    }
+}
+
+const PREFIXES: [&str; 5] = ["", "K", "M", "G", "T"];
+
+impl Unit {
+    /// The power of the radix this unit stands for, given the column's largest value.
+    fn power(self, largest: u64, radix: u64) -> usize {
+        match self {
+            Unit::None => 0,
+            Unit::K => 1,
+            Unit::M => 2,
+            Unit::G => 3,
+            Unit::T => 4,
+            Unit::Auto => {
+                let mut p = 0;
+                let mut v = largest;
+                while v >= radix && p < 4 {
+                    v /= radix;
+                    p += 1;
+                }
+                p
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    Name,
+    Op,
+    Flops,
+    Mread,
+    Mwrite,
+    Mrw,
+    FlopsPct,
+    MreadPct,
+    MwritePct,
+    MrwPct,
+    Inputs,
+    Outputs,
+    Params,
+}
+
+const COLUMN_NAMES: &[(&str, Column)] = &[
+    ("name", Column::Name),
+    ("op", Column::Op),
+    ("flops", Column::Flops),
+    ("mread", Column::Mread),
+    ("mwrite", Column::Mwrite),
+    ("mrw", Column::Mrw),
+    ("flops%", Column::FlopsPct),
+    ("mread%", Column::MreadPct),
+    ("mwrite%", Column::MwritePct),
+    ("mrw%", Column::MrwPct),
+    ("inputs", Column::Inputs),
+    ("outputs", Column::Outputs),
+    ("params", Column::Params),
+];
+
+pub const DEFAULT_COLUMNS: &[Column] = &[
+    Column::Name,
+    Column::Op,
+    Column::Flops,
+    Column::Mread,
+    Column::Mwrite,
+    Column::Mrw,
+];
+
+/// Parses `--columns`: a comma list of column names, or `default`, `percent`, `all`.
+pub fn parse_columns(s: &str) -> Result<Vec<Column>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let group: Vec<Column> = match part {
+            "default" => DEFAULT_COLUMNS.to_vec(),
+            "percent" => COLUMN_NAMES[..10].iter().map(|c| c.1).collect(),
+            "all" => COLUMN_NAMES.iter().map(|c| c.1).collect(),
+            _ => vec![
+                COLUMN_NAMES
+                    .iter()
+                    .find(|c| c.0 == part)
+                    .map(|c| c.1)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = COLUMN_NAMES.iter().map(|c| c.0).collect();
+                        format!(
+                            "unknown column '{part}' (one of {}, or default, percent, all)",
+                            names.join(", ")
+                        )
+                    })?,
+            ],
+        };
+        for c in group {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err("--columns names no column".into());
+    }
+    Ok(out)
+}
+
+/// Which parts of the report to show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parts {
+    Both,
+    Layers,
+    Summary,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    pub format: Format,
+    pub unit: Unit,
+    pub digits: usize,
+    pub columns: Vec<Column>,
+    pub parts: Parts,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        Self {
+            format: Format::Table,
+            unit: Unit::Auto,
+            digits: 3,
+            columns: DEFAULT_COLUMNS.to_vec(),
+            parts: Parts::Both,
+        }
+    }
+}
+
+/// A rectangular table of text cells with a header.
+struct Grid {
+    title: String,
+    header: Vec<String>,
+    /// Right-aligned (numeric) columns.
+    numeric: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+/// Value of a metric column for a set of totals.
+fn metric(t: &Totals, c: Column) -> u64 {
+    match c {
+        Column::Flops | Column::FlopsPct => t.flops,
+        Column::Mread | Column::MreadPct => t.mread,
+        Column::Mwrite | Column::MwritePct => t.mwrite,
+        _ => t.mrw,
+    }
+}
+
+struct Scaler {
+    unit: Unit,
+    digits: usize,
+    flops_power: usize,
+    bytes_power: usize,
+}
+
+impl Scaler {
+    fn new(opts: &ReportOptions, total: &Totals) -> Self {
+        // One prefix per kind: the total is each column's largest value.
+        let bytes_max = total.mread.max(total.mwrite).max(total.mrw);
+        Self {
+            unit: opts.unit,
+            digits: opts.digits,
+            flops_power: opts.unit.power(total.flops, 1000),
+            bytes_power: opts.unit.power(bytes_max, 1024),
+        }
+    }
+
+    fn header(&self, c: Column) -> String {
+        let bytes = |label: &str| format!("{label} ({}B)", bytes_prefix(self.bytes_power));
+        match c {
+            Column::Name => "Layer".into(),
+            Column::Op => "Op".into(),
+            Column::Flops => format!("{}FLOPs", PREFIXES[self.flops_power]),
+            Column::Mread => bytes("MemRead"),
+            Column::Mwrite => bytes("MemWrite"),
+            Column::Mrw => bytes("MemR+W"),
+            Column::FlopsPct => "FLOPs %".into(),
+            Column::MreadPct => "MemRead %".into(),
+            Column::MwritePct => "MemWrite %".into(),
+            Column::MrwPct => "MemR+W %".into(),
+            Column::Inputs => "Inputs".into(),
+            Column::Outputs => "Outputs".into(),
+            Column::Params => "Params".into(),
+        }
+    }
+
+    fn value(&self, v: u64, c: Column) -> String {
+        let (power, radix) = if c == Column::Flops {
+            (self.flops_power, 1000f64)
+        } else {
+            (self.bytes_power, 1024f64)
+        };
+        if self.unit == Unit::None || power == 0 {
+            return v.to_string();
+        }
+        format!("{:.*}", self.digits, v as f64 / radix.powi(power as i32))
+    }
+
+    fn percent(&self, v: u64, total: u64) -> String {
+        if total == 0 {
+            return format!("{:.*}", self.digits, 0.0);
+        }
+        format!("{:.*}", self.digits, 100.0 * v as f64 / total as f64)
+    }
+}
+
+fn bytes_prefix(power: usize) -> String {
+    if power == 0 {
+        String::new()
+    } else {
+        format!("{}i", PREFIXES[power])
+    }
+}
+
+fn shapes(list: &[Option<TensorFact>]) -> String {
+    list.iter()
+        .map(|t| t.as_ref().map_or("-".to_string(), TensorFact::shape_string))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn is_numeric(c: Column) -> bool {
+    !matches!(
+        c,
+        Column::Name | Column::Op | Column::Inputs | Column::Outputs | Column::Params
+    )
+}
+
+fn layer_grid(report: &CostReport, opts: &ReportOptions, s: &Scaler) -> Grid {
+    let cols = &opts.columns;
+    let cell =
+        |c: Column, name: &str, op: &str, t: &Totals, extra: Option<&crate::cost::LayerCost>| {
+            match c {
+                Column::Name => name.to_string(),
+                Column::Op => op.to_string(),
+                Column::Flops | Column::Mread | Column::Mwrite | Column::Mrw => {
+                    s.value(metric(t, c), c)
+                }
+                Column::FlopsPct | Column::MreadPct | Column::MwritePct | Column::MrwPct => {
+                    s.percent(metric(t, c), metric(&report.total, c))
+                }
+                Column::Inputs => extra.map_or(String::new(), |l| shapes(&l.inputs)),
+                Column::Outputs => extra.map_or(String::new(), |l| shapes(&l.outputs)),
+                Column::Params => extra.map_or(String::new(), |l| {
+                    l.params
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", show_value(v)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }),
+            }
+        };
+    let mut rows = Vec::new();
+    for l in &report.layers {
+        let t = Totals {
+            layers: 1,
+            flops: l.flops,
+            mread: l.mread,
+            mwrite: l.mwrite,
+            mrw: l.mrw(),
+        };
+        rows.push(
+            cols.iter()
+                .map(|&c| cell(c, &l.name, &l.op, &t, Some(l)))
+                .collect(),
+        );
+    }
+    rows.push(
+        cols.iter()
+            .map(|&c| cell(c, "total", "", &report.total, None))
+            .collect(),
+    );
+    Grid {
+        title: "Layers".into(),
+        header: cols.iter().map(|&c| s.header(c)).collect(),
+        numeric: cols.iter().map(|&c| is_numeric(c)).collect(),
+        rows,
+    }
+}
+
+fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
+    let metrics = [Column::Flops, Column::Mread, Column::Mwrite, Column::Mrw];
+    let pcts = [
+        Column::FlopsPct,
+        Column::MreadPct,
+        Column::MwritePct,
+        Column::MrwPct,
+    ];
+    let row = |op: String, t: &Totals| {
+        let mut r = vec![op, t.layers.to_string()];
+        r.extend(metrics.iter().map(|&c| s.value(metric(t, c), c)));
+        r.extend(
+            pcts.iter()
+                .map(|&c| s.percent(metric(t, c), metric(&report.total, c))),
+        );
+        r
+    };
+    let mut rows: Vec<Vec<String>> = report
+        .summary
+        .iter()
+        .map(|o| row(crate::rules::rule::qualified(&o.domain, &o.op), &o.totals))
+        .collect();
+    rows.push(row("total".into(), &report.total));
+    let mut header = vec!["Op".to_string(), "# Layers".to_string()];
+    header.extend(metrics.iter().chain(&pcts).map(|&c| s.header(c)));
+    Grid {
+        title: "Summary by operator type".into(),
+        numeric: (0..header.len()).map(|i| i > 0).collect(),
+        header,
+        rows,
+    }
+}
+
+fn unsupported_lines(report: &CostReport) -> Vec<String> {
+    report
+        .unsupported
+        .iter()
+        .map(|u| {
+            format!(
+                "{} ({})",
+                u.name,
+                crate::rules::rule::qualified(&u.domain, &u.op)
+            )
+        })
+        .collect()
+}
+
+/// Renders the report in the chosen format.
+pub fn render(report: &CostReport, opts: &ReportOptions) -> String {
+    if opts.format == Format::Json {
+        return to_json(report);
+    }
+    let s = Scaler::new(opts, &report.total);
+    let mut grids = Vec::new();
+    if opts.parts != Parts::Summary {
+        grids.push(layer_grid(report, opts, &s));
+    }
+    if opts.parts != Parts::Layers {
+        grids.push(summary_grid(report, &s));
+    }
+    let unsupported = unsupported_lines(report);
+    let mut out = String::new();
+    match opts.format {
+        Format::Table => {
+            for g in &grids {
+                let _ = writeln!(out, "{}", g.title);
+                let _ = writeln!(out, "{}\n", table(g));
+            }
+            if !unsupported.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "Unsupported operators (not counted): {}",
+                    unsupported.len()
+                );
+                for u in &unsupported {
+                    let _ = writeln!(out, "  {u}");
+                }
+            }
+        }
+        Format::Md => {
+            for g in &grids {
+                let _ = writeln!(out, "### {}\n\n{}", g.title, markdown(g));
+            }
+            if !unsupported.is_empty() {
+                let _ = writeln!(out, "### Unsupported operators (not counted)\n");
+                for u in &unsupported {
+                    let _ = writeln!(out, "- {u}");
+                }
+            }
+        }
+        Format::Csv => {
+            for (i, g) in grids.iter().enumerate() {
+                if i > 0 {
+                    out.push('\n');
+                }
+                out.push_str(&csv(g));
+            }
+            if !report.unsupported.is_empty() {
+                out.push_str("\nunsupported,op\n");
+                for u in &report.unsupported {
+                    let _ = writeln!(
+                        out,
+                        "{},{}",
+                        csv_field(&u.name),
+                        csv_field(&crate::rules::rule::qualified(&u.domain, &u.op))
+                    );
+                }
+            }
+        }
+        Format::Json => unreachable!("handled above"),
+    }
+    out
+}
+
+fn table(g: &Grid) -> Table {
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(g.header.clone());
+    for r in &g.rows {
+        t.add_row(r.clone());
+    }
+    for (i, numeric) in g.numeric.iter().enumerate() {
+        if *numeric && let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    t
+}
+
+fn markdown(g: &Grid) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut out = format!(
+        "| {} |\n",
+        g.header
+            .iter()
+            .map(|h| esc(h))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    out.push('|');
+    for n in &g.numeric {
+        out.push_str(if *n { "---:|" } else { ":---|" });
+    }
+    out.push('\n');
+    for r in &g.rows {
+        let _ = writeln!(
+            out,
+            "| {} |",
+            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
+        );
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv(g: &Grid) -> String {
+    let mut out = String::new();
+    for r in std::iter::once(&g.header).chain(&g.rows) {
+        let _ = writeln!(
+            out,
+            "{}",
+            r.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",")
+        );
+    }
+    out
+}

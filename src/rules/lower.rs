@@ -1,0 +1,615 @@
+//! Lowering a checked formula tree to evalexpr text, once, at load time, and
+//! the functions that text calls at evaluation time.
+//!
+//! Every name is prefixed by its kind (`d_N` a dimension, `a_axis` an attribute,
+//! `n_X` an element count...) so rule names can never collide with evalexpr's
+//! own identifiers, and every call is `c3_f(argc, args...)` so a single list
+//! argument is never mistaken for an argument tuple.
+
+use evalexpr::{EvalexprError, EvalexprResult, Value};
+
+use super::ast::{BinOp, Expr, ExprKind, Span, UnOp};
+
+/// What a name in a formula stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameKind {
+    /// A tensor of the pattern list; as a bare name, whether it is present.
+    Tensor { variadic: bool },
+    /// One dimension bound by a pattern.
+    Dim,
+    /// A `*S` list of dimensions.
+    List,
+    /// An attribute (by its ONNX name).
+    Attr,
+    /// A `let` name; `counts_elements` when it uses `|X|`.
+    Let { counts_elements: bool },
+    /// `fma`, `opset`, `true`, `false`.
+    Switch,
+}
+
+/// The switches every formula may use.
+pub const SWITCHES: &[&str] = &["fma", "opset", "true", "false"];
+
+/// Functions available in formulas: name, min and max argument count, meaning.
+pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
+    ("min", 1, 64, "smallest of the arguments (or of one list)"),
+    ("max", 1, 64, "largest of the arguments (or of one list)"),
+    ("sum", 1, 1, "sum of a list"),
+    ("prod", 1, 1, "product of a list (1 for an empty list)"),
+    ("len", 1, 1, "length of a list"),
+    ("cdiv", 2, 2, "ceiling division"),
+    (
+        "at",
+        2,
+        2,
+        "list element; a negative index counts from the end",
+    ),
+    (
+        "take",
+        2,
+        2,
+        "first n elements (n < 0: all but the last -n)",
+    ),
+    (
+        "drop",
+        2,
+        2,
+        "all but the first n elements (n < 0: the last -n)",
+    ),
+    ("fill", 2, 2, "a list of n copies of a value"),
+    (
+        "mismatches",
+        2,
+        2,
+        "number of positions where two lists differ",
+    ),
+    ("shape", 1, 1, "the shape of a tensor, as a list"),
+    ("rank", 1, 1, "the rank of a tensor"),
+    ("count", 1, 1, "how many tensors a variadic pattern matched"),
+    (
+        "has",
+        1,
+        1,
+        "whether an optional tensor or attribute is present",
+    ),
+];
+
+/// Resolves names while lowering; implemented by the rule compiler.
+pub trait Scope {
+    fn kind(&self, name: &str) -> Option<NameKind>;
+}
+
+/// Whether `|X|` means an element count (FLOPs, `let`, params) or a storage
+/// size in bits (memory formulas; the caller turns bits into bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Units {
+    Elements,
+    Bits,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LowerError {
+    pub message: String,
+    pub span: Span,
+}
+
+fn err<T>(message: impl Into<String>, span: Span) -> Result<T, LowerError> {
+    Err(LowerError {
+        message: message.into(),
+        span,
+    })
+}
+
+/// evalexpr variable names for each kind of binding.
+pub fn var_dim(name: &str) -> String {
+    format!("d_{name}")
+}
+pub fn var_attr(name: &str) -> String {
+    format!("a_{name}")
+}
+pub fn var_let(name: &str) -> String {
+    format!("l_{name}")
+}
+pub fn var_switch(name: &str) -> String {
+    format!("k_{name}")
+}
+pub fn var_present(name: &str) -> String {
+    format!("p_{name}")
+}
+pub fn var_elements(name: &str) -> String {
+    format!("n_{name}")
+}
+pub fn var_bits(name: &str) -> String {
+    format!("b_{name}")
+}
+pub fn var_shape(name: &str) -> String {
+    format!("s_{name}")
+}
+pub fn var_count(name: &str) -> String {
+    format!("c_{name}")
+}
+
+/// Lowers `e` to evalexpr text, checking every name and call on the way.
+pub fn lower(e: &Expr, scope: &dyn Scope, units: Units) -> Result<String, LowerError> {
+    let mut out = String::new();
+    emit(e, scope, units, &mut out)?;
+    Ok(out)
+}
+
+fn emit_call(
+    f: &str,
+    args: &[&Expr],
+    scope: &dyn Scope,
+    units: Units,
+    out: &mut String,
+) -> Result<(), LowerError> {
+    out.push_str(&format!("c3_{f}({}", args.len()));
+    for a in args {
+        out.push_str(", ");
+        emit(a, scope, units, out)?;
+    }
+    out.push(')');
+    Ok(())
+}
+
+fn tensor_arg<'a>(
+    f: &str,
+    args: &'a [Expr],
+    scope: &dyn Scope,
+    span: Span,
+) -> Result<(&'a str, bool), LowerError> {
+    match args {
+        [
+            Expr {
+                kind: ExprKind::Name(n),
+                span: arg_span,
+            },
+        ] => match scope.kind(n) {
+            Some(NameKind::Tensor { variadic }) => Ok((n.as_str(), variadic)),
+            Some(_) => err(
+                format!("{f}() takes a tensor name; '{n}' is not a tensor"),
+                *arg_span,
+            ),
+            None => err(format!("unknown name '{n}'"), *arg_span),
+        },
+        _ => err(format!("{f}() takes one tensor name"), span),
+    }
+}
+
+fn emit(e: &Expr, scope: &dyn Scope, units: Units, out: &mut String) -> Result<(), LowerError> {
+    match &e.kind {
+        ExprKind::Int(v) => out.push_str(&v.to_string()),
+        ExprKind::Str(s) => {
+            out.push('"');
+            out.push_str(s);
+            out.push('"');
+        }
+        ExprKind::Name(n) => match scope.kind(n) {
+            Some(NameKind::Tensor { variadic: false }) => out.push_str(&var_present(n)),
+            Some(NameKind::Tensor { variadic: true }) => {
+                out.push_str(&format!("({} > 0)", var_count(n)))
+            }
+            Some(NameKind::Dim | NameKind::List) => out.push_str(&var_dim(n)),
+            Some(NameKind::Attr) => out.push_str(&var_attr(n)),
+            Some(NameKind::Let { counts_elements }) => {
+                if counts_elements && units == Units::Bits {
+                    return err(
+                        format!(
+                            "'{n}' counts elements (it uses |X|), but memory formulas count \
+                             bytes: write the |X| terms here directly"
+                        ),
+                        e.span,
+                    );
+                }
+                out.push_str(&var_let(n))
+            }
+            Some(NameKind::Switch) => out.push_str(&var_switch(n)),
+            None => return err(format!("unknown name '{n}'"), e.span),
+        },
+        ExprKind::Size(n) => match scope.kind(n) {
+            Some(NameKind::Tensor { .. }) => out.push_str(&match units {
+                Units::Elements => var_elements(n),
+                Units::Bits => var_bits(n),
+            }),
+            Some(_) => return err(format!("|{n}| needs a tensor; '{n}' is not one"), e.span),
+            None => return err(format!("unknown tensor '{n}'"), e.span),
+        },
+        ExprKind::Call(f, args) => {
+            let Some(&(_, lo, hi, _)) = FUNCTIONS.iter().find(|x| x.0 == f) else {
+                return err(format!("unknown function '{f}'"), e.span);
+            };
+            if args.len() < lo || args.len() > hi {
+                let want = if lo == hi {
+                    format!("{lo}")
+                } else {
+                    format!("{lo} to {hi}")
+                };
+                return err(
+                    format!("{f}() takes {want} argument(s), got {}", args.len()),
+                    e.span,
+                );
+            }
+            match f.as_str() {
+                "shape" => {
+                    let (t, variadic) = tensor_arg(f, args, scope, e.span)?;
+                    if variadic {
+                        return err("shape() of a variadic pattern is not defined", e.span);
+                    }
+                    out.push_str(&var_shape(t));
+                }
+                "rank" => {
+                    let (t, variadic) = tensor_arg(f, args, scope, e.span)?;
+                    if variadic {
+                        return err("rank() of a variadic pattern is not defined", e.span);
+                    }
+                    out.push_str(&format!("c3_len(1, {})", var_shape(t)));
+                }
+                "count" => {
+                    let (t, variadic) = tensor_arg(f, args, scope, e.span)?;
+                    if !variadic {
+                        return err(
+                            format!("count() takes a variadic pattern; '{t}' is not"),
+                            e.span,
+                        );
+                    }
+                    out.push_str(&var_count(t));
+                }
+                "has" => match args.as_slice() {
+                    [
+                        Expr {
+                            kind: ExprKind::Name(n),
+                            ..
+                        },
+                    ] if matches!(scope.kind(n), Some(NameKind::Attr)) => {
+                        out.push_str(&format!("c3_has(1, {})", var_attr(n)));
+                    }
+                    [
+                        Expr {
+                            kind: ExprKind::Name(n),
+                            ..
+                        },
+                    ] if matches!(scope.kind(n), Some(NameKind::Tensor { .. })) => {
+                        emit(&args[0], scope, units, out)?;
+                    }
+                    _ => return err("has() takes a tensor or attribute name", e.span),
+                },
+                _ => emit_call(f, &args.iter().collect::<Vec<_>>(), scope, units, out)?,
+            }
+        }
+        ExprKind::List(items) => {
+            emit_call("list", &items.iter().collect::<Vec<_>>(), scope, units, out)?
+        }
+        ExprKind::Index(base, i) => emit_call("at", &[base, i], scope, units, out)?,
+        ExprKind::Unary(op, a) => {
+            out.push_str(if *op == UnOp::Neg { "(-(" } else { "(!(" });
+            emit(a, scope, units, out)?;
+            out.push_str("))");
+        }
+        ExprKind::Binary(op, a, b) => {
+            out.push('(');
+            emit(a, scope, units, out)?;
+            out.push(' ');
+            out.push_str(match op {
+                BinOp::Rem => "%",
+                other => other.symbol(),
+            });
+            out.push(' ');
+            emit(b, scope, units, out)?;
+            out.push(')');
+        }
+        // evalexpr has no lazy conditional: both branches are evaluated.
+        ExprKind::Cond(c, a, b) => emit_call("if", &[c, a, b], scope, units, out)?,
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ runtime
+
+fn fail<T>(msg: impl Into<String>) -> EvalexprResult<T> {
+    Err(EvalexprError::CustomMessage(msg.into()))
+}
+
+fn int(v: &Value, what: &str) -> EvalexprResult<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::Boolean(b) => Ok(*b as i64),
+        Value::Empty => fail(format!("{what}: value is absent")),
+        other => fail(format!(
+            "{what}: expected an integer, got {}",
+            describe(other)
+        )),
+    }
+}
+
+fn list<'a>(v: &'a Value, what: &str) -> EvalexprResult<&'a [Value]> {
+    match v {
+        Value::Tuple(t) => Ok(t),
+        Value::Empty => fail(format!("{what}: value is absent")),
+        other => fail(format!("{what}: expected a list, got {}", describe(other))),
+    }
+}
+
+/// A short description of a value for error messages.
+pub fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Float(f) => format!("the number {f}"),
+        Value::Int(i) => format!("the integer {i}"),
+        Value::Boolean(b) => format!("{b}"),
+        Value::Tuple(_) => "a list".into(),
+        Value::Empty => "nothing".into(),
+    }
+}
+
+fn overflow<T>(what: &str) -> EvalexprResult<T> {
+    fail(format!("{what}: integer overflow"))
+}
+
+fn resolve_index(i: i64, len: usize, what: &str) -> EvalexprResult<usize> {
+    let len_i = len as i64;
+    let j = if i < 0 { i + len_i } else { i };
+    if j < 0 || j >= len_i {
+        return fail(format!(
+            "{what}: index {i} is out of range for a list of {len}"
+        ));
+    }
+    Ok(j as usize)
+}
+
+fn resolve_count(n: i64, len: usize) -> usize {
+    let len_i = len as i64;
+    let k = if n < 0 { len_i + n } else { n };
+    k.clamp(0, len_i) as usize
+}
+
+/// Calls the formula function `c3_<name>`; `arg` is `(argc, args...)`.
+pub fn call(identifier: &str, arg: &Value) -> EvalexprResult<Value> {
+    let Some(name) = identifier.strip_prefix("c3_") else {
+        return Err(EvalexprError::FunctionIdentifierNotFound(identifier.into()));
+    };
+    let args: &[Value] = match arg {
+        Value::Tuple(t) if !t.is_empty() => {
+            let n = int(&t[0], name)? as usize;
+            if n + 1 != t.len() {
+                return fail(format!("{name}: malformed call"));
+            }
+            &t[1..]
+        }
+        // `c3_f(0)` has no arguments.
+        Value::Int(0) => &[],
+        _ => return fail(format!("{name}: malformed call")),
+    };
+    match (name, args) {
+        ("if", [c, a, b]) => {
+            let c = match c {
+                Value::Boolean(b) => *b,
+                Value::Int(i) => *i != 0,
+                other => {
+                    return fail(format!(
+                        "condition: expected true or false, got {}",
+                        describe(other)
+                    ));
+                }
+            };
+            Ok(if c { a.clone() } else { b.clone() })
+        }
+        ("list", items) => Ok(Value::Tuple(items.to_vec())),
+        ("min" | "max", items) => {
+            let items = match items {
+                [Value::Tuple(t)] => t.as_slice(),
+                _ => items,
+            };
+            let mut best: Option<i64> = None;
+            for v in items {
+                let v = int(v, name)?;
+                best = Some(match best {
+                    None => v,
+                    Some(b) if name == "min" => b.min(v),
+                    Some(b) => b.max(v),
+                });
+            }
+            match best {
+                Some(b) => Ok(Value::Int(b)),
+                None => fail(format!("{name}() of an empty list")),
+            }
+        }
+        ("sum", [l]) => {
+            let mut acc: i64 = 0;
+            for v in list(l, name)? {
+                acc = acc
+                    .checked_add(int(v, name)?)
+                    .map_or_else(|| overflow(name), Ok)?;
+            }
+            Ok(Value::Int(acc))
+        }
+        ("prod", [l]) => {
+            let mut acc: i64 = 1;
+            for v in list(l, name)? {
+                acc = acc
+                    .checked_mul(int(v, name)?)
+                    .map_or_else(|| overflow(name), Ok)?;
+            }
+            Ok(Value::Int(acc))
+        }
+        ("len", [l]) => Ok(Value::Int(list(l, name)?.len() as i64)),
+        ("cdiv", [a, b]) => {
+            let (a, b) = (int(a, name)?, int(b, name)?);
+            if b == 0 {
+                return fail("division by zero");
+            }
+            // Ceiling division for any signs: -floor(-a / b).
+            let q = a.checked_div(b).map_or_else(|| overflow(name), Ok)?;
+            let r = a % b;
+            Ok(Value::Int(if r != 0 && ((r > 0) == (b > 0)) {
+                q + 1
+            } else {
+                q
+            }))
+        }
+        ("at", [l, i]) => {
+            let l = list(l, "index")?;
+            let j = resolve_index(int(i, "index")?, l.len(), "index")?;
+            Ok(l[j].clone())
+        }
+        ("take", [l, n]) => {
+            let l = list(l, name)?;
+            let k = resolve_count(int(n, name)?, l.len());
+            Ok(Value::Tuple(l[..k].to_vec()))
+        }
+        ("drop", [l, n]) => {
+            let l = list(l, name)?;
+            let k = resolve_count(int(n, name)?, l.len());
+            Ok(Value::Tuple(l[k..].to_vec()))
+        }
+        ("fill", [n, v]) => {
+            let n = int(n, name)?;
+            if !(0..=4096).contains(&n) {
+                return fail(format!("fill: length {n} is out of range 0..=4096"));
+            }
+            Ok(Value::Tuple(vec![v.clone(); n as usize]))
+        }
+        ("mismatches", [a, b]) => {
+            let (a, b) = (list(a, name)?, list(b, name)?);
+            if a.len() != b.len() {
+                return fail(format!(
+                    "mismatches: lists have different lengths ({} and {})",
+                    a.len(),
+                    b.len()
+                ));
+            }
+            Ok(Value::Int(
+                a.iter().zip(b).filter(|(x, y)| x != y).count() as i64
+            ))
+        }
+        ("has", [v]) => Ok(Value::Boolean(!matches!(v, Value::Empty))),
+        _ => Err(EvalexprError::FunctionIdentifierNotFound(identifier.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::parse::parse_formula;
+
+    struct TestScope;
+    impl Scope for TestScope {
+        fn kind(&self, name: &str) -> Option<NameKind> {
+            match name {
+                "X" | "Y" => Some(NameKind::Tensor { variadic: false }),
+                "N" => Some(NameKind::Dim),
+                "K" => Some(NameKind::List),
+                "axis" => Some(NameKind::Attr),
+                "n" => Some(NameKind::Let {
+                    counts_elements: true,
+                }),
+                "fma" => Some(NameKind::Switch),
+                _ => None,
+            }
+        }
+    }
+
+    fn low(src: &str, units: Units) -> Result<String, LowerError> {
+        lower(&parse_formula(src).unwrap(), &TestScope, units)
+    }
+
+    #[test]
+    fn lowering_prefixes_names_and_counts_arguments() {
+        assert_eq!(
+            low("fma ? |X| * prod(K) : 2 * N", Units::Elements).unwrap(),
+            "c3_if(3, k_fma, (n_X * c3_prod(1, d_K)), (2 * d_N))"
+        );
+        assert_eq!(low("|X| + |Y|", Units::Bits).unwrap(), "(b_X + b_Y)");
+        assert_eq!(
+            low("K[axis]", Units::Elements).unwrap(),
+            "c3_at(2, d_K, a_axis)"
+        );
+    }
+
+    #[test]
+    fn lowering_rejects_unknown_names_and_bad_calls() {
+        let e = low("N + Q", Units::Elements).unwrap_err();
+        assert_eq!(e.message, "unknown name 'Q'");
+        assert_eq!(e.span, Span { start: 4, end: 5 });
+        assert!(
+            low("frob(N)", Units::Elements)
+                .unwrap_err()
+                .message
+                .contains("unknown function")
+        );
+        assert!(
+            low("cdiv(N)", Units::Elements)
+                .unwrap_err()
+                .message
+                .contains("takes 2")
+        );
+        assert!(
+            low("|N|", Units::Elements)
+                .unwrap_err()
+                .message
+                .contains("not one")
+        );
+        assert!(
+            low("n + |X|", Units::Bits)
+                .unwrap_err()
+                .message
+                .contains("counts elements")
+        );
+    }
+
+    #[test]
+    fn runtime_functions() {
+        let t = |v: Vec<i64>| Value::Tuple(v.into_iter().map(Value::Int).collect());
+        let args = |v: Vec<Value>| {
+            let mut all = vec![Value::Int(v.len() as i64)];
+            all.extend(v);
+            Value::Tuple(all)
+        };
+        assert_eq!(
+            call("c3_prod", &args(vec![t(vec![2, 3, 4])])).unwrap(),
+            Value::Int(24)
+        );
+        assert_eq!(
+            call("c3_prod", &args(vec![t(vec![])])).unwrap(),
+            Value::Int(1)
+        );
+        assert_eq!(
+            call("c3_cdiv", &args(vec![Value::Int(7), Value::Int(2)])).unwrap(),
+            Value::Int(4)
+        );
+        assert_eq!(
+            call("c3_cdiv", &args(vec![Value::Int(-7), Value::Int(2)])).unwrap(),
+            Value::Int(-3)
+        );
+        assert_eq!(
+            call("c3_at", &args(vec![t(vec![5, 6, 7]), Value::Int(-1)])).unwrap(),
+            Value::Int(7)
+        );
+        assert!(call("c3_at", &args(vec![t(vec![5]), Value::Int(3)])).is_err());
+        assert_eq!(
+            call("c3_drop", &args(vec![t(vec![1, 2, 3]), Value::Int(1)])).unwrap(),
+            t(vec![2, 3])
+        );
+        assert_eq!(
+            call("c3_take", &args(vec![t(vec![1, 2, 3]), Value::Int(-1)])).unwrap(),
+            t(vec![1, 2])
+        );
+        assert_eq!(
+            call("c3_max", &args(vec![Value::Int(3), Value::Int(9)])).unwrap(),
+            Value::Int(9)
+        );
+        assert_eq!(
+            call("c3_min", &args(vec![t(vec![4, 2])])).unwrap(),
+            Value::Int(2)
+        );
+        assert!(call("c3_prod", &args(vec![t(vec![i64::MAX, 2])])).is_err());
+        assert!(call("c3_cdiv", &args(vec![Value::Int(1), Value::Int(0)])).is_err());
+        assert_eq!(
+            call(
+                "c3_mismatches",
+                &args(vec![t(vec![1, 2, 3]), t(vec![1, 5, 6])])
+            )
+            .unwrap(),
+            Value::Int(2)
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! The rule set in force: the built-in rules, then packs loaded over them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::rule::{CostRule, SourceFile};
+use super::yaml::RuleFileDef;
+use crate::error::{Error, RuleError};
+
+/// The built-in rule files, embedded so `c3` works from any directory.
+pub const BUILTIN_RULES: &[(&str, &str)] = &[
+    (
+        "rules/activation.yaml",
+        include_str!("../../rules/activation.yaml"),
+    ),
+    ("rules/math.yaml", include_str!("../../rules/math.yaml")),
+    ("rules/nn.yaml", include_str!("../../rules/nn.yaml")),
+    (
+        "rules/normalization.yaml",
+        include_str!("../../rules/normalization.yaml"),
+    ),
+    (
+        "rules/pooling.yaml",
+        include_str!("../../rules/pooling.yaml"),
+    ),
+    (
+        "rules/reduction.yaml",
+        include_str!("../../rules/reduction.yaml"),
+    ),
+    ("rules/tensor.yaml", include_str!("../../rules/tensor.yaml")),
+];
+
+/// A built-in pack: a name users pass to `--rules`, what it is for, its files.
+pub struct BuiltinPack {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub files: &'static [(&'static str, &'static str)],
+}
+
+pub const BUILTIN_PACKS: &[BuiltinPack] = &[BuiltinPack {
+    name: "chainer",
+    summary: "reproduces chainer_computational_cost 0.1.2 to the integer, quirks included",
+    files: &[(
+        "rules/packs/chainer/chainer.yaml",
+        include_str!("../../rules/packs/chainer/chainer.yaml"),
+    )],
+}];
+
+/// Rule files larger than this are refused before they are parsed.
+pub const MAX_RULE_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Every rule in force, by (domain, op); later loads override earlier ones.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSet {
+    rules: BTreeMap<(String, String), CostRule>,
+}
+
+impl RuleSet {
+    /// An empty set (no rules at all).
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// The built-in rules.
+    pub fn builtin() -> Result<Self, RuleError> {
+        let mut set = Self::empty();
+        for (path, text) in BUILTIN_RULES {
+            set.add_source(path, text, true)?;
+        }
+        Ok(set)
+    }
+
+    /// Parses one rule file and adds (or overrides) its rules; returns the
+    /// qualified names of the ops it defined.
+    pub fn add_source(
+        &mut self,
+        path: &str,
+        text: &str,
+        builtin: bool,
+    ) -> Result<Vec<String>, RuleError> {
+        let src = SourceFile {
+            path,
+            text,
+            builtin,
+        };
+        let def: RuleFileDef = serde_saphyr::from_str(text).map_err(|e| yaml_error(&src, &e))?;
+        let mut ops = Vec::new();
+        for (op, rule_def) in &def.0 {
+            let rule = CostRule::compile(op, rule_def, &src)?;
+            ops.push(rule.qualified_name());
+            self.rules
+                .insert((rule.domain.clone(), rule.op.clone()), rule);
+        }
+        Ok(ops)
+    }
+
+    /// Loads a pack: a folder of `*.yaml` files (read in name order), or the
+    /// name of a built-in pack.
+    pub fn load_pack(&mut self, spec: &str) -> Result<Vec<String>, Error> {
+        let path = Path::new(spec);
+        if path.is_dir() {
+            return self.load_dir(path);
+        }
+        if let Some(pack) = BUILTIN_PACKS.iter().find(|p| p.name == spec) {
+            let mut ops = Vec::new();
+            for (file, text) in pack.files {
+                ops.extend(self.add_source(file, text, true)?);
+            }
+            return Ok(ops);
+        }
+        if path.exists() && path.is_file() {
+            return self.load_file(path);
+        }
+        let names: Vec<&str> = BUILTIN_PACKS.iter().map(|p| p.name).collect();
+        Err(Error::Usage(format!(
+            "--rules {spec}: no such folder, and no built-in pack of that name (built-in packs: {})",
+            names.join(", ")
+        )))
+    }
+
+    fn load_file(&mut self, path: &Path) -> Result<Vec<String>, Error> {
+        let shown = path.display().to_string();
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(&shown, e))?;
+        if meta.len() > MAX_RULE_FILE_BYTES {
+            return Err(Error::Input {
+                path: shown,
+                message: format!(
+                    "rule file is {} bytes; the limit is {MAX_RULE_FILE_BYTES}",
+                    meta.len()
+                ),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))?;
+        Ok(self.add_source(&shown, &text, false)?)
+    }
+
+    /// Loads every `*.yaml` / `*.yml` file of a folder, in name order.
+    pub fn load_dir(&mut self, dir: &Path) -> Result<Vec<String>, Error> {
+        let shown = dir.display().to_string();
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(&shown, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(Error::Input {
+                path: shown,
+                message: "no *.yaml rule files in this folder".into(),
+            });
+        }
+        let mut ops = Vec::new();
+        for f in files {
+            ops.extend(self.load_file(&f)?);
+        }
+        Ok(ops)
+    }
+
+    /// The rule for an op, if any. `domain` `ai.onnx` is the default domain.
+    pub fn get(&self, domain: &str, op: &str) -> Option<&CostRule> {
+        let domain = if domain == "ai.onnx" { "" } else { domain };
+        self.rules.get(&(domain.to_string(), op.to_string()))
+    }
+
+    /// Looks an op up by `Op` or `domain::Op`, case-insensitively when exact fails.
+    pub fn find(&self, name: &str) -> Option<&CostRule> {
+        let (domain, op) = name.rsplit_once("::").unwrap_or(("", name));
+        self.get(domain, op).or_else(|| {
+            self.rules.values().find(|r| {
+                r.op.eq_ignore_ascii_case(op) && (domain.is_empty() || r.domain == domain)
+            })
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &CostRule> {
+        self.rules.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}
+
+/// A YAML or schema error as `path:line:col: message`.
+fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError {
+    let (line, col) = e.location().map_or((1, 1), |l| {
+        (l.line().max(1) as usize, l.column().max(1) as usize)
+    });
+    let mut message = e.without_snippet().to_string();
+    // serde-saphyr appends the position; we print it in front instead.
+    if let Some(i) = message.find(" at line ") {
+        message.truncate(i);
+    }
+    let line_text = src
+        .text
+        .lines()
+        .nth(line - 1)
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    RuleError {
+        path: src.path.to_string(),
+        line,
+        col,
+        message: message.trim().to_string(),
+        text: line_text.map(str::to_string),
+    }
+}

@@ -1,0 +1,908 @@
+//! A compiled cost rule ([`CostRule`]) and its evaluation on one node.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use evalexpr::{EvalexprError, Node as Code, Value};
+
+use super::ast::{BinOp, DimPat, Expr, ExprKind, TensorPat};
+use super::lower::{self, NameKind, Scope, Units};
+use super::parse::{parse_formula, parse_patterns};
+use super::yaml::{RuleDef, Text};
+use crate::error::RuleError;
+use crate::ir::{AttrValue, Dim, Node, TensorFact};
+
+/// Where a rule (or one of its formulas) was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// `rules/nn.yaml` for built-in rules, the file's path for packs.
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub builtin: bool,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.col)
+    }
+}
+
+/// One formula: its text, its tree, and the evalexpr code lowered from it.
+#[derive(Debug, Clone)]
+pub struct Formula {
+    pub text: String,
+    pub ast: Expr,
+    pub code: Code,
+    pub origin: Origin,
+    /// The source text the formula came from and its start, to point into it.
+    start_byte: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct AttrDecl {
+    pub name: String,
+    pub default: Option<Formula>,
+}
+
+/// A cost rule, compiled once at load time.
+#[derive(Debug, Clone)]
+pub struct CostRule {
+    pub op: String,
+    /// `""` for the default ONNX domain.
+    pub domain: String,
+    pub category: String,
+    pub summary: String,
+    pub doc: String,
+    pub origin: Origin,
+    pub inputs: Vec<TensorPat>,
+    pub outputs: Vec<TensorPat>,
+    pub inputs_text: String,
+    pub outputs_text: String,
+    pub attrs: Vec<AttrDecl>,
+    pub lets: Vec<(String, Formula)>,
+    pub flops: Formula,
+    pub mread: Formula,
+    pub mwrite: Formula,
+    pub params: Vec<(String, Formula)>,
+}
+
+/// The source a rule file was read from, to turn offsets into line:col.
+pub struct SourceFile<'a> {
+    pub path: &'a str,
+    pub text: &'a str,
+    pub builtin: bool,
+}
+
+impl SourceFile<'_> {
+    /// Line and column (1-based, in characters) of a byte offset.
+    pub fn line_col(&self, byte: usize) -> (usize, usize) {
+        let byte = byte.min(self.text.len());
+        let before = &self.text[..byte];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[line_start..].chars().count() + 1)
+    }
+
+    /// Byte offset of a value's first character from serde-saphyr's location.
+    pub fn start_of(&self, t: &Text) -> usize {
+        let loc = &t.referenced;
+        if let Some(b) = loc.span().byte_offset() {
+            return (b as usize).min(self.text.len());
+        }
+        self.byte_of(loc.line() as usize, loc.column() as usize)
+    }
+
+    pub fn byte_of(&self, line: usize, col: usize) -> usize {
+        let mut offset = 0;
+        for (i, l) in self.text.split_inclusive('\n').enumerate() {
+            if i + 1 == line {
+                return offset
+                    + l.char_indices()
+                        .nth(col.saturating_sub(1))
+                        .map_or(l.len(), |(b, _)| b);
+            }
+            offset += l.len();
+        }
+        self.text.len()
+    }
+
+    /// Where byte `offset` of a scalar's text sits in the file. The scalar may
+    /// be quoted or a block; its lines are found in the file from its start.
+    pub fn locate(&self, start: usize, scalar: &str, offset: usize) -> usize {
+        let offset = offset.min(scalar.len());
+        let line_start = scalar[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line_text = scalar[line_start..].split('\n').next().unwrap_or("");
+        if !line_text.is_empty()
+            && let Some(pos) = self.text.get(start..).and_then(|rest| rest.find(line_text))
+        {
+            return start + pos + (offset - line_start);
+        }
+        start
+    }
+
+    pub fn error_at(
+        &self,
+        byte: usize,
+        message: impl Into<String>,
+        text: Option<&str>,
+    ) -> RuleError {
+        let (line, col) = self.line_col(byte);
+        RuleError {
+            path: self.path.to_string(),
+            line,
+            col,
+            message: message.into(),
+            text: text.map(str::to_string),
+        }
+    }
+}
+
+/// What each name of a rule stands for, as the rule is compiled.
+#[derive(Default)]
+struct RuleScope {
+    names: HashMap<String, NameKind>,
+}
+
+impl Scope for RuleScope {
+    fn kind(&self, name: &str) -> Option<NameKind> {
+        self.names.get(name).copied()
+    }
+}
+
+impl RuleScope {
+    fn with_switches() -> Self {
+        let mut s = Self::default();
+        for n in lower::SWITCHES {
+            s.names.insert((*n).to_string(), NameKind::Switch);
+        }
+        s
+    }
+}
+
+/// Whether `e` mentions `|X|` directly or through a `let` that does.
+fn counts_elements(e: &Expr, scope: &RuleScope) -> bool {
+    let mut found = false;
+    e.walk(&mut |n| match &n.kind {
+        ExprKind::Size(_) => found = true,
+        ExprKind::Name(name) => {
+            if let Some(NameKind::Let {
+                counts_elements: true,
+            }) = scope.kind(name)
+            {
+                found = true;
+            }
+        }
+        _ => {}
+    });
+    found
+}
+
+fn compile_formula(
+    src: &SourceFile,
+    t: &Text,
+    scope: &RuleScope,
+    units: Units,
+) -> Result<Formula, RuleError> {
+    let text = t.value.0.clone();
+    let start = src.start_of(t);
+    let ast = parse_formula(&text).map_err(|e| {
+        src.error_at(
+            src.locate(start, &text, e.offset),
+            format!("syntax error: {}", e.message),
+            Some(&text),
+        )
+    })?;
+    let code_text = lower::lower(&ast, scope, units).map_err(|e| {
+        src.error_at(
+            src.locate(start, &text, e.span.start),
+            e.message,
+            Some(&text[e.span.start..e.span.end]),
+        )
+    })?;
+    let code = evalexpr::build_operator_tree(&code_text).map_err(|e| {
+        src.error_at(
+            start,
+            format!("internal: lowered formula does not build: {e}"),
+            Some(&text),
+        )
+    })?;
+    let (line, col) = src.line_col(start);
+    Ok(Formula {
+        text,
+        ast,
+        code,
+        origin: Origin {
+            file: src.path.to_string(),
+            line,
+            col,
+            builtin: src.builtin,
+        },
+        start_byte: start,
+    })
+}
+
+impl CostRule {
+    /// Compiles one rule of a rule file: parses its patterns and formulas,
+    /// resolves every name, and lowers each formula to evalexpr.
+    pub fn compile(op: &str, def: &RuleDef, src: &SourceFile) -> Result<CostRule, RuleError> {
+        let mut scope = RuleScope::with_switches();
+        let op_byte = find_key(src.text, op);
+        let (line, col) = src.line_col(op_byte);
+        let origin = Origin {
+            file: src.path.to_string(),
+            line,
+            col,
+            builtin: src.builtin,
+        };
+
+        let mut pattern_lists = Vec::new();
+        for t in [&def.inputs, &def.outputs] {
+            let text = &t.value.0;
+            let start = src.start_of(t);
+            let pats = parse_patterns(text).map_err(|e| {
+                src.error_at(
+                    src.locate(start, text, e.offset),
+                    format!("pattern syntax error: {}", e.message),
+                    Some(text),
+                )
+            })?;
+            for (i, p) in pats.iter().enumerate() {
+                let at = |msg: String| {
+                    src.error_at(
+                        src.locate(start, text, p.span.start),
+                        msg,
+                        Some(&text[p.span.start..p.span.end]),
+                    )
+                };
+                if p.variadic && i + 1 != pats.len() {
+                    return Err(at(format!(
+                        "variadic pattern '{}...' must come last",
+                        p.name
+                    )));
+                }
+                if scope.names.contains_key(&p.name) {
+                    return Err(at(format!("name '{}' is bound twice", p.name)));
+                }
+                scope.names.insert(
+                    p.name.clone(),
+                    NameKind::Tensor {
+                        variadic: p.variadic,
+                    },
+                );
+                let Some(dims) = &p.dims else { continue };
+                if dims.iter().filter(|d| matches!(d, DimPat::Rest(_))).count() > 1 {
+                    return Err(at(format!(
+                        "pattern '{}' has more than one *list: it cannot bind",
+                        p.name
+                    )));
+                }
+                for d in dims {
+                    let (name, kind) = match d {
+                        DimPat::Fixed(_) => continue,
+                        DimPat::Name(n) => (n, NameKind::Dim),
+                        DimPat::Rest(n) => (n, NameKind::List),
+                    };
+                    match scope.kind(name) {
+                        None => {
+                            scope.names.insert(name.clone(), kind);
+                        }
+                        Some(k) if k == kind => {} // a repeated name must match
+                        Some(_) => {
+                            return Err(at(format!(
+                                "'{name}' is bound as two different things; it cannot bind"
+                            )));
+                        }
+                    }
+                }
+            }
+            pattern_lists.push(pats);
+        }
+        let outputs = pattern_lists.pop().unwrap_or_default();
+        let inputs = pattern_lists.pop().unwrap_or_default();
+
+        let declare = |scope: &mut RuleScope, name: &str, kind: NameKind, t: Option<&Text>| {
+            if scope.names.contains_key(name) {
+                let byte = t.map_or(op_byte, |t| src.start_of(t));
+                return Err(src.error_at(
+                    byte,
+                    format!("name '{name}' is already bound"),
+                    Some(name),
+                ));
+            }
+            scope.names.insert(name.to_string(), kind);
+            Ok(())
+        };
+
+        // Attribute defaults may use pattern names only, so declare attributes after.
+        let mut attrs = Vec::new();
+        for (name, default) in &def.attrs.0 {
+            let default = default
+                .as_ref()
+                .map(|t| compile_formula(src, t, &scope, Units::Elements))
+                .transpose()?;
+            attrs.push(AttrDecl {
+                name: name.clone(),
+                default,
+            });
+        }
+        for (name, default) in &def.attrs.0 {
+            declare(&mut scope, name, NameKind::Attr, default.as_ref())?;
+        }
+
+        let mut lets = Vec::new();
+        for (name, t) in &def.lets.0 {
+            let f = compile_formula(src, t, &scope, Units::Elements)?;
+            let counts_elements = counts_elements(&f.ast, &scope);
+            declare(&mut scope, name, NameKind::Let { counts_elements }, Some(t))?;
+            lets.push((name.clone(), f));
+        }
+
+        let flops = compile_formula(src, &def.flops, &scope, Units::Elements)?;
+        let mread = compile_formula(src, &def.mread, &scope, Units::Bits)?;
+        let mwrite = compile_formula(src, &def.mwrite, &scope, Units::Bits)?;
+        let params = def
+            .params
+            .0
+            .iter()
+            .map(|(n, t)| Ok((n.clone(), compile_formula(src, t, &scope, Units::Elements)?)))
+            .collect::<Result<Vec<_>, RuleError>>()?;
+
+        let domain = match def.domain.as_deref() {
+            None | Some("ai.onnx") => String::new(),
+            Some(d) => d.to_string(),
+        };
+        Ok(CostRule {
+            op: op.to_string(),
+            domain,
+            category: def.category.clone(),
+            summary: def.summary.trim().to_string(),
+            doc: def.doc.trim_end().to_string(),
+            origin,
+            inputs_text: join_patterns(&inputs),
+            outputs_text: join_patterns(&outputs),
+            inputs,
+            outputs,
+            attrs,
+            lets,
+            flops,
+            mread,
+            mwrite,
+            params,
+        })
+    }
+
+    /// `Conv` or `com.microsoft::Attention`.
+    pub fn qualified_name(&self) -> String {
+        qualified(&self.domain, &self.op)
+    }
+}
+
+pub fn qualified(domain: &str, op: &str) -> String {
+    if domain.is_empty() {
+        op.to_string()
+    } else {
+        format!("{domain}::{op}")
+    }
+}
+
+fn join_patterns(p: &[TensorPat]) -> String {
+    p.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Byte offset of the line `op:` that opens a rule (0 when not found).
+fn find_key(text: &str, op: &str) -> usize {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let rest = line
+            .strip_prefix(op)
+            .or_else(|| line.strip_prefix(&format!("\"{op}\"")))
+            .or_else(|| line.strip_prefix(&format!("'{op}'")));
+        if let Some(rest) = rest
+            && rest.trim_start().starts_with(':')
+        {
+            return offset;
+        }
+        offset += line.len();
+    }
+    0
+}
+
+// ------------------------------------------------------------------ evaluation
+
+/// Switches that change how a rule counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountOptions {
+    /// A multiply-add counts as one FLOP (the default) rather than two.
+    pub fma: bool,
+}
+
+impl Default for CountOptions {
+    fn default() -> Self {
+        Self { fma: true }
+    }
+}
+
+/// The result of applying a rule to one node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    pub flops: u64,
+    /// Bytes read.
+    pub mread: u64,
+    /// Bytes written.
+    pub mwrite: u64,
+    pub params: Vec<(String, Value)>,
+    /// Every name the rule bound, in binding order (for `c3 explain`).
+    pub bindings: Vec<(String, Value)>,
+}
+
+/// Why a rule could not be applied to a node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvalError {
+    /// The node does not fit the rule's patterns (a bad trace or model).
+    Binding(String),
+    /// A formula failed (overflow, division by zero, wrong type).
+    Formula {
+        origin: Origin,
+        what: String,
+        text: String,
+        message: String,
+    },
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvalError::Binding(m) => f.write_str(m),
+            EvalError::Formula {
+                origin,
+                what,
+                text,
+                message,
+            } => write!(f, "{origin}: {message} in {what} `{text}`"),
+        }
+    }
+}
+
+/// The variables one evaluation sees.
+struct Env {
+    vars: HashMap<String, Value>,
+}
+
+impl evalexpr::Context for Env {
+    fn get_value(&self, identifier: &str) -> Option<&Value> {
+        self.vars.get(identifier)
+    }
+    fn call_function(&self, identifier: &str, argument: &Value) -> evalexpr::EvalexprResult<Value> {
+        lower::call(identifier, argument)
+    }
+    fn are_builtin_functions_disabled(&self) -> bool {
+        true
+    }
+    fn set_builtin_functions_disabled(&mut self, disabled: bool) -> evalexpr::EvalexprResult<()> {
+        if disabled {
+            Ok(())
+        } else {
+            Err(EvalexprError::CustomMessage(
+                "builtin functions stay disabled".into(),
+            ))
+        }
+    }
+}
+
+impl Env {
+    fn set(&mut self, var: String, v: Value) {
+        self.vars.insert(var, v);
+    }
+}
+
+pub fn attr_value(a: &AttrValue) -> Value {
+    match a {
+        AttrValue::Int(i) => Value::Int(*i),
+        AttrValue::Float(f) => Value::Float(*f),
+        AttrValue::Str(s) => Value::String(s.clone()),
+        AttrValue::Ints(v) => Value::Tuple(v.iter().map(|&i| Value::Int(i)).collect()),
+        AttrValue::Floats(v) => Value::Tuple(v.iter().map(|&f| Value::Float(f)).collect()),
+        AttrValue::Strs(v) => Value::Tuple(v.iter().map(|s| Value::String(s.clone())).collect()),
+    }
+}
+
+fn dim_value(d: &Dim, tensor: &str) -> Result<i64, EvalError> {
+    match d {
+        Dim::Known(n) => i64::try_from(*n)
+            .map_err(|_| EvalError::Binding(format!("dimension {n} of {tensor} is too large"))),
+        Dim::Symbol(s) => Err(EvalError::Binding(format!(
+            "dimension '{s}' of {tensor} is unknown; bind it with --dim {s}=N"
+        ))),
+    }
+}
+
+fn tensor_counts(t: &TensorFact, name: &str) -> Result<(i64, i64), EvalError> {
+    let mut n: i64 = 1;
+    for d in &t.shape {
+        n = n.checked_mul(dim_value(d, name)?).ok_or_else(|| {
+            EvalError::Binding(format!("{name}: element count overflows 64 bits"))
+        })?;
+    }
+    let bits = n
+        .checked_mul(t.dtype.bits() as i64)
+        .ok_or_else(|| EvalError::Binding(format!("{name}: size in bits overflows 64 bits")))?;
+    Ok((n, bits))
+}
+
+impl Formula {
+    fn eval(&self, env: &Env, what: &str) -> Result<Value, EvalError> {
+        self.code.eval_with_context(env).map_err(|e| {
+            let message = match e {
+                EvalexprError::CustomMessage(m) => m,
+                EvalexprError::DivisionError { .. } => "division by zero".to_string(),
+                EvalexprError::ModulationError { .. } => "remainder by zero".to_string(),
+                EvalexprError::AdditionError { .. }
+                | EvalexprError::SubtractionError { .. }
+                | EvalexprError::MultiplicationError { .. }
+                | EvalexprError::NegationError { .. } => "integer overflow".to_string(),
+                other => other.to_string(),
+            };
+            let (origin, text) = self.culprit(env, &message);
+            EvalError::Formula {
+                origin,
+                what: what.to_string(),
+                text,
+                message,
+            }
+        })
+    }
+
+    /// For a division by zero, the divisor that is zero; otherwise the formula.
+    fn culprit(&self, env: &Env, message: &str) -> (Origin, String) {
+        if message.contains("by zero") {
+            let mut found = None;
+            self.ast.walk(&mut |e| {
+                if found.is_some() {
+                    return;
+                }
+                if let ExprKind::Binary(BinOp::Div | BinOp::Rem, _, d) = &e.kind
+                    && self.sub_is_zero(d, env)
+                {
+                    found = Some(e.span);
+                }
+            });
+            if let Some(span) = found {
+                let (line, col) = self.position(span.start);
+                let origin = Origin {
+                    line,
+                    col,
+                    ..self.origin.clone()
+                };
+                return (origin, self.text[span.start..span.end].to_string());
+            }
+        }
+        (self.origin.clone(), self.text.clone())
+    }
+
+    fn sub_is_zero(&self, d: &Expr, env: &Env) -> bool {
+        // Re-lowering cannot fail: the whole formula lowered with these names.
+        struct Any<'a>(&'a Env);
+        impl Scope for Any<'_> {
+            fn kind(&self, name: &str) -> Option<NameKind> {
+                let probe = |v: String| self.0.vars.contains_key(&v);
+                if probe(lower::var_present(name)) {
+                    Some(NameKind::Tensor { variadic: false })
+                } else if probe(lower::var_count(name)) {
+                    Some(NameKind::Tensor { variadic: true })
+                } else if probe(lower::var_dim(name)) {
+                    Some(NameKind::Dim)
+                } else if probe(lower::var_attr(name)) {
+                    Some(NameKind::Attr)
+                } else if probe(lower::var_let(name)) {
+                    Some(NameKind::Let {
+                        counts_elements: false,
+                    })
+                } else if probe(lower::var_switch(name)) {
+                    Some(NameKind::Switch)
+                } else {
+                    None
+                }
+            }
+        }
+        let Ok(code) = lower::lower(d, &Any(env), Units::Elements) else {
+            return false;
+        };
+        matches!(
+            evalexpr::build_operator_tree(&code).and_then(|c| c.eval_with_context(env)),
+            Ok(Value::Int(0))
+        )
+    }
+
+    /// Line and column in the rule file of byte `offset` of the formula text.
+    fn position(&self, offset: usize) -> (usize, usize) {
+        // Walk from the formula's start in the same way the loader located it.
+        let before = &self.text[..offset.min(self.text.len())];
+        match before.rfind('\n') {
+            None => (self.origin.line, self.origin.col + before.chars().count()),
+            Some(i) => (
+                self.origin.line + before.matches('\n').count(),
+                before[i + 1..].chars().count() + 1,
+            ),
+        }
+    }
+
+    fn eval_count(&self, env: &Env, what: &str, units: Units) -> Result<u64, EvalError> {
+        let v = self.eval(env, what)?;
+        let fail = |message: String| EvalError::Formula {
+            origin: self.origin.clone(),
+            what: what.to_string(),
+            text: self.text.clone(),
+            message,
+        };
+        let n = match v {
+            Value::Int(n) => n,
+            other => {
+                return Err(fail(format!(
+                    "a count must be an integer, this is {}",
+                    lower::describe(&other)
+                )));
+            }
+        };
+        let n = u64::try_from(n).map_err(|_| fail(format!("a count cannot be negative ({n})")))?;
+        Ok(match units {
+            Units::Elements => n,
+            Units::Bits => n.div_ceil(8),
+        })
+    }
+
+    /// Byte offset of the formula in its file (for tools that point into it).
+    pub fn start_byte(&self) -> usize {
+        self.start_byte
+    }
+}
+
+impl CostRule {
+    /// Binds the rule's patterns to a node's tensors.
+    fn bind(&self, node: &Node, env: &mut Env) -> Result<(), EvalError> {
+        let bound: &mut HashMap<String, Value> = &mut HashMap::new();
+        for (pats, tensors, side) in [
+            (&self.inputs, &node.inputs, "input"),
+            (&self.outputs, &node.outputs, "output"),
+        ] {
+            let variadic = pats.last().is_some_and(|p| p.variadic);
+            let fixed = if variadic { pats.len() - 1 } else { pats.len() };
+            if !variadic && tensors.len() > pats.len() {
+                // Trailing absent tensors are harmless; present extra ones are not.
+                if tensors[pats.len()..].iter().any(Option::is_some) {
+                    return Err(EvalError::Binding(format!(
+                        "has {} {side}s, but the rule for {} takes at most {} ({})",
+                        tensors.len(),
+                        self.op,
+                        pats.len(),
+                        join_patterns(pats)
+                    )));
+                }
+            }
+            for (i, p) in pats.iter().enumerate().take(fixed) {
+                match tensors.get(i).and_then(Option::as_ref) {
+                    None if p.optional => {
+                        env.set(lower::var_present(&p.name), Value::Boolean(false));
+                        env.set(lower::var_elements(&p.name), Value::Int(0));
+                        env.set(lower::var_bits(&p.name), Value::Int(0));
+                        env.set(lower::var_shape(&p.name), Value::Empty);
+                    }
+                    None => {
+                        return Err(EvalError::Binding(format!(
+                            "{side} {} ({}) of {} is missing",
+                            i + 1,
+                            p.name,
+                            self.op
+                        )));
+                    }
+                    Some(t) => {
+                        let (n, bits) = tensor_counts(t, &p.name)?;
+                        env.set(lower::var_present(&p.name), Value::Boolean(true));
+                        env.set(lower::var_elements(&p.name), Value::Int(n));
+                        env.set(lower::var_bits(&p.name), Value::Int(bits));
+                        let dims = t
+                            .shape
+                            .iter()
+                            .map(|d| dim_value(d, &p.name).map(Value::Int))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        if let Some(pat) = &p.dims {
+                            bind_dims(p, pat, &dims, side, bound)?;
+                        }
+                        env.set(lower::var_shape(&p.name), Value::Tuple(dims));
+                    }
+                }
+            }
+            if variadic {
+                let p = &pats[fixed];
+                let (mut count, mut n, mut bits) = (0i64, 0i64, 0i64);
+                for t in tensors.iter().skip(fixed).flatten() {
+                    let (tn, tb) = tensor_counts(t, &p.name)?;
+                    count += 1;
+                    let overflow =
+                        || EvalError::Binding(format!("{}: total size overflows", p.name));
+                    n = n.checked_add(tn).ok_or_else(overflow)?;
+                    bits = bits.checked_add(tb).ok_or_else(overflow)?;
+                }
+                if count == 0 && !p.optional {
+                    return Err(EvalError::Binding(format!(
+                        "{} needs at least one {side} for {}...",
+                        self.op, p.name
+                    )));
+                }
+                env.set(lower::var_count(&p.name), Value::Int(count));
+                env.set(lower::var_elements(&p.name), Value::Int(n));
+                env.set(lower::var_bits(&p.name), Value::Int(bits));
+            }
+        }
+        for (name, v) in bound.drain() {
+            env.set(lower::var_dim(&name), v);
+        }
+        Ok(())
+    }
+
+    /// Applies the rule to one node.
+    pub fn evaluate(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
+        let mut env = Env {
+            vars: HashMap::with_capacity(64),
+        };
+        env.set(lower::var_switch("fma"), Value::Boolean(opts.fma));
+        env.set(lower::var_switch("opset"), Value::Int(node.opset));
+        env.set(lower::var_switch("true"), Value::Boolean(true));
+        env.set(lower::var_switch("false"), Value::Boolean(false));
+        self.bind(node, &mut env)?;
+
+        for a in &self.attrs {
+            let v = match (node.attrs.get(&a.name), &a.default) {
+                (Some(v), _) => attr_value(v),
+                (None, Some(d)) => d.eval(&env, &format!("the default of attribute {}", a.name))?,
+                (None, None) => Value::Empty,
+            };
+            env.set(lower::var_attr(&a.name), v);
+        }
+        for (name, f) in &self.lets {
+            let v = f.eval(&env, &format!("let {name}"))?;
+            env.set(lower::var_let(name), v);
+        }
+        let flops = self.flops.eval_count(&env, "flops", Units::Elements)?;
+        let mread = self.mread.eval_count(&env, "mread", Units::Bits)?;
+        let mwrite = self.mwrite.eval_count(&env, "mwrite", Units::Bits)?;
+        let params = self
+            .params
+            .iter()
+            .map(|(n, f)| Ok((n.clone(), f.eval(&env, &format!("param {n}"))?)))
+            .collect::<Result<Vec<_>, EvalError>>()?;
+        let bindings = self.collect_bindings(&env);
+        Ok(Evaluation {
+            flops,
+            mread,
+            mwrite,
+            params,
+            bindings,
+        })
+    }
+
+    fn collect_bindings(&self, env: &Env) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        let get = |v: String| env.vars.get(&v).cloned().unwrap_or(Value::Empty);
+        let mut dims_seen: Vec<&str> = Vec::new();
+        for p in self.inputs.iter().chain(&self.outputs) {
+            if p.variadic {
+                out.push((format!("count({})", p.name), get(lower::var_count(&p.name))));
+                out.push((format!("|{}|", p.name), get(lower::var_elements(&p.name))));
+                continue;
+            }
+            out.push((format!("|{}|", p.name), get(lower::var_elements(&p.name))));
+            for d in p.dims.iter().flatten() {
+                if let DimPat::Name(n) | DimPat::Rest(n) = d
+                    && !dims_seen.contains(&n.as_str())
+                {
+                    dims_seen.push(n);
+                    out.push((n.clone(), get(lower::var_dim(n))));
+                }
+            }
+        }
+        for a in &self.attrs {
+            out.push((a.name.clone(), get(lower::var_attr(&a.name))));
+        }
+        for (n, _) in &self.lets {
+            out.push((n.clone(), get(lower::var_let(n))));
+        }
+        out
+    }
+}
+
+fn bind_dims(
+    p: &TensorPat,
+    pat: &[DimPat],
+    dims: &[Value],
+    side: &str,
+    bound: &mut HashMap<String, Value>,
+) -> Result<(), EvalError> {
+    let rest_at = pat.iter().position(|d| matches!(d, DimPat::Rest(_)));
+    let fixed = pat.len() - rest_at.map_or(0, |_| 1);
+    let ok_rank = match rest_at {
+        Some(_) => dims.len() >= fixed,
+        None => dims.len() == fixed,
+    };
+    if !ok_rank {
+        let want = match rest_at {
+            Some(_) => format!("at least {fixed}"),
+            None => format!("{fixed}"),
+        };
+        return Err(EvalError::Binding(format!(
+            "{side} {}: pattern {p} needs rank {want}, got rank {}",
+            p.name,
+            dims.len()
+        )));
+    }
+    let tail = pat.len() - rest_at.map_or(pat.len(), |r| r + 1);
+    let mut check = |name: &str, v: Value| -> Result<(), EvalError> {
+        match bound.get(name) {
+            Some(prev) if *prev != v => Err(EvalError::Binding(format!(
+                "{side} {}: '{name}' is {} here but {} elsewhere (pattern {p})",
+                p.name,
+                show_value(&v),
+                show_value(prev)
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                bound.insert(name.to_string(), v);
+                Ok(())
+            }
+        }
+    };
+    for (i, d) in pat.iter().enumerate() {
+        let at = match rest_at {
+            Some(r) if i > r => dims.len() - (pat.len() - i),
+            _ => i,
+        };
+        match d {
+            DimPat::Fixed(n) => {
+                if dims[at] != Value::Int(*n as i64) {
+                    return Err(EvalError::Binding(format!(
+                        "{side} {}: dimension {at} must be {n} (pattern {p}), got {}",
+                        p.name,
+                        show_value(&dims[at])
+                    )));
+                }
+            }
+            DimPat::Name(n) => check(n, dims[at].clone())?,
+            DimPat::Rest(n) => {
+                let end = dims.len() - tail;
+                check(n, Value::Tuple(dims[i..end].to_vec()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A value as people read it: `3`, `[3, 3]`, `"linear"`, `none`.
+pub fn show_value(v: &Value) -> String {
+    match v {
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => f.to_string(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Boolean(b) => b.to_string(),
+        Value::Empty => "none".to_string(),
+        Value::Tuple(items) => {
+            let inner: Vec<String> = items.iter().map(show_value).collect();
+            format!("[{}]", inner.join(", "))
+        }
+    }
+}
+
+/// A value as JSON (for `--format json` and params).
+pub fn value_to_json(v: &Value) -> serde_json::Value {
+    match v {
+        Value::Int(i) => serde_json::Value::from(*i),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::String(s) => serde_json::Value::String(s.clone()),
+        Value::Boolean(b) => serde_json::Value::Bool(*b),
+        Value::Empty => serde_json::Value::Null,
+        Value::Tuple(items) => serde_json::Value::Array(items.iter().map(value_to_json).collect()),
+    }
+}

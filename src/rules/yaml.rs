@@ -1,0 +1,109 @@
+//! The shape of a rule file as serde reads it (through serde-saphyr, which
+//! keeps every value's line and column).
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_saphyr::Spanned;
+
+/// A YAML mapping that keeps its keys in file order.
+#[derive(Debug, Clone)]
+pub struct OrderedMap<V>(pub Vec<(String, V)>);
+
+impl<V> Default for OrderedMap<V> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+impl<'de, V: Deserialize<'de>> Deserialize<'de> for OrderedMap<V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct MapVisitor<V>(PhantomData<V>);
+        impl<'de, V: Deserialize<'de>> Visitor<'de> for MapVisitor<V> {
+            type Value = OrderedMap<V>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out: Vec<(String, V)> = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if out.iter().any(|(k, _)| *k == key) {
+                        return Err(de::Error::custom(format!("duplicate key '{key}'")));
+                    }
+                    let value = map.next_value()?;
+                    out.push((key, value));
+                }
+                Ok(OrderedMap(out))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(OrderedMap(Vec::new()))
+            }
+        }
+        d.deserialize_map(MapVisitor(PhantomData))
+    }
+}
+
+/// Formula text from any YAML scalar: `0`, `-1`, `|X| + |Y|`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scalar(pub String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct ScalarVisitor;
+        impl Visitor<'_> for ScalarVisitor {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a formula (a string or a number)")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+                Err(E::custom(format!(
+                    "{v} is not an integer; formulas use integer arithmetic"
+                )))
+            }
+        }
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+pub type Text = Spanned<Scalar>;
+
+/// One operator's rule as written in a rule file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleDef {
+    /// ONNX domain; absent or `ai.onnx` for the default domain.
+    #[serde(default)]
+    pub domain: Option<String>,
+    pub category: String,
+    pub summary: String,
+    pub doc: String,
+    pub inputs: Text,
+    pub outputs: Text,
+    /// Attribute name → default formula (`~` for none).
+    #[serde(default)]
+    pub attrs: OrderedMap<Option<Text>>,
+    #[serde(default, rename = "let")]
+    pub lets: OrderedMap<Text>,
+    pub flops: Text,
+    pub mread: Text,
+    pub mwrite: Text,
+    #[serde(default)]
+    pub params: OrderedMap<Text>,
+}
+
+/// A rule file: operator name → rule.
+pub type RuleFileDef = OrderedMap<RuleDef>;

@@ -1,0 +1,249 @@
+//! The operator trace front end: a JSON list of layers, as a framework hook
+//! (like the original tool's Chainer FunctionHook) writes it.
+//!
+//! ```json
+//! {"layers": [{"op": "Conv", "domain": "", "name": "conv1",
+//!              "attrs": {"strides": [2, 2], "group": 1},
+//!              "inputs": [{"shape": [1, 3, 224, 224], "dtype": "float32"}, null],
+//!              "outputs": [{"shape": [1, 64, 112, 112]}]}]}
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact, name_unnamed};
+
+#[derive(Deserialize)]
+struct TraceFile {
+    layers: Vec<TraceLayer>,
+    /// Opset of the default domain for every layer that names none.
+    #[serde(default)]
+    opset: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceLayer {
+    op: String,
+    #[serde(default)]
+    domain: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    opset: Option<i64>,
+    #[serde(default)]
+    attrs: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    inputs: Vec<Option<TraceTensor>>,
+    #[serde(default)]
+    outputs: Vec<Option<TraceTensor>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TraceTensor {
+    shape: Vec<TraceDim>,
+    #[serde(default)]
+    dtype: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    name: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TraceDim {
+    Size(i64),
+    Symbol(String),
+}
+
+/// Reads a trace file.
+pub fn read_trace(path: &str) -> Result<Graph> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    parse_trace(&bytes, path)
+}
+
+/// Parses trace JSON; `path` is only used in error messages.
+pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
+    let bad = |message: String| Error::Input {
+        path: path.to_string(),
+        message,
+    };
+    let file: TraceFile = serde_json::from_slice(bytes).map_err(|e| {
+        bad(format!(
+            "line {} column {}: not a valid trace: {}",
+            e.line(),
+            e.column(),
+            strip_position(&e.to_string())
+        ))
+    })?;
+    let default_opset = file.opset.unwrap_or(DEFAULT_OPSET);
+    let mut nodes = Vec::with_capacity(file.layers.len());
+    for (i, layer) in file.layers.into_iter().enumerate() {
+        let here = |m: String| bad(format!("layer {} ({}): {m}", i + 1, layer.op));
+        if layer.op.is_empty() {
+            return Err(here("\"op\" is empty".into()));
+        }
+        let mut attrs = BTreeMap::new();
+        for (k, v) in &layer.attrs {
+            attrs.insert(
+                k.clone(),
+                attr_from_json(v).map_err(|m| here(format!("attribute {k}: {m}")))?,
+            );
+        }
+        let tensors = |list: &[Option<TraceTensor>], side: &str| {
+            list.iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    t.as_ref()
+                        .map(|t| {
+                            tensor_from_trace(t).map_err(|m| here(format!("{side} {}: {m}", j + 1)))
+                        })
+                        .transpose()
+                })
+                .collect::<Result<Vec<_>>>()
+        };
+        let inputs = tensors(&layer.inputs, "input")?;
+        let outputs = tensors(&layer.outputs, "output")?;
+        let domain = if layer.domain == "ai.onnx" {
+            String::new()
+        } else {
+            layer.domain.clone()
+        };
+        nodes.push(Node {
+            name: layer.name.clone(),
+            op: layer.op.clone(),
+            domain,
+            opset: layer.opset.unwrap_or(default_opset),
+            attrs,
+            inputs,
+            outputs,
+        });
+    }
+    name_unnamed(&mut nodes);
+    Ok(Graph { nodes })
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.find(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}
+
+fn tensor_from_trace(t: &TraceTensor) -> Result<TensorFact, String> {
+    let dtype = match &t.dtype {
+        None => DType::Float32,
+        Some(name) => DType::parse(name).ok_or_else(|| format!("unknown dtype '{name}'"))?,
+    };
+    let shape = t
+        .shape
+        .iter()
+        .map(|d| match d {
+            TraceDim::Size(n) if *n >= 0 => Ok(Dim::Known(*n as u64)),
+            TraceDim::Size(n) => Err(format!("negative dimension {n}")),
+            TraceDim::Symbol(s) if is_symbol(s) => Ok(Dim::Symbol(s.clone())),
+            TraceDim::Symbol(s) => Err(format!("dimension {s:?} is neither a number nor a name")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(TensorFact::new(dtype, shape))
+}
+
+fn is_symbol(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn attr_from_json(v: &serde_json::Value) -> Result<AttrValue, String> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Bool(b) => AttrValue::Int(*b as i64),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => AttrValue::Int(i),
+            None => AttrValue::Float(n.as_f64().ok_or("number out of range")?),
+        },
+        J::String(s) => AttrValue::Str(s.clone()),
+        J::Array(items) => {
+            if items.iter().all(|x| x.is_i64() || x.is_boolean()) {
+                AttrValue::Ints(
+                    items
+                        .iter()
+                        .map(|x| {
+                            x.as_i64()
+                                .unwrap_or_else(|| x.as_bool().unwrap_or(false) as i64)
+                        })
+                        .collect(),
+                )
+            } else if items.iter().all(serde_json::Value::is_number) {
+                AttrValue::Floats(items.iter().filter_map(serde_json::Value::as_f64).collect())
+            } else if items.iter().all(serde_json::Value::is_string) {
+                AttrValue::Strs(
+                    items
+                        .iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect(),
+                )
+            } else {
+                return Err("a list must hold only integers, only numbers or only strings".into());
+            }
+        }
+        J::Null => return Err("null is not an attribute value (leave the attribute out)".into()),
+        J::Object(_) => return Err("an object is not an attribute value".into()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_layers_with_defaults() {
+        let g = parse_trace(
+            br#"{"layers": [
+              {"op": "Conv", "name": "conv1", "attrs": {"strides": [2, 2], "group": 1, "alpha": 0.5, "mode": "linear"},
+               "inputs": [{"shape": [1, 3, 8, 8]}, {"shape": [4, 3, 3, 3], "dtype": "float16"}, null],
+               "outputs": [{"shape": ["batch", 4, 3, 3]}]},
+              {"op": "Relu", "inputs": [{"shape": [2]}], "outputs": [{"shape": [2]}]}]}"#,
+            "t.json",
+        )
+        .unwrap();
+        let conv = &g.nodes[0];
+        assert_eq!(conv.attrs["strides"], AttrValue::Ints(vec![2, 2]));
+        assert_eq!(conv.attrs["alpha"], AttrValue::Float(0.5));
+        assert_eq!(conv.inputs[0].as_ref().unwrap().dtype, DType::Float32);
+        assert_eq!(conv.inputs[1].as_ref().unwrap().dtype, DType::Float16);
+        assert!(conv.inputs[2].is_none());
+        assert_eq!(
+            conv.outputs[0].as_ref().unwrap().shape[0],
+            Dim::Symbol("batch".into())
+        );
+        assert_eq!(conv.opset, DEFAULT_OPSET);
+        assert_eq!(g.nodes[1].name, "Relu-1");
+    }
+
+    #[test]
+    fn bad_traces_say_where() {
+        let err = |s: &str| parse_trace(s.as_bytes(), "t.json").unwrap_err().to_string();
+        assert!(
+            err("{").starts_with("t.json: line 1 column 1"),
+            "{}",
+            err("{")
+        );
+        assert!(
+            err(r#"{"layers": [{"op": "Relu", "inputs": [{"shape": [-1]}]}]}"#)
+                .contains("layer 1 (Relu): input 1: negative dimension -1")
+        );
+        assert!(
+            err(r#"{"layers": [{"op": "Relu", "inputs": [{"shape": [1], "dtype": "f99"}]}]}"#)
+                .contains("unknown dtype 'f99'")
+        );
+        assert!(
+            err(r#"{"layers": [{"op": "Relu", "atrs": {}}]}"#).contains("unknown field `atrs`")
+        );
+    }
+}
