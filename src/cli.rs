@@ -453,14 +453,6 @@ fn explain(a: &ExplainArgs) -> Result<String> {
             rule.op, rule.inputs_text, rule.outputs_text
         )));
     }
-    for (i, p) in rule.outputs.iter().enumerate() {
-        if !p.optional && !p.variadic && outputs.get(i).is_none_or(Option::is_none) {
-            return Err(Error::Usage(format!(
-                "output {} needs a shape: add --in {}=... (c3 explain does not infer shapes yet)",
-                p.name, p.name
-            )));
-        }
-    }
     let mut attrs = BTreeMap::new();
     for at in &a.attrs {
         let (k, v) = parse_kv(at, "--attr")?;
@@ -477,6 +469,14 @@ fn explain(a: &ExplainArgs) -> Result<String> {
             )));
         }
         attrs.insert(k.to_string(), parse_attr(v));
+    }
+    for (i, p) in rule.outputs.iter().enumerate() {
+        if !p.optional && !p.variadic && outputs.get(i).is_none_or(Option::is_none) {
+            return Err(Error::Usage(format!(
+                "output {} needs a shape: add --in {}=... (c3 explain does not infer shapes yet)",
+                p.name, p.name
+            )));
+        }
     }
     let node = Node {
         name: rule.op.clone(),

@@ -60,7 +60,8 @@ fn syntax_error(e: pest::error::Error<Rule>) -> SyntaxError {
     if let Some(rest) = message.strip_prefix("expected ") {
         let mut seen: Vec<&str> = Vec::new();
         for part in rest.split(", ").flat_map(|p| p.split(" or ")) {
-            if !seen.contains(&part) {
+            let part = part.trim_start_matches("or ").trim();
+            if !part.is_empty() && !seen.contains(&part) {
                 seen.push(part);
             }
         }
@@ -198,7 +199,13 @@ fn build_expr(pair: Pair<Rule>) -> Result<Expr, SyntaxError> {
             }
             Ok(e)
         }
-        Rule::paren => build_expr(pair.into_inner().next().expect("grammar: paren holds expr")),
+        Rule::paren => {
+            // Keep the parentheses in the span, so errors quote them too.
+            let mut inner =
+                build_expr(pair.into_inner().next().expect("grammar: paren holds expr"))?;
+            inner.span = span;
+            Ok(inner)
+        }
         Rule::int => {
             let v: i64 = pair.as_str().parse().map_err(|_| SyntaxError {
                 message: format!("number {} does not fit in 64 bits", pair.as_str()),

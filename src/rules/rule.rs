@@ -207,6 +207,8 @@ fn compile_formula(
             Some(&text),
         )
     })?;
+    // Positions are of the formula text itself, not of an opening quote.
+    let start = src.locate(start, &text, 0);
     let (line, col) = src.line_col(start);
     Ok(Formula {
         text,

@@ -1,0 +1,71 @@
+//! Snapshots of the four report formats on a small trace with every kind of
+//! row: counted layers, two of one type, a view, and an unsupported op.
+
+use c3::cost::estimate;
+use c3::report::{Format, ReportOptions, Unit, parse_columns, render};
+use c3::rules::{CountOptions, RuleSet};
+
+const TRACE: &str = r#"{"layers": [
+  {"op": "Conv", "name": "conv1", "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
+   "inputs": [{"shape": [1, 3, 32, 32]}, {"shape": [16, 3, 3, 3]}, {"shape": [16]}],
+   "outputs": [{"shape": [1, 16, 32, 32]}]},
+  {"op": "Relu", "inputs": [{"shape": [1, 16, 32, 32]}], "outputs": [{"shape": [1, 16, 32, 32]}]},
+  {"op": "MaxPool", "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]},
+   "inputs": [{"shape": [1, 16, 32, 32]}], "outputs": [{"shape": [1, 16, 16, 16]}]},
+  {"op": "Reshape", "inputs": [{"shape": [1, 16, 16, 16]}, {"shape": [2], "dtype": "int64"}],
+   "outputs": [{"shape": [1, 4096]}]},
+  {"op": "Gemm", "name": "fc", "attrs": {"transB": 1},
+   "inputs": [{"shape": [1, 4096]}, {"shape": [10, 4096], "dtype": "float16"}, {"shape": [10]}],
+   "outputs": [{"shape": [1, 10]}]},
+  {"op": "Relu", "inputs": [{"shape": [1, 10]}], "outputs": [{"shape": [1, 10]}]},
+  {"op": "CustomNorm", "name": "custom", "inputs": [{"shape": [1, 10]}], "outputs": [{"shape": [1, 10]}]}
+]}"#;
+
+fn report(format: Format, unit: Unit, columns: &str) -> String {
+    let graph = c3::trace::parse_trace(TRACE.as_bytes(), "t.json").unwrap();
+    let rules = RuleSet::builtin().unwrap();
+    let costs = estimate(&graph, &rules, CountOptions::default()).unwrap();
+    let opts = ReportOptions {
+        format,
+        unit,
+        digits: 3,
+        columns: parse_columns(columns).unwrap(),
+        ..ReportOptions::default()
+    };
+    render(&costs, &opts)
+}
+
+#[test]
+fn table() {
+    insta::assert_snapshot!(report(Format::Table, Unit::Auto, "default"));
+}
+
+#[test]
+fn markdown_with_all_columns() {
+    insta::assert_snapshot!(report(Format::Md, Unit::K, "all"));
+}
+
+#[test]
+fn csv_exact() {
+    insta::assert_snapshot!(report(Format::Csv, Unit::None, "percent"));
+}
+
+#[test]
+fn json() {
+    insta::assert_snapshot!(report(Format::Json, Unit::Auto, "default"));
+}
+
+#[test]
+fn figures_in_the_snapshots() {
+    // conv1: 16 x 32 x 32 outputs x (3 x 3 x 3) window = 442,368 FLOPs with FMA.
+    // fc: float16 weights are 2 bytes: (4096 + 10) x 4 + 40960 x 2 = 98,344 bytes.
+    let j: serde_json::Value =
+        serde_json::from_str(&report(Format::Json, Unit::Auto, "default")).unwrap();
+    assert_eq!(j["layers"][0]["flops"], 16 * 32 * 32 * 27);
+    assert_eq!(j["layers"][4]["mread"], (4096 + 10) * 4 + 40960 * 2);
+    assert_eq!(j["layers"][3]["name"], "Reshape-1");
+    assert_eq!(j["layers"][3]["mrw"], 0);
+    assert_eq!(j["summary"][1]["op"], "Relu");
+    assert_eq!(j["summary"][1]["layers"], 2);
+    assert_eq!(j["total"]["layers"], 6);
+}
