@@ -575,15 +575,13 @@ fn rules_check(dir: &str) -> Result<String> {
     if !std::path::Path::new(dir).is_dir() {
         return Err(Error::Usage(format!("{dir}: not a folder")));
     }
+    let builtin = set.clone();
     let ops = set.load_dir(std::path::Path::new(dir))?;
-    let overridden: Vec<&String> = ops
-        .iter()
-        .filter(|q| RuleSet::builtin().ok().is_some_and(|b| b.find(q).is_some()))
-        .collect();
+    let overridden = ops.iter().filter(|q| builtin.find(q).is_some()).count();
     Ok(format!(
         "{dir}: ok, {} rule(s): {} ({} override built-in rules)\n",
         ops.len(),
         ops.join(", "),
-        overridden.len()
+        overridden
     ))
 }

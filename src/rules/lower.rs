@@ -72,6 +72,12 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         1,
         "whether an optional tensor or attribute is present",
     ),
+    (
+        "width",
+        1,
+        1,
+        "bits per element of a tensor's dtype (0 when absent)",
+    ),
 ];
 
 /// Resolves names while lowering; implemented by the rule compiler.
@@ -124,6 +130,9 @@ pub fn var_bits(name: &str) -> String {
 }
 pub fn var_shape(name: &str) -> String {
     format!("s_{name}")
+}
+pub fn var_width(name: &str) -> String {
+    format!("w_{name}")
 }
 pub fn var_count(name: &str) -> String {
     format!("c_{name}")
@@ -243,6 +252,13 @@ fn emit(e: &Expr, scope: &dyn Scope, units: Units, out: &mut String) -> Result<(
                         return err("rank() of a variadic pattern is not defined", e.span);
                     }
                     out.push_str(&format!("c3_len(1, {})", var_shape(t)));
+                }
+                "width" => {
+                    let (t, variadic) = tensor_arg(f, args, scope, e.span)?;
+                    if variadic {
+                        return err("width() of a variadic pattern is not defined", e.span);
+                    }
+                    out.push_str(&var_width(t));
                 }
                 "count" => {
                     let (t, variadic) = tensor_arg(f, args, scope, e.span)?;

@@ -10,23 +10,33 @@ pub fn to_text(e: &Expr) -> String {
     out
 }
 
-fn text_wrapped(e: &Expr, wrap: bool, out: &mut String) {
+/// Writes `body`, between `open` and `close` when `wrap` is set.
+fn wrapped(out: &mut String, wrap: bool, open: &str, close: &str, body: impl FnOnce(&mut String)) {
     if wrap {
-        out.push('(');
-        text(e, out);
-        out.push(')');
-    } else {
-        text(e, out);
+        out.push_str(open);
+    }
+    body(out);
+    if wrap {
+        out.push_str(close);
     }
 }
 
-fn text_list(items: &[Expr], out: &mut String) {
+/// Writes each item with `f`, separated by commas.
+fn comma_list(out: &mut String, items: &[Expr], f: fn(&Expr, &mut String)) {
     for (i, a) in items.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
         }
-        text(a, out);
+        f(a, out);
     }
+}
+
+fn text_wrapped(e: &Expr, wrap: bool, out: &mut String) {
+    wrapped(out, wrap, "(", ")", |o| text(e, o));
+}
+
+fn text_list(items: &[Expr], out: &mut String) {
+    comma_list(out, items, text);
 }
 
 fn text(e: &Expr, out: &mut String) {
@@ -113,22 +123,11 @@ pub fn latex_name(n: &str) -> String {
 }
 
 fn latex_wrapped(e: &Expr, wrap: bool, out: &mut String) {
-    if wrap {
-        out.push_str("\\left(");
-        latex(e, out);
-        out.push_str("\\right)");
-    } else {
-        latex(e, out);
-    }
+    wrapped(out, wrap, "\\left(", "\\right)", |o| latex(e, o));
 }
 
 fn latex_args(args: &[Expr], out: &mut String) {
-    for (i, a) in args.iter().enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        latex(a, out);
-    }
+    comma_list(out, args, latex);
 }
 
 fn latex(e: &Expr, out: &mut String) {

@@ -691,6 +691,7 @@ impl CostRule {
                         env.set(lower::var_elements(&p.name), Value::Int(0));
                         env.set(lower::var_bits(&p.name), Value::Int(0));
                         env.set(lower::var_shape(&p.name), Value::Empty);
+                        env.set(lower::var_width(&p.name), Value::Int(0));
                     }
                     None => {
                         return Err(EvalError::Binding(format!(
@@ -705,6 +706,7 @@ impl CostRule {
                         env.set(lower::var_present(&p.name), Value::Boolean(true));
                         env.set(lower::var_elements(&p.name), Value::Int(n));
                         env.set(lower::var_bits(&p.name), Value::Int(bits));
+                        env.set(lower::var_width(&p.name), Value::Int(t.dtype.bits() as i64));
                         let dims = t
                             .shape
                             .iter()
