@@ -4,7 +4,7 @@ use evalexpr::Value;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, Node, TensorFact};
-use crate::rules::{CountOptions, RuleSet};
+use crate::rules::{CountOptions, EvalError, RuleSet};
 
 /// The cost of one layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,10 +125,23 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
 }
 
 fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Result<LayerCost> {
-    let ev = rule.evaluate(node, opts).map_err(|e| Error::Layer {
-        layer: node.name.clone(),
-        op: node.op.clone(),
-        message: e.to_string(),
+    let ev = rule.evaluate(node, opts).map_err(|e| match e {
+        EvalError::Formula {
+            origin,
+            what,
+            text,
+            message,
+        } => Error::Formula {
+            origin: origin.to_string(),
+            message: format!("{message} in {what} `{text}`"),
+            layer: node.name.clone(),
+            op: node.op.clone(),
+        },
+        EvalError::Binding(message) => Error::Layer {
+            layer: node.name.clone(),
+            op: node.op.clone(),
+            message,
+        },
     })?;
     Ok(LayerCost {
         name: node.name.clone(),

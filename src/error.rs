@@ -51,6 +51,15 @@ pub enum Error {
         op: String,
         message: String,
     },
+    /// A rule formula that fails on a layer (overflow, division by zero):
+    /// the formula's place first, then the layer it failed on.
+    #[error("{origin}: {message} (layer '{layer}', {op})")]
+    Formula {
+        origin: String,
+        message: String,
+        layer: String,
+        op: String,
+    },
     /// Operators without a rule, under `--strict`.
     #[error(
         "{count} layer(s) have no cost rule ({ops}); drop --strict to report them as unsupported"
@@ -76,7 +85,11 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::Stale(_) => 1,
-            Error::Rule(_) | Error::Input { .. } | Error::Layer { .. } | Error::Io { .. } => 2,
+            Error::Rule(_)
+            | Error::Input { .. }
+            | Error::Layer { .. }
+            | Error::Formula { .. }
+            | Error::Io { .. } => 2,
             Error::Unsupported { .. } => 3,
         }
     }

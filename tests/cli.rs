@@ -225,7 +225,7 @@ fn broken_rule_files_name_the_place() {
     assert_eq!(code, 2);
     assert_eq!(
         line,
-        "error: layer 'ReLU-1' (Relu): pack.yaml:7:11: division by zero in flops `|X| / (|Y| - |Y|)`"
+        "error: pack.yaml:7:11: division by zero in flops `|X| / (|Y| - |Y|)` (layer 'ReLU-1', Relu)"
     );
 
     // Overflow is an error, never a wrapped number.
