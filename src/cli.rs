@@ -35,6 +35,20 @@ pub enum Command {
     /// List the rules in force, or validate a rule pack.
     #[command(subcommand)]
     Rules(RulesCommand),
+    /// Every tensor of a model with its inferred type and shape.
+    Shapes(ShapesArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ShapesArgs {
+    #[command(flatten)]
+    pub source: ModelArgs,
+    /// table or json
+    #[arg(long, default_value = "table")]
+    pub format: String,
+    /// Write a copy of the model with the inferred shapes in its value_info.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<String>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -55,15 +69,24 @@ impl RuleArgs {
     }
 }
 
-#[derive(Args, Debug)]
-pub struct EstimateArgs {
-    /// Operator trace (JSON) to analyse.
+#[derive(Args, Debug, Default)]
+pub struct ModelArgs {
+    /// An ONNX model (.onnx) or an operator trace (JSON).
     pub model: String,
-    #[command(flatten)]
-    pub rules: RuleArgs,
-    /// Bind a symbolic dimension, e.g. `--dim batch=8`.
+    /// Bind a symbolic dimension everywhere, e.g. `--dim batch=8`.
     #[arg(long = "dim", value_name = "NAME=N")]
     pub dims: Vec<String>,
+    /// Override a model input's shape, e.g. `--input images=1x3x224x224`.
+    #[arg(long = "input", value_name = "NAME=SHAPE")]
+    pub inputs: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct EstimateArgs {
+    #[command(flatten)]
+    pub source: ModelArgs,
+    #[command(flatten)]
+    pub rules: RuleArgs,
     /// Count a multiply-add as two FLOPs instead of one.
     #[arg(long)]
     pub no_fma: bool,
@@ -172,6 +195,7 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Docs(a) => docs(&a),
         Command::Rules(RulesCommand::List { rules, format }) => rules_list(&rules.load()?, &format),
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
+        Command::Shapes(a) => shapes(&a),
     }
 }
 
@@ -181,24 +205,26 @@ fn parse_kv<'a>(s: &'a str, flag: &str) -> Result<(&'a str, &'a str)> {
         .ok_or_else(|| Error::Usage(format!("{flag} {s}: expected NAME=VALUE")))
 }
 
-fn parse_dims(list: &[String]) -> Result<BTreeMap<String, u64>> {
+fn parse_dims(list: &[String]) -> Result<BTreeMap<String, i64>> {
     let mut out = BTreeMap::new();
     for d in list {
         let (k, v) = parse_kv(d, "--dim")?;
-        let n: u64 = v
-            .parse()
-            .map_err(|_| Error::Usage(format!("--dim {d}: {v} is not a non-negative integer")))?;
+        let n: i64 =
+            v.parse().ok().filter(|n: &i64| *n >= 0).ok_or_else(|| {
+                Error::Usage(format!("--dim {d}: {v} is not a non-negative integer"))
+            })?;
         out.insert(k.to_string(), n);
     }
     Ok(out)
 }
 
 /// Replaces bound symbols by their values in every tensor of the graph.
-fn bind_dims(graph: &mut Graph, dims: &BTreeMap<String, u64>) {
+fn bind_dims(graph: &mut Graph, dims: &BTreeMap<String, i64>) {
     if dims.is_empty() {
         return;
     }
-    for node in &mut graph.nodes {
+    let unanalysed = graph.unanalysed.iter_mut().map(|(n, _)| n);
+    for node in graph.nodes.iter_mut().chain(unanalysed) {
         for t in node
             .inputs
             .iter_mut()
@@ -206,11 +232,7 @@ fn bind_dims(graph: &mut Graph, dims: &BTreeMap<String, u64>) {
             .flatten()
         {
             for d in &mut t.shape {
-                if let Dim::Symbol(s) = d
-                    && let Some(&n) = dims.get(s.as_str())
-                {
-                    *d = Dim::Known(n);
-                }
+                *d = d.bind(dims);
             }
         }
     }
@@ -243,20 +265,61 @@ fn report_options(a: &EstimateArgs) -> Result<ReportOptions> {
     })
 }
 
+/// Whether a file is an operator trace (JSON) rather than an ONNX model.
+fn is_trace(path: &str) -> Result<bool> {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| Error::io(path, e))?;
+    Ok(head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
+}
+
+fn parse_inputs(list: &[String]) -> Result<BTreeMap<String, Vec<u64>>> {
+    let mut out = BTreeMap::new();
+    for i in list {
+        let (k, v) = parse_kv(i, "--input")?;
+        let t = parse_shape(v, &format!("--input {i}"))?;
+        out.insert(
+            k.to_string(),
+            t.shape.iter().filter_map(Dim::known).collect(),
+        );
+    }
+    Ok(out)
+}
+
+/// Loads an ONNX model and infers its shapes.
+fn infer_model(a: &ModelArgs) -> Result<(crate::onnx::OnnxModel, crate::onnx::infer::Inferred)> {
+    let model = crate::onnx::load(&a.model)?;
+    let opts = crate::onnx::infer::InferOptions {
+        dims: parse_dims(&a.dims)?,
+        inputs: parse_inputs(&a.inputs)?,
+    };
+    let inferred = crate::onnx::infer::infer(&model, &opts)?;
+    Ok((model, inferred))
+}
+
+/// Reads the model or trace into the graph the cost stage sees.
+pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
+    let mut graph = if is_trace(&a.model)? {
+        if !a.inputs.is_empty() {
+            return Err(Error::Usage(
+                "--input applies to ONNX models, not traces".into(),
+            ));
+        }
+        let bytes = std::fs::read(&a.model).map_err(|e| Error::io(&a.model, e))?;
+        crate::trace::parse_trace(&bytes, &a.model)?
+    } else {
+        crate::onnx::infer::to_graph(&infer_model(a)?.1)
+    };
+    bind_dims(&mut graph, &parse_dims(&a.dims)?);
+    Ok(graph)
+}
+
 /// Reads the model or trace and computes its costs (shared by tests).
 pub fn estimate_report(a: &EstimateArgs) -> Result<CostReport> {
     let rules = a.rules.load()?;
-    let bytes = std::fs::read(&a.model).map_err(|e| Error::io(&a.model, e))?;
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first != Some(&b'{') {
-        return Err(Error::Input {
-            path: a.model.clone(),
-            message: "not an operator trace (a JSON object); ONNX input is not supported yet"
-                .into(),
-        });
-    }
-    let mut graph = crate::trace::parse_trace(&bytes, &a.model)?;
-    bind_dims(&mut graph, &parse_dims(&a.dims)?);
+    let graph = read_graph(&a.source)?;
     cost::estimate(&graph, &rules, CountOptions { fma: !a.no_fma })
 }
 
@@ -584,4 +647,135 @@ fn rules_check(dir: &str) -> Result<String> {
         ops.join(", "),
         overridden
     ))
+}
+
+fn dim_json(d: &Dim) -> serde_json::Value {
+    match d {
+        Dim::Known(n) => serde_json::json!(n),
+        Dim::Sym(s) => serde_json::json!(s.to_string()),
+    }
+}
+
+fn shapes(a: &ShapesArgs) -> Result<String> {
+    let (model, inferred) = infer_model(&a.source)?;
+    let mut note = String::new();
+    if let Some(out) = &a.output {
+        let n = write_value_info(&model, &inferred, out)?;
+        note = format!("wrote {out} with {n} inferred value_info entries\n");
+    }
+    let text = match a.format.as_str() {
+        "json" => {
+            let mut tensors = serde_json::Map::new();
+            for (name, f) in &inferred.values {
+                tensors.insert(
+                    name.clone(),
+                    serde_json::json!({
+                        "dtype": f.dtype.map(DType::name),
+                        "shape": f.shape.as_ref().map(|s| s.iter().map(dim_json).collect::<Vec<_>>()),
+                    }),
+                );
+            }
+            serde_json::to_string_pretty(&serde_json::json!({ "tensors": tensors }))
+                .expect("JSON values always serialize")
+                + "\n"
+        }
+        "table" => {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+                .set_header(vec!["Tensor", "Type", "Shape"]);
+            for (name, f) in &inferred.values {
+                let shape = match &f.shape {
+                    Some(s) => crate::ir::shape_string(s),
+                    None => "?".to_string(),
+                };
+                let dtype = f.dtype.map_or("?".to_string(), |d| d.name().to_string());
+                t.add_row(vec![name.clone(), dtype, shape]);
+            }
+            format!("{t}\n{} tensors\n", inferred.values.len())
+        }
+        other => {
+            return Err(Error::Usage(format!(
+                "--format {other}: expected table or json"
+            )));
+        }
+    };
+    Ok(note + &text)
+}
+
+/// Writes a copy of the model with every inferred node output in value_info.
+/// The entries go in a second serialized `ModelProto` appended to the file:
+/// protobuf merges it into the first, so the original bytes (weights
+/// included) are copied unchanged.
+fn write_value_info(
+    model: &crate::onnx::OnnxModel,
+    inferred: &crate::onnx::infer::Inferred,
+    out: &str,
+) -> Result<usize> {
+    use crate::onnx::proto::{
+        Dimension, GraphProto, ModelProto, TensorShapeProto, TensorTypeProto, TypeProto,
+        ValueInfoProto,
+    };
+    use prost::Message;
+    let graph = model
+        .model
+        .graph
+        .as_ref()
+        .expect("loader checked the graph");
+    let mut skip: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for v in graph
+        .input
+        .iter()
+        .chain(&graph.output)
+        .chain(&graph.value_info)
+    {
+        skip.insert(v.name.as_deref().unwrap_or(""));
+    }
+    for t in &graph.initializer {
+        skip.insert(t.name.as_deref().unwrap_or(""));
+    }
+    let mut entries = Vec::new();
+    for (name, f) in &inferred.values {
+        if skip.contains(name.as_str()) || f.kind != crate::shape::ValueKind::Tensor {
+            continue;
+        }
+        let (Some(dtype), Some(shape)) = (f.dtype, &f.shape) else {
+            continue;
+        };
+        let dim = shape
+            .iter()
+            .map(|d| match d {
+                Dim::Known(n) => Dimension {
+                    dim_value: Some(*n as i64),
+                    dim_param: None,
+                },
+                Dim::Sym(s) => Dimension {
+                    dim_value: None,
+                    dim_param: Some(s.to_string()),
+                },
+            })
+            .collect();
+        entries.push(ValueInfoProto {
+            name: Some(name.clone()),
+            r#type: Some(TypeProto {
+                tensor_type: Some(TensorTypeProto {
+                    elem_type: Some(dtype.onnx_code()),
+                    shape: Some(TensorShapeProto { dim }),
+                }),
+                ..Default::default()
+            }),
+        });
+    }
+    let n = entries.len();
+    let patch = ModelProto {
+        graph: Some(GraphProto {
+            value_info: entries,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut bytes = Vec::with_capacity(model.bytes.len() + 64 * n);
+    bytes.extend_from_slice(&model.bytes);
+    bytes.extend_from_slice(&patch.encode_to_vec());
+    std::fs::write(out, bytes).map_err(|e| Error::io(out, e))?;
+    Ok(n)
 }

@@ -30,13 +30,18 @@ impl LayerCost {
     }
 }
 
-/// A layer whose operator has no rule: listed, never counted as zero silently.
+/// A layer that is not counted (no rule, or shapes unknown): listed, never
+/// counted as zero silently.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unsupported {
     pub name: String,
     pub op: String,
     pub domain: String,
+    pub reason: String,
 }
+
+/// The reason given for an operator without a rule.
+pub const NO_RULE: &str = "no cost rule";
 
 /// Sums over a set of layers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -92,9 +97,22 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
                 name: node.name.clone(),
                 op: node.op.clone(),
                 domain: node.domain.clone(),
+                reason: NO_RULE.into(),
             }),
             Some(rule) => layers.push(cost_of(node, rule, opts)?),
         }
+    }
+    for (node, reason) in &graph.unanalysed {
+        let reason = match rules.get(&node.domain, &node.op) {
+            None => format!("{NO_RULE}; {reason}"),
+            Some(_) => reason.clone(),
+        };
+        unsupported.push(Unsupported {
+            name: node.name.clone(),
+            op: node.op.clone(),
+            domain: node.domain.clone(),
+            reason,
+        });
     }
     let mut total = Totals::default();
     let mut summary: Vec<OpSummary> = Vec::new();

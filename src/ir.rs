@@ -8,18 +8,60 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// One dimension of a tensor shape: a known size or a named symbol (`batch`).
+pub use crate::dim::SymInt;
+
+/// One dimension of a tensor shape: a known size, or a symbolic one (`batch`,
+/// `2*seq`, `floor((H-1)/2)+1`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Dim {
     Known(u64),
-    Symbol(String),
+    /// Always a symbolic [`SymInt`]; a known value is `Known`.
+    Sym(SymInt),
+}
+
+impl Dim {
+    /// A named symbol.
+    pub fn symbol(name: impl Into<String>) -> Dim {
+        Dim::Sym(SymInt::sym(name))
+    }
+
+    /// The dimension as a signed value, for arithmetic.
+    pub fn to_symint(&self) -> SymInt {
+        match self {
+            Dim::Known(n) => SymInt::Int(*n as i64),
+            Dim::Sym(s) => s.clone(),
+        }
+    }
+
+    /// A value as a dimension; `None` when it is a negative number.
+    pub fn from_symint(v: &SymInt) -> Option<Dim> {
+        match v {
+            SymInt::Int(n) => u64::try_from(*n).ok().map(Dim::Known),
+            SymInt::Sym(_) => Some(Dim::Sym(v.clone())),
+        }
+    }
+
+    pub fn known(&self) -> Option<u64> {
+        match self {
+            Dim::Known(n) => Some(*n),
+            Dim::Sym(_) => None,
+        }
+    }
+
+    /// Replaces bound symbols by their values.
+    pub fn bind(&self, values: &BTreeMap<String, i64>) -> Dim {
+        match self {
+            Dim::Known(_) => self.clone(),
+            Dim::Sym(s) => Dim::from_symint(&s.bind(values)).unwrap_or_else(|| self.clone()),
+        }
+    }
 }
 
 impl fmt::Display for Dim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Dim::Known(n) => write!(f, "{n}"),
-            Dim::Symbol(s) => f.write_str(s),
+            Dim::Sym(s) => write!(f, "{s}"),
         }
     }
 }
@@ -236,6 +278,11 @@ pub struct Node {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Graph {
     pub nodes: Vec<Node>,
+    /// Nodes whose tensors' shapes could not be inferred, with the reason;
+    /// they are reported, never counted as zero.
+    pub unanalysed: Vec<(Node, String)>,
+    /// Nodes left out because every input is a constant (an engine folds them).
+    pub folded: usize,
 }
 
 /// The newest `ai.onnx` opset c3 knows; used when a trace names none.

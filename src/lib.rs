@@ -20,11 +20,14 @@
 
 pub mod cli;
 pub mod cost;
+pub mod dim;
 pub mod docs;
 pub mod error;
 pub mod ir;
+pub mod onnx;
 pub mod report;
 pub mod rules;
+pub mod shape;
 pub mod trace;
 
 pub use error::{Error, Result};

@@ -123,7 +123,10 @@ pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
         });
     }
     name_unnamed(&mut nodes);
-    Ok(Graph { nodes })
+    Ok(Graph {
+        nodes,
+        ..Graph::default()
+    })
 }
 
 fn strip_position(msg: &str) -> String {
@@ -144,7 +147,7 @@ fn tensor_from_trace(t: &TraceTensor) -> Result<TensorFact, String> {
         .map(|d| match d {
             TraceDim::Size(n) if *n >= 0 => Ok(Dim::Known(*n as u64)),
             TraceDim::Size(n) => Err(format!("negative dimension {n}")),
-            TraceDim::Symbol(s) if is_symbol(s) => Ok(Dim::Symbol(s.clone())),
+            TraceDim::Symbol(s) if is_symbol(s) => Ok(Dim::symbol(s.clone())),
             TraceDim::Symbol(s) => Err(format!("dimension {s:?} is neither a number nor a name")),
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -220,7 +223,7 @@ mod tests {
         assert!(conv.inputs[2].is_none());
         assert_eq!(
             conv.outputs[0].as_ref().unwrap().shape[0],
-            Dim::Symbol("batch".into())
+            Dim::symbol("batch")
         );
         assert_eq!(conv.opset, DEFAULT_OPSET);
         assert_eq!(g.nodes[1].name, "Relu-1");

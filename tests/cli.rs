@@ -432,8 +432,9 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
 fn bad_inputs_fail_with_one_line_and_exit_2() {
     let dir = scratch("bad_inputs");
     let cases: &[(&str, &[u8], &str)] = &[
-        ("empty.json", b"", "not an operator trace"),
-        ("binary.onnx", b"\x08\x07\x12\x00", "not an operator trace"),
+        ("empty.json", b"", "empty file"),
+        ("binary.onnx", b"\x08\x07\x12\x05ab", "not a valid ONNX model"),
+        ("nograph.onnx", b"\x08\x07", "not an ONNX model: it has no graph"),
         ("truncated.json", b"{\"layers\": [{\"op\": \"Relu\"", "not a valid trace"),
         (
             "rank.json",

@@ -124,7 +124,7 @@ fn default_rules_agree_with_the_original_where_it_counts_right() {
 fn known(d: &Dim) -> u64 {
     match d {
         Dim::Known(n) => *n,
-        Dim::Symbol(s) => panic!("symbol {s} in a fixture"),
+        Dim::Sym(s) => panic!("symbol {s} in a fixture"),
     }
 }
 

@@ -13,7 +13,7 @@ fn tensor(t: &Option<TensorFact>) -> Value {
             "dtype": t.dtype.name(),
             "shape": t.shape.iter().map(|d| match d {
                 crate::ir::Dim::Known(n) => json!(n),
-                crate::ir::Dim::Symbol(s) => json!(s),
+                crate::ir::Dim::Sym(s) => json!(s.to_string()),
             }).collect::<Vec<_>>(),
         }),
     }

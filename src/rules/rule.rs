@@ -516,9 +516,14 @@ fn dim_value(d: &Dim, tensor: &str) -> Result<i64, EvalError> {
     match d {
         Dim::Known(n) => i64::try_from(*n)
             .map_err(|_| EvalError::Binding(format!("dimension {n} of {tensor} is too large"))),
-        Dim::Symbol(s) => Err(EvalError::Binding(format!(
-            "dimension '{s}' of {tensor} is unknown; bind it with --dim {s}=N"
-        ))),
+        Dim::Sym(s) => {
+            let names = s.symbols();
+            let flags: Vec<String> = names.iter().map(|n| format!("--dim {n}=N")).collect();
+            Err(EvalError::Binding(format!(
+                "dimension '{s}' of {tensor} is unknown; bind it with {}",
+                flags.join(" ")
+            )))
+        }
     }
 }
 

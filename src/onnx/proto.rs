@@ -1,0 +1,255 @@
+//! The subset of ONNX's protobuf schema c3 reads, with field numbers from
+//! `onnx/onnx.proto` (IR version 11). Fields c3 does not need are left out and
+//! skipped by the decoder.
+//!
+//! Tensor payloads are kept as `Bytes` slices of the memory-mapped file, never
+//! copied: `raw_data`, and the packed numeric fields too (a packed repeated
+//! field is one length-delimited blob on the wire, so it can be held as bytes
+//! and decoded only when a value is needed).
+
+use bytes::Bytes;
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ModelProto {
+    #[prost(int64, optional, tag = "1")]
+    pub ir_version: Option<i64>,
+    #[prost(message, repeated, tag = "8")]
+    pub opset_import: Vec<OperatorSetIdProto>,
+    #[prost(string, optional, tag = "2")]
+    pub producer_name: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub producer_version: Option<String>,
+    #[prost(message, optional, tag = "7")]
+    pub graph: Option<GraphProto>,
+    #[prost(message, repeated, tag = "25")]
+    pub functions: Vec<FunctionProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct OperatorSetIdProto {
+    #[prost(string, optional, tag = "1")]
+    pub domain: Option<String>,
+    #[prost(int64, optional, tag = "2")]
+    pub version: Option<i64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct GraphProto {
+    #[prost(message, repeated, tag = "1")]
+    pub node: Vec<NodeProto>,
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+    #[prost(message, repeated, tag = "5")]
+    pub initializer: Vec<TensorProto>,
+    #[prost(message, repeated, tag = "15")]
+    pub sparse_initializer: Vec<SparseTensorProto>,
+    #[prost(message, repeated, tag = "11")]
+    pub input: Vec<ValueInfoProto>,
+    #[prost(message, repeated, tag = "12")]
+    pub output: Vec<ValueInfoProto>,
+    #[prost(message, repeated, tag = "13")]
+    pub value_info: Vec<ValueInfoProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct NodeProto {
+    #[prost(string, repeated, tag = "1")]
+    pub input: Vec<String>,
+    #[prost(string, repeated, tag = "2")]
+    pub output: Vec<String>,
+    #[prost(string, optional, tag = "3")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub op_type: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    pub domain: Option<String>,
+    #[prost(string, optional, tag = "8")]
+    pub overload: Option<String>,
+    #[prost(message, repeated, tag = "5")]
+    pub attribute: Vec<AttributeProto>,
+}
+
+/// `AttributeProto.AttributeType`.
+pub mod attr_type {
+    pub const FLOAT: i32 = 1;
+    pub const INT: i32 = 2;
+    pub const STRING: i32 = 3;
+    pub const TENSOR: i32 = 4;
+    pub const GRAPH: i32 = 5;
+    pub const FLOATS: i32 = 6;
+    pub const INTS: i32 = 7;
+    pub const STRINGS: i32 = 8;
+    pub const TENSORS: i32 = 9;
+    pub const GRAPHS: i32 = 10;
+    pub const SPARSE_TENSOR: i32 = 11;
+    pub const TYPE_PROTO: i32 = 13;
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AttributeProto {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    /// Set in function bodies: the attribute takes the caller's value of this name.
+    #[prost(string, optional, tag = "21")]
+    pub ref_attr_name: Option<String>,
+    #[prost(int32, optional, tag = "20")]
+    pub r#type: Option<i32>,
+    #[prost(float, optional, tag = "2")]
+    pub f: Option<f32>,
+    #[prost(int64, optional, tag = "3")]
+    pub i: Option<i64>,
+    #[prost(bytes = "bytes", optional, tag = "4")]
+    pub s: Option<Bytes>,
+    #[prost(message, optional, tag = "5")]
+    pub t: Option<TensorProto>,
+    #[prost(message, optional, boxed, tag = "6")]
+    pub g: Option<Box<GraphProto>>,
+    #[prost(message, optional, tag = "22")]
+    pub sparse_tensor: Option<SparseTensorProto>,
+    #[prost(message, optional, tag = "14")]
+    pub tp: Option<TypeProto>,
+    #[prost(float, repeated, tag = "7")]
+    pub floats: Vec<f32>,
+    #[prost(int64, repeated, tag = "8")]
+    pub ints: Vec<i64>,
+    #[prost(bytes = "bytes", repeated, tag = "9")]
+    pub strings: Vec<Bytes>,
+    #[prost(message, repeated, tag = "10")]
+    pub tensors: Vec<TensorProto>,
+    #[prost(message, repeated, tag = "11")]
+    pub graphs: Vec<GraphProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ValueInfoProto {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    #[prost(message, optional, tag = "2")]
+    pub r#type: Option<TypeProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct StringStringEntryProto {
+    #[prost(string, optional, tag = "1")]
+    pub key: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub value: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TensorProto {
+    #[prost(int64, repeated, tag = "1")]
+    pub dims: Vec<i64>,
+    #[prost(int32, optional, tag = "2")]
+    pub data_type: Option<i32>,
+    /// Packed `repeated float`, kept undecoded.
+    #[prost(bytes = "bytes", optional, tag = "4")]
+    pub float_data: Option<Bytes>,
+    /// Packed `repeated int32` (varints), kept undecoded.
+    #[prost(bytes = "bytes", optional, tag = "5")]
+    pub int32_data: Option<Bytes>,
+    #[prost(bytes = "bytes", repeated, tag = "6")]
+    pub string_data: Vec<Bytes>,
+    /// Packed `repeated int64` (varints), kept undecoded.
+    #[prost(bytes = "bytes", optional, tag = "7")]
+    pub int64_data: Option<Bytes>,
+    #[prost(string, optional, tag = "8")]
+    pub name: Option<String>,
+    #[prost(bytes = "bytes", optional, tag = "9")]
+    pub raw_data: Option<Bytes>,
+    #[prost(message, repeated, tag = "13")]
+    pub external_data: Vec<StringStringEntryProto>,
+    /// 1 = EXTERNAL.
+    #[prost(int32, optional, tag = "14")]
+    pub data_location: Option<i32>,
+    /// Packed `repeated double`, kept undecoded.
+    #[prost(bytes = "bytes", optional, tag = "10")]
+    pub double_data: Option<Bytes>,
+    /// Packed `repeated uint64` (varints), kept undecoded.
+    #[prost(bytes = "bytes", optional, tag = "11")]
+    pub uint64_data: Option<Bytes>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SparseTensorProto {
+    #[prost(message, optional, tag = "1")]
+    pub values: Option<TensorProto>,
+    #[prost(message, optional, tag = "2")]
+    pub indices: Option<TensorProto>,
+    #[prost(int64, repeated, tag = "3")]
+    pub dims: Vec<i64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TensorShapeProto {
+    #[prost(message, repeated, tag = "1")]
+    pub dim: Vec<Dimension>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Dimension {
+    #[prost(int64, optional, tag = "1")]
+    pub dim_value: Option<i64>,
+    #[prost(string, optional, tag = "2")]
+    pub dim_param: Option<String>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TypeProto {
+    #[prost(message, optional, tag = "1")]
+    pub tensor_type: Option<TensorTypeProto>,
+    #[prost(message, optional, boxed, tag = "4")]
+    pub sequence_type: Option<Box<ElemTypeProto>>,
+    #[prost(message, optional, boxed, tag = "5")]
+    pub map_type: Option<Box<MapTypeProto>>,
+    #[prost(message, optional, boxed, tag = "9")]
+    pub optional_type: Option<Box<ElemTypeProto>>,
+    #[prost(message, optional, tag = "8")]
+    pub sparse_tensor_type: Option<TensorTypeProto>,
+}
+
+/// `TypeProto.Tensor` and `TypeProto.SparseTensor` share this layout.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TensorTypeProto {
+    #[prost(int32, optional, tag = "1")]
+    pub elem_type: Option<i32>,
+    #[prost(message, optional, tag = "2")]
+    pub shape: Option<TensorShapeProto>,
+}
+
+/// `TypeProto.Sequence` and `TypeProto.Optional` share this layout.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ElemTypeProto {
+    #[prost(message, optional, tag = "1")]
+    pub elem_type: Option<TypeProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct MapTypeProto {
+    #[prost(int32, optional, tag = "1")]
+    pub key_type: Option<i32>,
+    #[prost(message, optional, tag = "2")]
+    pub value_type: Option<TypeProto>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct FunctionProto {
+    #[prost(string, optional, tag = "1")]
+    pub name: Option<String>,
+    #[prost(string, repeated, tag = "4")]
+    pub input: Vec<String>,
+    #[prost(string, repeated, tag = "5")]
+    pub output: Vec<String>,
+    #[prost(string, repeated, tag = "6")]
+    pub attribute: Vec<String>,
+    #[prost(message, repeated, tag = "11")]
+    pub attribute_proto: Vec<AttributeProto>,
+    #[prost(message, repeated, tag = "7")]
+    pub node: Vec<NodeProto>,
+    #[prost(message, repeated, tag = "9")]
+    pub opset_import: Vec<OperatorSetIdProto>,
+    #[prost(string, optional, tag = "10")]
+    pub domain: Option<String>,
+    #[prost(string, optional, tag = "13")]
+    pub overload: Option<String>,
+}

@@ -1,0 +1,437 @@
+//! TensorProto data: size checks at load time (which read lengths, never the
+//! payload) and decoding of small tensors when a shape computation needs them.
+
+use std::path::{Component, Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::proto::TensorProto;
+use crate::dim::SymInt;
+use crate::ir::DType;
+use crate::shape::TensorValue;
+
+/// `TensorProto.DataLocation.EXTERNAL`.
+const EXTERNAL: i32 = 1;
+
+/// The element count of `dims`; negative dimensions and overflow are errors.
+pub fn element_count(dims: &[i64]) -> Result<u64, String> {
+    let mut n: u64 = 1;
+    for &d in dims {
+        let d = u64::try_from(d).map_err(|_| format!("negative dimension {d}"))?;
+        n = n
+            .checked_mul(d)
+            .ok_or_else(|| format!("element count of {dims:?} overflows 64 bits"))?;
+    }
+    Ok(n)
+}
+
+pub fn dtype_of(t: &TensorProto) -> Result<DType, String> {
+    let code = t.data_type.unwrap_or(0);
+    DType::from_onnx_code(code).ok_or_else(|| format!("unknown data type {code}"))
+}
+
+/// Bytes `n` elements of `t` occupy in `raw_data` (4-bit types pack two).
+pub fn raw_len(t: DType, n: u64) -> Option<u64> {
+    n.checked_mul(t.bits()).map(|bits| bits.div_ceil(8))
+}
+
+fn count_varints(b: &[u8]) -> Result<u64, String> {
+    let mut n = 0;
+    let mut in_varint = 0;
+    for &byte in b {
+        in_varint += 1;
+        if in_varint > 10 {
+            return Err("malformed varint in packed data".into());
+        }
+        if byte & 0x80 == 0 {
+            n += 1;
+            in_varint = 0;
+        }
+    }
+    if in_varint != 0 {
+        return Err("truncated varint in packed data".into());
+    }
+    Ok(n)
+}
+
+fn decode_varints(b: &[u8]) -> Result<Vec<i64>, String> {
+    let mut out = Vec::new();
+    let mut v: u64 = 0;
+    let mut shift = 0;
+    for &byte in b {
+        if shift >= 64 {
+            return Err("malformed varint in packed data".into());
+        }
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            out.push(v as i64);
+            v = 0;
+            shift = 0;
+        } else {
+            shift += 7;
+        }
+    }
+    if shift != 0 {
+        return Err("truncated varint in packed data".into());
+    }
+    Ok(out)
+}
+
+/// Where an external tensor's data lives; refuses anything outside `dir`.
+pub fn external_location(t: &TensorProto, dir: &Path) -> Result<PathBuf, String> {
+    let location = t
+        .external_data
+        .iter()
+        .find(|e| e.key.as_deref() == Some("location"))
+        .and_then(|e| e.value.clone())
+        .ok_or("external data without a location")?;
+    let rel = Path::new(&location);
+    let escapes = rel.is_absolute()
+        || location.starts_with(['/', '\\'])
+        || location.as_bytes().get(1) == Some(&b':')
+        || rel
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
+    if escapes || location.contains("..") && location.split(['/', '\\']).any(|p| p == "..") {
+        return Err(format!(
+            "external data location '{location}' leaves the model's folder"
+        ));
+    }
+    let path = dir.join(rel);
+    // A symlink (or a symlinked folder) may still lead out: resolve and compare.
+    if let (Ok(real), Ok(base)) = (path.canonicalize(), dir.canonicalize())
+        && !real.starts_with(&base)
+    {
+        return Err(format!(
+            "external data location '{location}' resolves outside the model's folder"
+        ));
+    }
+    Ok(path)
+}
+
+fn external_field(t: &TensorProto, key: &str) -> Result<Option<u64>, String> {
+    match t
+        .external_data
+        .iter()
+        .find(|e| e.key.as_deref() == Some(key))
+    {
+        None => Ok(None),
+        Some(e) => e
+            .value
+            .as_deref()
+            .unwrap_or("")
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("external data {key} is not a number")),
+    }
+}
+
+/// Checks that a tensor's stored data matches its declared type and shape.
+/// Reads lengths only (and the varints of packed integer fields).
+pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
+    let dtype = dtype_of(t)?;
+    let n = element_count(&t.dims)?;
+    let expect = raw_len(dtype, n).ok_or("tensor size overflows 64 bits")?;
+    if t.data_location == Some(EXTERNAL) {
+        external_location(t, dir)?;
+        if let Some(len) = external_field(t, "length")?
+            && dtype != DType::String
+            && len != expect
+        {
+            return Err(format!(
+                "external data holds {len} bytes, but {n} {dtype} elements need {expect}"
+            ));
+        }
+        external_field(t, "offset")?;
+        return Ok(());
+    }
+    let mismatch = |what: &str, got: u64, want: u64| {
+        Err(format!(
+            "{what} holds {got} elements but the declared shape {:?} has {want}",
+            t.dims
+        ))
+    };
+    if let Some(raw) = &t.raw_data {
+        if dtype == DType::String {
+            return Err("a string tensor cannot use raw_data".into());
+        }
+        if raw.len() as u64 != expect {
+            return Err(format!(
+                "raw_data is {} bytes, but {n} {dtype} elements need {expect}",
+                raw.len()
+            ));
+        }
+        return Ok(());
+    }
+    // Sub-byte types may pack several elements into one int32_data entry.
+    let packed = n.div_ceil((8 / dtype.bits().clamp(1, 8)).max(1));
+    let fields: [(&str, &Option<Bytes>, u64); 5] = [
+        ("float_data", &t.float_data, 4),
+        ("double_data", &t.double_data, 8),
+        ("int32_data", &t.int32_data, 0),
+        ("int64_data", &t.int64_data, 0),
+        ("uint64_data", &t.uint64_data, 0),
+    ];
+    for (what, data, width) in fields {
+        let Some(b) = data else { continue };
+        // Width 0: varints, one per entry.
+        let got = match (b.len() as u64).checked_div(width) {
+            Some(g) => g,
+            None => count_varints(b)?,
+        };
+        let ok = got == n || (what == "int32_data" && dtype.bits() < 8 && got == packed);
+        return if ok { Ok(()) } else { mismatch(what, got, n) };
+    }
+    if !t.string_data.is_empty() || dtype == DType::String {
+        let got = t.string_data.len() as u64;
+        return if got == n {
+            Ok(())
+        } else {
+            mismatch("string_data", got, n)
+        };
+    }
+    if n > 0 {
+        return Err(format!("no data for {n} declared elements"));
+    }
+    Ok(())
+}
+
+fn le_chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
+    b.chunks_exact(N).map(|c| {
+        let mut a = [0u8; N];
+        a.copy_from_slice(c);
+        a
+    })
+}
+
+/// Decodes raw little-endian bytes of `dtype` into a value.
+fn from_raw(dtype: DType, b: &[u8], n: usize) -> Result<TensorValue, String> {
+    let ints = |v: Vec<i64>| TensorValue::Ints(v.into_iter().map(SymInt::Int).collect());
+    Ok(match dtype {
+        DType::Float32 => TensorValue::Floats(
+            le_chunks::<4>(b)
+                .map(|c| f32::from_le_bytes(c) as f64)
+                .collect(),
+        ),
+        DType::Float64 => TensorValue::Floats(le_chunks::<8>(b).map(f64::from_le_bytes).collect()),
+        DType::Float16 => TensorValue::Floats(
+            le_chunks::<2>(b)
+                .map(|c| f16_to_f64(u16::from_le_bytes(c)))
+                .collect(),
+        ),
+        DType::Bfloat16 => TensorValue::Floats(
+            le_chunks::<2>(b)
+                .map(|c| f32::from_bits(u32::from(u16::from_le_bytes(c)) << 16) as f64)
+                .collect(),
+        ),
+        DType::Int8 => ints(b.iter().map(|&x| x as i8 as i64).collect()),
+        DType::Uint8 | DType::Bool => ints(b.iter().map(|&x| x as i64).collect()),
+        DType::Int16 => ints(
+            le_chunks::<2>(b)
+                .map(|c| i16::from_le_bytes(c) as i64)
+                .collect(),
+        ),
+        DType::Uint16 => ints(
+            le_chunks::<2>(b)
+                .map(|c| u16::from_le_bytes(c) as i64)
+                .collect(),
+        ),
+        DType::Int32 => ints(
+            le_chunks::<4>(b)
+                .map(|c| i32::from_le_bytes(c) as i64)
+                .collect(),
+        ),
+        DType::Uint32 => ints(
+            le_chunks::<4>(b)
+                .map(|c| u32::from_le_bytes(c) as i64)
+                .collect(),
+        ),
+        DType::Int64 => ints(le_chunks::<8>(b).map(i64::from_le_bytes).collect()),
+        DType::Uint64 => ints(
+            le_chunks::<8>(b)
+                .map(|c| u64::from_le_bytes(c) as i64)
+                .collect(),
+        ),
+        DType::Int4 | DType::Uint4 => {
+            let signed = dtype == DType::Int4;
+            let nib = |x: u8| {
+                if signed && x >= 8 {
+                    x as i64 - 16
+                } else {
+                    x as i64
+                }
+            };
+            ints(
+                b.iter()
+                    .flat_map(|&x| [nib(x & 0xf), nib(x >> 4)])
+                    .take(n)
+                    .collect(),
+            )
+        }
+        other => return Err(format!("values of type {other} are not decoded")),
+    })
+}
+
+/// IEEE half precision to f64.
+fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = (h >> 10) & 0x1f;
+    let frac = f64::from(h & 0x3ff);
+    sign * match exp {
+        0 => frac * 2f64.powi(-24),
+        31 => {
+            if frac == 0.0 {
+                f64::INFINITY
+            } else {
+                f64::NAN
+            }
+        }
+        e => (1.0 + frac / 1024.0) * 2f64.powi(i32::from(e) - 15),
+    }
+}
+
+/// Decodes a tensor's data (embedded or external) into a value.
+pub fn decode(t: &TensorProto, dir: &Path) -> Result<TensorValue, String> {
+    check(t, dir)?;
+    let dtype = dtype_of(t)?;
+    let n = element_count(&t.dims)? as usize;
+    if t.data_location == Some(EXTERNAL) {
+        let path = external_location(t, dir)?;
+        let offset = external_field(t, "offset")?.unwrap_or(0);
+        let len = raw_len(dtype, n as u64).ok_or("tensor size overflows")?;
+        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        use std::io::{Read, Seek, SeekFrom};
+        f.seek(SeekFrom::Start(offset))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact(&mut buf).map_err(|e| {
+            format!(
+                "{}: cannot read {len} bytes at offset {offset}: {e}",
+                path.display()
+            )
+        })?;
+        return from_raw(dtype, &buf, n);
+    }
+    if let Some(raw) = &t.raw_data {
+        return from_raw(dtype, raw, n);
+    }
+    let ints = |v: Vec<i64>| TensorValue::Ints(v.into_iter().map(SymInt::Int).collect());
+    if let Some(b) = &t.float_data {
+        return Ok(TensorValue::Floats(
+            le_chunks::<4>(b)
+                .map(|c| f32::from_le_bytes(c) as f64)
+                .collect(),
+        ));
+    }
+    if let Some(b) = &t.double_data {
+        return Ok(TensorValue::Floats(
+            le_chunks::<8>(b).map(f64::from_le_bytes).collect(),
+        ));
+    }
+    if let Some(b) = &t.int64_data {
+        return Ok(ints(decode_varints(b)?));
+    }
+    if let Some(b) = &t.uint64_data {
+        return Ok(ints(decode_varints(b)?));
+    }
+    if let Some(b) = &t.int32_data {
+        let v = decode_varints(b)?;
+        return Ok(match dtype {
+            // int32_data holds these as their bit patterns.
+            DType::Float16 => {
+                TensorValue::Floats(v.iter().map(|&x| f16_to_f64(x as u16)).collect())
+            }
+            DType::Bfloat16 => TensorValue::Floats(
+                v.iter()
+                    .map(|&x| f32::from_bits((x as u32 & 0xffff) << 16) as f64)
+                    .collect(),
+            ),
+            _ => ints(v.into_iter().map(|x| x as i32 as i64).collect()),
+        });
+    }
+    if !t.string_data.is_empty() {
+        return Ok(TensorValue::Strings(
+            t.string_data
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect(),
+        ));
+    }
+    Ok(match dtype {
+        DType::Float32 | DType::Float64 | DType::Float16 | DType::Bfloat16 => {
+            TensorValue::Floats(Vec::new())
+        }
+        DType::String => TensorValue::Strings(Vec::new()),
+        _ => TensorValue::Ints(Vec::new()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(dtype: DType, dims: &[i64]) -> TensorProto {
+        TensorProto {
+            dims: dims.to_vec(),
+            data_type: Some(dtype.onnx_code()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sizes_must_match_the_declared_shape() {
+        let dir = Path::new(".");
+        let mut t = tensor(DType::Float32, &[2, 3]);
+        t.raw_data = Some(Bytes::from(vec![0u8; 24]));
+        assert!(check(&t, dir).is_ok());
+        t.raw_data = Some(Bytes::from(vec![0u8; 20]));
+        assert_eq!(
+            check(&t, dir).unwrap_err(),
+            "raw_data is 20 bytes, but 6 float32 elements need 24"
+        );
+        let mut t = tensor(DType::Int4, &[3]);
+        t.raw_data = Some(Bytes::from(vec![0x21u8, 0x0f]));
+        assert!(check(&t, dir).is_ok());
+        assert_eq!(
+            decode(&t, dir).unwrap(),
+            TensorValue::Ints(vec![1.into(), 2.into(), (-1).into()])
+        );
+        let mut t = tensor(DType::Int64, &[3]);
+        t.int64_data = Some(Bytes::from(vec![
+            1u8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 5,
+        ]));
+        assert_eq!(
+            decode(&t, dir).unwrap(),
+            TensorValue::Ints(vec![1.into(), (-1).into(), 5.into()])
+        );
+        let t = tensor(DType::Float32, &[-1, 3]);
+        assert_eq!(check(&t, dir).unwrap_err(), "negative dimension -1");
+        let t = tensor(DType::Float32, &[1 << 32, 1 << 32]);
+        assert!(check(&t, dir).unwrap_err().contains("overflows"));
+    }
+
+    #[test]
+    fn external_locations_stay_inside_the_folder() {
+        let dir = Path::new(".");
+        let ext = |loc: &str| {
+            let mut t = tensor(DType::Float32, &[1]);
+            t.data_location = Some(EXTERNAL);
+            t.external_data
+                .push(super::super::proto::StringStringEntryProto {
+                    key: Some("location".into()),
+                    value: Some(loc.into()),
+                });
+            check(&t, dir)
+        };
+        assert!(ext("weights.bin").is_ok());
+        assert!(ext("sub/weights.bin").is_ok());
+        assert!(
+            ext("../weights.bin")
+                .unwrap_err()
+                .contains("leaves the model's folder")
+        );
+        assert!(ext("a/../../w").unwrap_err().contains("leaves"));
+        assert!(ext("/etc/passwd").unwrap_err().contains("leaves"));
+        assert!(ext("C:\\x").unwrap_err().contains("leaves"));
+    }
+}

@@ -1,0 +1,311 @@
+//! The view a shape function has of one node: its input facts, attributes
+//! (with typed getters), opset, and the outputs it fills in.
+
+use std::cell::Cell;
+use std::fmt;
+
+use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use crate::dim::SymInt;
+use crate::ir::{DType, Dim};
+use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+
+/// Why a node's shapes cannot be inferred (an inconsistent model).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapeError(pub String);
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<crate::dim::Overflow> for ShapeError {
+    fn from(_: crate::dim::Overflow) -> Self {
+        ShapeError("dimension arithmetic overflows 64 bits".into())
+    }
+}
+
+/// Infers a subgraph (an If branch, a Loop or Scan body) given facts for its
+/// formal inputs; returns facts for its outputs.
+pub trait SubgraphInfer {
+    fn infer(&self, graph: &GraphProto, inputs: &[Fact]) -> Result<Vec<Fact>>;
+}
+
+/// Decodes a tensor attribute (Constant's `value`) into a fact with its data.
+pub trait TensorDecoder {
+    fn fact_of(&self, t: &TensorProto) -> Result<Fact>;
+}
+
+pub struct InferCtx<'a> {
+    pub op: &'a str,
+    pub domain: &'a str,
+    pub opset: i64,
+    attrs: &'a [AttributeProto],
+    inputs: Vec<Option<Fact>>,
+    /// One per node output; start unknown.
+    pub outputs: Vec<Fact>,
+    pub subgraphs: &'a dyn SubgraphInfer,
+    pub tensors: &'a dyn TensorDecoder,
+    fresh: &'a Cell<u64>,
+}
+
+pub type Result<T> = std::result::Result<T, ShapeError>;
+
+pub fn err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(ShapeError(msg.into()))
+}
+
+impl<'a> InferCtx<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        op: &'a str,
+        domain: &'a str,
+        opset: i64,
+        attrs: &'a [AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_outputs: usize,
+        subgraphs: &'a dyn SubgraphInfer,
+        tensors: &'a dyn TensorDecoder,
+        fresh: &'a Cell<u64>,
+    ) -> Self {
+        Self {
+            op,
+            domain,
+            opset,
+            attrs,
+            inputs,
+            outputs: vec![Fact::unknown(); n_outputs],
+            subgraphs,
+            tensors,
+            fresh,
+        }
+    }
+
+    /// A new symbol for a size only known at run time (NonZero's count...).
+    pub fn fresh_dim(&self, hint: &str) -> Dim {
+        let n = self.fresh.get() + 1;
+        self.fresh.set(n);
+        Dim::symbol(format!("{hint}_{n}"))
+    }
+
+    // ------------------------------------------------------------ inputs
+
+    pub fn n_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// Input `i`, `None` when absent (an empty name) or beyond the list.
+    pub fn input(&self, i: usize) -> Option<&Fact> {
+        self.inputs.get(i).and_then(Option::as_ref)
+    }
+
+    pub fn require(&self, i: usize) -> Result<&Fact> {
+        self.input(i)
+            .ok_or_else(|| ShapeError(format!("input {} is required", i + 1)))
+    }
+
+    /// The shape of input `i`, when known.
+    pub fn shape(&self, i: usize) -> Option<&Vec<Dim>> {
+        self.input(i).and_then(|f| f.shape.as_ref())
+    }
+
+    pub fn rank(&self, i: usize) -> Option<usize> {
+        self.shape(i).map(Vec::len)
+    }
+
+    pub fn dtype(&self, i: usize) -> Option<DType> {
+        self.input(i).and_then(|f| f.dtype)
+    }
+
+    /// The data of input `i` when it is known or a small constant.
+    pub fn value(&self, i: usize) -> Option<TensorValue> {
+        let f = self.input(i)?;
+        if let Some(v) = &f.value {
+            return Some(v.clone());
+        }
+        let c = f.constant.as_ref()?;
+        let small = f
+            .elements()
+            .and_then(|n| n.as_int())
+            .is_some_and(|n| n >= 0 && n as usize <= MAX_VALUE_ELEMENTS);
+        if !small {
+            return None;
+        }
+        c.load().ok()
+    }
+
+    pub fn ints(&self, i: usize) -> Option<Vec<SymInt>> {
+        self.value(i)?.as_ints()
+    }
+
+    pub fn known_ints(&self, i: usize) -> Option<Vec<i64>> {
+        self.value(i)?.as_known_ints()
+    }
+
+    pub fn floats(&self, i: usize) -> Option<Vec<f64>> {
+        self.value(i)?.as_floats()
+    }
+
+    // ------------------------------------------------------------ attributes
+
+    pub fn attr(&self, name: &str) -> Option<&'a AttributeProto> {
+        self.attrs.iter().find(|a| a.name.as_deref() == Some(name))
+    }
+
+    pub fn has_attr(&self, name: &str) -> bool {
+        self.attr(name).is_some()
+    }
+
+    pub fn attr_int(&self, name: &str) -> Option<i64> {
+        self.attr(name).and_then(|a| a.i)
+    }
+
+    pub fn attr_int_or(&self, name: &str, default: i64) -> i64 {
+        self.attr_int(name).unwrap_or(default)
+    }
+
+    pub fn attr_ints(&self, name: &str) -> Option<Vec<i64>> {
+        self.attr(name).map(|a| a.ints.clone())
+    }
+
+    pub fn attr_float(&self, name: &str) -> Option<f64> {
+        self.attr(name).and_then(|a| a.f).map(f64::from)
+    }
+
+    pub fn attr_floats(&self, name: &str) -> Option<Vec<f64>> {
+        self.attr(name)
+            .map(|a| a.floats.iter().map(|&f| f64::from(f)).collect())
+    }
+
+    pub fn attr_string(&self, name: &str) -> Option<String> {
+        self.attr(name)
+            .and_then(|a| a.s.as_ref())
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+    }
+
+    pub fn attr_string_or(&self, name: &str, default: &str) -> String {
+        self.attr_string(name)
+            .unwrap_or_else(|| default.to_string())
+    }
+
+    pub fn attr_strings(&self, name: &str) -> Option<Vec<String>> {
+        self.attr(name).map(|a| {
+            a.strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+    }
+
+    pub fn attr_tensor(&self, name: &str) -> Option<&'a TensorProto> {
+        self.attr(name).and_then(|a| a.t.as_ref())
+    }
+
+    pub fn attr_graph(&self, name: &str) -> Option<&'a GraphProto> {
+        self.attr(name).and_then(|a| a.g.as_deref())
+    }
+
+    // ------------------------------------------------------------ outputs
+
+    pub fn n_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Sets output `i` (ignored when the node has fewer outputs).
+    pub fn set(&mut self, i: usize, f: Fact) {
+        if let Some(o) = self.outputs.get_mut(i) {
+            *o = f;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+/// Normalizes a possibly negative axis against `rank`.
+pub fn axis(a: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    let n = if a < 0 { a + r } else { a };
+    if n < 0 || n >= r {
+        return err(format!("axis {a} is out of range for rank {rank}"));
+    }
+    Ok(n as usize)
+}
+
+/// Normalizes an axis that may also equal `rank` (Unsqueeze, Concat of 0-d...).
+pub fn axis_inclusive(a: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    let n = if a < 0 { a + r + 1 } else { a };
+    if n < 0 || n > r {
+        return err(format!("axis {a} is out of range for rank {rank}"));
+    }
+    Ok(n as usize)
+}
+
+/// numpy-style broadcasting of two shapes.
+pub fn broadcast(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
+    let n = a.len().max(b.len());
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let da = if i + a.len() >= n {
+            Some(&a[i + a.len() - n])
+        } else {
+            None
+        };
+        let db = if i + b.len() >= n {
+            Some(&b[i + b.len() - n])
+        } else {
+            None
+        };
+        out.push(match (da, db) {
+            (Some(x), None) | (None, Some(x)) => x.clone(),
+            (Some(x), Some(y)) => broadcast_dim(x, y).ok_or_else(|| {
+                ShapeError(format!(
+                    "shapes [{}] and [{}] do not broadcast",
+                    join(a),
+                    join(b)
+                ))
+            })?,
+            (None, None) => unreachable!("i < n"),
+        });
+    }
+    Ok(out)
+}
+
+fn broadcast_dim(x: &Dim, y: &Dim) -> Option<Dim> {
+    match (x, y) {
+        (Dim::Known(1), d) | (d, Dim::Known(1)) => Some(d.clone()),
+        (Dim::Known(a), Dim::Known(b)) => (a == b).then(|| x.clone()),
+        _ if x == y => Some(x.clone()),
+        // A symbol against a known size > 1: the symbol must equal it.
+        (Dim::Sym(_), Dim::Known(_)) => Some(y.clone()),
+        (Dim::Known(_), Dim::Sym(_)) => Some(x.clone()),
+        // Two different symbols: one of them is 1 at run time; keep the first.
+        (Dim::Sym(_), Dim::Sym(_)) => Some(x.clone()),
+    }
+}
+
+/// Broadcasts every present input's shape; `None` if one is unknown.
+pub fn broadcast_all(shapes: &[Option<&Vec<Dim>>]) -> Result<Option<Vec<Dim>>> {
+    let mut acc: Vec<Dim> = Vec::new();
+    for s in shapes {
+        match s {
+            None => return Ok(None),
+            Some(s) => acc = broadcast(&acc, s)?,
+        }
+    }
+    Ok(Some(acc))
+}
+
+pub fn join(s: &[Dim]) -> String {
+    s.iter().map(Dim::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// A dimension from a computed value; negative results are an error.
+pub fn dim(v: &SymInt) -> Result<Dim> {
+    Dim::from_symint(v).ok_or_else(|| ShapeError(format!("computed dimension {v} is negative")))
+}
+
+/// `[n]` dims from known sizes.
+pub fn known(dims: &[u64]) -> Vec<Dim> {
+    dims.iter().map(|&d| Dim::Known(d)).collect()
+}

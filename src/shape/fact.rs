@@ -1,0 +1,193 @@
+//! What is known about one value of the graph.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::dim::SymInt;
+use crate::ir::{DType, Dim};
+
+/// Integer tensors up to this many elements are carried as values, so shape
+/// computations (Shape → Gather → Concat → Reshape) fold.
+pub const MAX_VALUE_ELEMENTS: usize = 4096;
+
+/// The kind of a graph value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ValueKind {
+    Tensor,
+    /// A sequence of tensors; `dtype`/`shape` describe an element.
+    Sequence,
+    /// An optional value; `dtype`/`shape` describe the contained tensor.
+    Optional,
+    Map,
+}
+
+/// The data of a small tensor, flattened in row-major order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TensorValue {
+    /// Integer and boolean tensors; entries may be symbolic (from `Shape`).
+    Ints(Vec<SymInt>),
+    Floats(Vec<f64>),
+    Strings(Vec<String>),
+}
+
+impl TensorValue {
+    pub fn len(&self) -> usize {
+        match self {
+            TensorValue::Ints(v) => v.len(),
+            TensorValue::Floats(v) => v.len(),
+            TensorValue::Strings(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The values as integers: symbolic entries kept, floats truncated.
+    pub fn as_ints(&self) -> Option<Vec<SymInt>> {
+        match self {
+            TensorValue::Ints(v) => Some(v.clone()),
+            TensorValue::Floats(v) => Some(v.iter().map(|f| SymInt::Int(*f as i64)).collect()),
+            TensorValue::Strings(_) => None,
+        }
+    }
+
+    /// The values as known integers, if none is symbolic.
+    pub fn as_known_ints(&self) -> Option<Vec<i64>> {
+        self.as_ints()?.iter().map(SymInt::as_int).collect()
+    }
+
+    pub fn as_floats(&self) -> Option<Vec<f64>> {
+        match self {
+            TensorValue::Floats(v) => Some(v.clone()),
+            TensorValue::Ints(v) => v.iter().map(|i| i.as_int().map(|i| i as f64)).collect(),
+            TensorValue::Strings(_) => None,
+        }
+    }
+}
+
+/// A constant whose data is loaded only when a shape computation needs it
+/// (an initializer's bytes stay untouched otherwise).
+pub trait ConstantData: Send + Sync {
+    fn load(&self) -> Result<TensorValue, String>;
+}
+
+/// What is known about a value: kind, element type, shape, maybe its data.
+#[derive(Clone)]
+pub struct Fact {
+    pub kind: ValueKind,
+    pub dtype: Option<DType>,
+    /// `None` when even the rank is unknown.
+    pub shape: Option<Vec<Dim>>,
+    pub value: Option<TensorValue>,
+    /// For constants: their data, loaded on demand.
+    pub constant: Option<Arc<dyn ConstantData>>,
+}
+
+impl PartialEq for Fact {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+            && self.dtype == other.dtype
+            && self.shape == other.shape
+            && self.value == other.value
+    }
+}
+
+impl fmt::Debug for Fact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Fact({self})")
+    }
+}
+
+impl fmt::Display for Fact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ValueKind::Tensor => {}
+            ValueKind::Sequence => f.write_str("seq ")?,
+            ValueKind::Optional => f.write_str("optional ")?,
+            ValueKind::Map => f.write_str("map ")?,
+        }
+        match self.dtype {
+            Some(t) => write!(f, "{t}")?,
+            None => f.write_str("?")?,
+        }
+        match &self.shape {
+            Some(s) => {
+                let dims: Vec<String> = s.iter().map(Dim::to_string).collect();
+                write!(f, "[{}]", dims.join(", "))
+            }
+            None => f.write_str("[?]"),
+        }
+    }
+}
+
+impl Fact {
+    /// Nothing known.
+    pub fn unknown() -> Fact {
+        Fact {
+            kind: ValueKind::Tensor,
+            dtype: None,
+            shape: None,
+            value: None,
+            constant: None,
+        }
+    }
+
+    pub fn tensor(dtype: Option<DType>, shape: Option<Vec<Dim>>) -> Fact {
+        Fact {
+            dtype,
+            shape,
+            ..Fact::unknown()
+        }
+    }
+
+    /// A tensor of known type and shape.
+    pub fn new(dtype: DType, shape: Vec<Dim>) -> Fact {
+        Fact::tensor(Some(dtype), Some(shape))
+    }
+
+    /// A tensor holding `value`, whose shape is given.
+    pub fn with_value(dtype: DType, shape: Vec<Dim>, value: TensorValue) -> Fact {
+        Fact {
+            value: Some(value),
+            ..Fact::new(dtype, shape)
+        }
+    }
+
+    /// A 1-D int64 tensor holding `values` (what `Shape` produces).
+    pub fn ints_1d(values: Vec<SymInt>) -> Fact {
+        let n = values.len() as u64;
+        Fact::with_value(DType::Int64, vec![Dim::Known(n)], TensorValue::Ints(values))
+    }
+
+    pub fn rank(&self) -> Option<usize> {
+        self.shape.as_ref().map(Vec::len)
+    }
+
+    /// Whether every dimension is a known number.
+    pub fn is_fully_known(&self) -> bool {
+        self.shape
+            .as_ref()
+            .is_some_and(|s| s.iter().all(|d| d.known().is_some()))
+    }
+
+    /// Element count, when the shape is known (possibly symbolic).
+    pub fn elements(&self) -> Option<SymInt> {
+        let mut n = SymInt::Int(1);
+        for d in self.shape.as_ref()? {
+            n = n.mul(&d.to_symint()).ok()?;
+        }
+        Some(n)
+    }
+
+    /// The same fact with another shape (value dropped).
+    pub fn reshaped(&self, shape: Option<Vec<Dim>>) -> Fact {
+        Fact {
+            kind: self.kind.clone(),
+            dtype: self.dtype,
+            shape,
+            value: None,
+            constant: None,
+        }
+    }
+}

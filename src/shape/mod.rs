@@ -1,0 +1,67 @@
+//! Shape inference: what each operator's outputs look like (element type,
+//! shape, and for small integer tensors the values), from its inputs and
+//! attributes.
+//!
+//! Each operator family lives in its own file and lists its operators in an
+//! `OPS` table; [`registry`] gathers the tables. An operator's shape logic is
+//! found by name in exactly one place.
+
+pub mod ctx;
+pub mod fact;
+
+mod control;
+mod elementwise;
+mod indexing;
+mod nn;
+mod reduce;
+mod tensor;
+
+pub use ctx::{InferCtx, ShapeError};
+pub use fact::{Fact, TensorValue, ValueKind};
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A shape function: reads the context's inputs and attributes, sets its outputs.
+pub type InferFn = fn(&mut InferCtx) -> Result<(), ShapeError>;
+
+/// One registered operator: domain (`""` for ai.onnx), name, shape function.
+pub type OpEntry = (&'static str, &'static str, InferFn);
+
+/// Every family's operators.
+fn tables() -> Vec<Vec<OpEntry>> {
+    vec![
+        elementwise::ops(),
+        tensor::ops(),
+        indexing::ops(),
+        nn::ops(),
+        reduce::ops(),
+        control::ops(),
+    ]
+}
+
+/// The shape function for an operator, if c3 has one.
+pub fn registry(domain: &str, op: &str) -> Option<InferFn> {
+    static MAP: OnceLock<HashMap<(&'static str, &'static str), InferFn>> = OnceLock::new();
+    let map = MAP.get_or_init(|| {
+        let mut m = HashMap::new();
+        for table in tables() {
+            for (d, o, f) in table {
+                m.insert((d, o), f);
+            }
+        }
+        m
+    });
+    let domain = if domain == "ai.onnx" { "" } else { domain };
+    map.get(&(domain, op)).copied()
+}
+
+/// Every registered (domain, op), sorted.
+pub fn supported_ops() -> Vec<(&'static str, &'static str)> {
+    let mut v: Vec<_> = tables()
+        .into_iter()
+        .flat_map(|t| t.into_iter().map(|(d, o, _)| (d, o)))
+        .collect();
+    v.sort();
+    v
+}
