@@ -1,0 +1,389 @@
+//! The ONNX front end on well-formed and hostile files: every bad file is a
+//! one-line error with exit code 2, never a panic or a hang.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use c3::onnx::proto::{
+    AttributeProto, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    StringStringEntryProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
+    ValueInfoProto, attr_type,
+};
+use prost::Message;
+
+const BIN: &str = env!("CARGO_BIN_EXE_c3");
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("onnx")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| Dimension {
+                            dim_value: (d >= 0).then_some(d),
+                            dim_param: (d < 0).then(|| "batch".to_string()),
+                        })
+                        .collect(),
+                }),
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
+    NodeProto {
+        op_type: Some(op.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+fn model(graph: GraphProto) -> ModelProto {
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+}
+
+/// x[batch, 8] -> Relu -> y
+fn relu_graph() -> GraphProto {
+    GraphProto {
+        node: vec![node("Relu", &["x"], &["y"])],
+        input: vec![value("x", &[-1, 8])],
+        output: vec![ValueInfoProto {
+            name: Some("y".into()),
+            r#type: None,
+        }],
+        ..Default::default()
+    }
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// Runs `c3 args...` and returns (exit code, stdout, stderr).
+fn c3(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Asserts `c3 estimate` fails on the file with exit 2 and one line containing `want`.
+fn rejects(path: &str, want: &str) {
+    let (code, _, err) = c3(&["estimate", path, "--format", "json"]);
+    assert_eq!(code, 2, "{path}: {err}");
+    assert_eq!(err.lines().count(), 1, "{path}: {err}");
+    assert!(err.contains(want), "{path}: expected '{want}' in: {err}");
+}
+
+#[test]
+fn symbolic_batch_flows_and_binds() {
+    let dir = scratch("symbolic");
+    let path = write(&dir, "relu.onnx", &model(relu_graph()).encode_to_vec());
+    let (code, out, err) = c3(&["shapes", &path, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["tensors"]["y"]["shape"], serde_json::json!(["batch", 8]));
+    assert_eq!(j["tensors"]["y"]["dtype"], "float32");
+
+    // Costs need numbers: the error names the symbol and the flag.
+    let (code, _, err) = c3(&["estimate", &path]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("dimension 'batch' of X is unknown; bind it with --dim batch=N"),
+        "{err}"
+    );
+    // --dim binds it; --input overrides the whole input.
+    let (code, out, err) = c3(&["estimate", &path, "--dim", "batch=4", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["total"]["flops"], 4 * 8);
+    let (_, out, _) = c3(&["estimate", &path, "--input", "x=2x8", "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["total"]["flops"], 2 * 8);
+    let (code, _, err) = c3(&["estimate", &path, "--input", "nope=2x8"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("--input nope: the model has no input of that name (inputs: x)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn shapes_output_writes_value_info_and_keeps_the_original_bytes() {
+    let dir = scratch("shapes_o");
+    let mut g = relu_graph();
+    g.node.push(node("Relu", &["y"], &["z"]));
+    g.output = vec![value("z", &[-1, 8])];
+    let bytes = model(g).encode_to_vec();
+    let path = write(&dir, "m.onnx", &bytes);
+    let out = dir.join("out.onnx");
+    let (code, stdout, err) = c3(&["shapes", &path, "-o", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.starts_with("wrote"), "{stdout}");
+    let written = std::fs::read(&out).unwrap();
+    assert_eq!(
+        &written[..bytes.len()],
+        &bytes[..],
+        "original bytes are copied unchanged"
+    );
+    let m = ModelProto::decode(&written[..]).unwrap();
+    let g = m.graph.unwrap();
+    assert_eq!(g.node.len(), 2);
+    let vi: Vec<&str> = g
+        .value_info
+        .iter()
+        .filter_map(|v| v.name.as_deref())
+        .collect();
+    assert_eq!(vi, ["y"]);
+    let dims = &g.value_info[0]
+        .r#type
+        .as_ref()
+        .unwrap()
+        .tensor_type
+        .as_ref()
+        .unwrap()
+        .shape
+        .as_ref()
+        .unwrap()
+        .dim;
+    assert_eq!(dims[0].dim_param.as_deref(), Some("batch"));
+    assert_eq!(dims[1].dim_value, Some(8));
+}
+
+#[test]
+fn malformed_protobuf_is_rejected() {
+    let dir = scratch("malformed");
+    let good = model(relu_graph()).encode_to_vec();
+    rejects(
+        &write(&dir, "truncated.onnx", &good[..good.len() / 2]),
+        "not a valid ONNX model",
+    );
+    // Field 7 (graph) must be length-delimited; here it is a varint.
+    rejects(
+        &write(&dir, "wire.onnx", &[0x38, 0x01]),
+        "not a valid ONNX model",
+    );
+    // Field 7 claims 127 bytes, 1 follows.
+    rejects(
+        &write(&dir, "length.onnx", &[0x3a, 0x7f, 0x00]),
+        "not a valid ONNX model",
+    );
+    rejects(
+        &write(&dir, "text.onnx", b"hello, this is not a model at all"),
+        "not a valid ONNX model",
+    );
+    rejects(
+        &write(&dir, "nograph.onnx", &[0x08, 0x07]),
+        "it has no graph",
+    );
+}
+
+#[test]
+fn inconsistent_graphs_are_rejected() {
+    let dir = scratch("graphs");
+    let mut cyclic = relu_graph();
+    cyclic.node = vec![
+        node("Relu", &["x", "b"], &["a"]),
+        node("Relu", &["a"], &["b"]),
+    ];
+    rejects(
+        &write(&dir, "cycle.onnx", &model(cyclic).encode_to_vec()),
+        "the graph has a cycle",
+    );
+
+    let mut dangling = relu_graph();
+    dangling.node = vec![node("Relu", &["nope"], &["y"])];
+    rejects(
+        &write(&dir, "dangling.onnx", &model(dangling).encode_to_vec()),
+        "reads 'nope', which nothing produces",
+    );
+
+    let mut dup = relu_graph();
+    dup.node.push(node("Relu", &["x"], &["y"]));
+    rejects(
+        &write(&dir, "dup.onnx", &model(dup).encode_to_vec()),
+        "value 'y' is defined twice",
+    );
+
+    let mut neg = relu_graph();
+    neg.value_info.push(value("y", &[3, 0]));
+    neg.value_info[0]
+        .r#type
+        .as_mut()
+        .unwrap()
+        .tensor_type
+        .as_mut()
+        .unwrap()
+        .shape
+        .as_mut()
+        .unwrap()
+        .dim[1]
+        .dim_value = Some(-5);
+    rejects(
+        &write(&dir, "neg.onnx", &model(neg).encode_to_vec()),
+        "declares a negative dimension -5",
+    );
+}
+
+fn initializer(name: &str, dims: &[i64], raw: Option<Vec<u8>>) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(1),
+        raw_data: raw.map(Into::into),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn bad_initializers_are_rejected_without_reading_weights() {
+    let dir = scratch("inits");
+    let with = |t: TensorProto| {
+        let mut g = relu_graph();
+        g.initializer.push(t);
+        model(g).encode_to_vec()
+    };
+    rejects(
+        &write(
+            &dir,
+            "size.onnx",
+            &with(initializer("w", &[2, 3], Some(vec![0; 8]))),
+        ),
+        "initializer 'w': raw_data is 8 bytes, but 6 float32 elements need 24",
+    );
+    rejects(
+        &write(&dir, "negdim.onnx", &with(initializer("w", &[-2, 3], None))),
+        "initializer 'w': negative dimension -2",
+    );
+    rejects(
+        &write(
+            &dir,
+            "overflow.onnx",
+            &with(initializer("w", &[1 << 32, 1 << 32], None)),
+        ),
+        "overflows 64 bits",
+    );
+    rejects(
+        &write(&dir, "nodata.onnx", &with(initializer("w", &[4], None))),
+        "no data for 4 declared elements",
+    );
+}
+
+fn external(location: &str) -> TensorProto {
+    TensorProto {
+        data_location: Some(1),
+        external_data: vec![StringStringEntryProto {
+            key: Some("location".into()),
+            value: Some(location.into()),
+        }],
+        ..initializer("w", &[4], None)
+    }
+}
+
+#[test]
+fn external_data_must_stay_in_the_model_folder() {
+    let dir = scratch("external");
+    let with = |t: TensorProto| {
+        let mut g = relu_graph();
+        g.initializer.push(t);
+        model(g).encode_to_vec()
+    };
+    std::fs::write(dir.join("w.bin"), [0u8; 16]).unwrap();
+    let ok = write(&dir, "ok.onnx", &with(external("w.bin")));
+    let (code, _, err) = c3(&["shapes", &ok]);
+    assert_eq!(code, 0, "{err}");
+    rejects(
+        &write(&dir, "dotdot.onnx", &with(external("../w.bin"))),
+        "leaves the model's folder",
+    );
+    rejects(
+        &write(&dir, "abs.onnx", &with(external("/etc/passwd"))),
+        "leaves the model's folder",
+    );
+    // A symlink inside the folder that points outside it.
+    let outside = scratch("external_outside");
+    std::fs::write(outside.join("secret.bin"), [0u8; 16]).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(outside.join("secret.bin"), dir.join("link.bin")).unwrap();
+        rejects(
+            &write(&dir, "link.onnx", &with(external("link.bin"))),
+            "resolves outside the model's folder",
+        );
+    }
+}
+
+#[test]
+fn deeply_nested_subgraphs_are_an_error_not_a_stack_overflow() {
+    // Build 10,000 nested If nodes as raw protobuf bytes, inside out.
+    let mut graph = GraphProto::default().encode_to_vec();
+    for _ in 0..10_000 {
+        let attr = AttributeProto {
+            name: Some("then_branch".into()),
+            r#type: Some(attr_type::GRAPH),
+            ..Default::default()
+        };
+        let mut attr_bytes = attr.encode_to_vec();
+        // field 6 (g), length-delimited
+        attr_bytes.push(0x32);
+        prost::encoding::encode_varint(graph.len() as u64, &mut attr_bytes);
+        attr_bytes.extend_from_slice(&graph);
+        let mut node_bytes = node("If", &["c"], &["o"]).encode_to_vec();
+        node_bytes.push(0x2a); // field 5 (attribute)
+        prost::encoding::encode_varint(attr_bytes.len() as u64, &mut node_bytes);
+        node_bytes.extend_from_slice(&attr_bytes);
+        graph = Vec::new();
+        graph.push(0x0a); // field 1 (node)
+        prost::encoding::encode_varint(node_bytes.len() as u64, &mut graph);
+        graph.extend_from_slice(&node_bytes);
+    }
+    let mut bytes = vec![0x3a];
+    prost::encoding::encode_varint(graph.len() as u64, &mut bytes);
+    bytes.extend_from_slice(&graph);
+    let dir = scratch("nested");
+    rejects(
+        &write(&dir, "nested.onnx", &bytes),
+        "not a valid ONNX model",
+    );
+}
+
+#[test]
+fn light_resnet50_loads_and_infers_every_shape() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/onnx/light_resnet50.onnx"
+    );
+    let (code, out, err) = c3(&["shapes", path, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        j["tensors"]["gpu_0/data_0"]["shape"],
+        serde_json::json!([1, 3, 224, 224])
+    );
+}
