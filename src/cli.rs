@@ -37,6 +37,14 @@ pub enum Command {
     Rules(RulesCommand),
     /// Every tensor of a model with its inferred type and shape.
     Shapes(ShapesArgs),
+    /// The device catalog for roofline estimates.
+    Devices {
+        #[command(flatten)]
+        rules: RuleArgs,
+        /// table or json
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -112,6 +120,12 @@ pub struct EstimateArgs {
     /// Fail (exit code 3) when an operator has no rule.
     #[arg(long)]
     pub strict: bool,
+    /// Add roofline times on a device of the catalog (`c3 devices` lists them).
+    #[arg(long, value_name = "NAME")]
+    pub device: Option<String>,
+    /// A measured latency (`2.4ms`, `850us`) to compare with the roofline bounds.
+    #[arg(long, value_name = "TIME", requires = "device")]
+    pub measured: Option<String>,
     /// Write the report to a file instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<String>,
@@ -196,6 +210,7 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Rules(RulesCommand::List { rules, format }) => rules_list(&rules.load()?, &format),
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
         Command::Shapes(a) => shapes(&a),
+        Command::Devices { rules, format } => devices(&rules.load()?, &format),
     }
 }
 
@@ -346,7 +361,29 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
             ops.join(", ")
         );
     }
-    let text = report::render(&report, &opts);
+    let roofline = match &a.device {
+        None => None,
+        Some(name) => {
+            let rules = a.rules.load()?;
+            let device = rules.devices.find(name).ok_or_else(|| {
+                let names: Vec<&str> = rules.devices.iter().map(|d| d.key.as_str()).collect();
+                Error::Usage(format!(
+                    "--device {name}: unknown device (known: {})",
+                    names.join(", ")
+                ))
+            })?;
+            let measured = match &a.measured {
+                None => None,
+                Some(m) => Some(crate::device::parse_duration(m).ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--measured {m}: expected a duration like 2.4ms or 850us"
+                    ))
+                })?),
+            };
+            Some(crate::device::roofline(&report, device, measured))
+        }
+    };
+    let text = report::render(&report, &opts, roofline.as_ref());
     match &a.output {
         Some(path) => {
             std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
@@ -778,4 +815,57 @@ fn write_value_info(
     bytes.extend_from_slice(&patch.encode_to_vec());
     std::fs::write(out, bytes).map_err(|e| Error::io(out, e))?;
     Ok(n)
+}
+
+fn devices(rules: &RuleSet, format: &str) -> Result<String> {
+    match format {
+        "json" => {
+            let list: Vec<serde_json::Value> = rules
+                .devices
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "name": d.key,
+                        "description": d.name,
+                        "aliases": d.aliases,
+                        "peak_flops": d.peak,
+                        "bandwidth": d.bandwidth,
+                        "source": d.source,
+                    })
+                })
+                .collect();
+            Ok(serde_json::to_string_pretty(&list).expect("JSON values always serialize") + "\n")
+        }
+        "table" => {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+                .set_header(vec![
+                    "Device", "Name", "FP32", "FP16", "BF16", "FP8", "INT8", "GB/s",
+                ]);
+            let tf = |d: &crate::device::Device, p: &str| {
+                d.peak
+                    .get(p)
+                    .map_or("-".to_string(), |v| format!("{:.1}", v / 1e12))
+            };
+            for d in rules.devices.iter() {
+                t.add_row(vec![
+                    d.key.clone(),
+                    d.name.clone(),
+                    tf(d, "fp32"),
+                    tf(d, "fp16"),
+                    tf(d, "bf16"),
+                    tf(d, "fp8"),
+                    tf(d, "int8"),
+                    format!("{:.1}", d.bandwidth / 1e9),
+                ]);
+            }
+            Ok(format!(
+                "{t}\nPeaks in TFLOP/s (TOPS for INT8), dense; {} devices. Sources: c3 devices --format json\n",
+                rules.devices.len()
+            ))
+        }
+        other => Err(Error::Usage(format!(
+            "--format {other}: expected table or json"
+        ))),
+    }
 }

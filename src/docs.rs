@@ -36,6 +36,20 @@ struct RuleDoc {
 }
 
 #[derive(Serialize)]
+struct DeviceDoc {
+    key: String,
+    name: String,
+    fp32: String,
+    tf32: String,
+    fp16: String,
+    bf16: String,
+    fp8: String,
+    int8: String,
+    bandwidth: String,
+    source: String,
+}
+
+#[derive(Serialize)]
 struct Category {
     name: String,
     rules: Vec<RuleDoc>,
@@ -146,6 +160,30 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         .map_err(|e| Error::Usage(format!("templates/DETAILS.md.tera: {e}")))?;
     let mut ctx = tera::Context::new();
     ctx.insert("categories", &categories);
+    let devices: Vec<DeviceDoc> = rules
+        .devices
+        .iter()
+        .map(|d| {
+            let tf = |p: &str| {
+                d.peak
+                    .get(p)
+                    .map_or("-".to_string(), |v| format!("{}", v / 1e12))
+            };
+            DeviceDoc {
+                key: d.key.clone(),
+                name: d.name.clone(),
+                fp32: tf("fp32"),
+                tf32: tf("tf32"),
+                fp16: tf("fp16"),
+                bf16: tf("bf16"),
+                fp8: tf("fp8"),
+                int8: tf("int8"),
+                bandwidth: format!("{}", d.bandwidth / 1e9),
+                source: d.source.clone(),
+            }
+        })
+        .collect();
+    ctx.insert("devices", &devices);
     ctx.insert("rule_count", &rules.len());
     let out = tera
         .render("DETAILS.md", &ctx)

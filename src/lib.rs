@@ -20,6 +20,7 @@
 
 pub mod cli;
 pub mod cost;
+pub mod device;
 pub mod dim;
 pub mod docs;
 pub mod error;

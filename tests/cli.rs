@@ -413,7 +413,7 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
     );
     assert_eq!(
         r.json()["unsupported"],
-        serde_json::json!([{"name": "fancy", "op": "FancyOp"}])
+        serde_json::json!([{"name": "fancy", "op": "FancyOp", "reason": "no cost rule"}])
     );
     assert_eq!(r.json()["total"]["flops"], 6);
     let r = c3(&["estimate", t, "--format", "md"]);

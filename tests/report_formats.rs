@@ -32,7 +32,7 @@ fn report(format: Format, unit: Unit, columns: &str) -> String {
         columns: parse_columns(columns).unwrap(),
         ..ReportOptions::default()
     };
-    render(&costs, &opts)
+    render(&costs, &opts, None)
 }
 
 #[test]

@@ -3,6 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::cost::{CostReport, Totals};
+use crate::device::Roofline;
 use crate::ir::TensorFact;
 use crate::rules::rule::{qualified, value_to_json};
 
@@ -28,8 +29,13 @@ fn totals(t: &Totals) -> Map<String, Value> {
     m
 }
 
-pub fn to_json(report: &CostReport) -> String {
-    let layers: Vec<Value> = report
+/// A float as JSON (`null` when not finite).
+fn num(v: f64) -> Value {
+    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
+pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
+    let mut layers: Vec<Value> = report
         .layers
         .iter()
         .map(|l| {
@@ -64,16 +70,50 @@ pub fn to_json(report: &CostReport) -> String {
         .collect();
     let mut total = totals(&report.total);
     total.insert("layers".into(), json!(report.total.layers));
+    let mut device = Value::Null;
+    if let Some(r) = roofline {
+        for (l, t) in layers.iter_mut().zip(&r.layers) {
+            if let Value::Object(m) = l {
+                m.insert("precision".into(), json!(t.precision));
+                m.insert("compute_s".into(), num(t.compute_s));
+                m.insert("memory_s".into(), num(t.memory_s));
+                m.insert("bound_s".into(), num(t.bound_s));
+                m.insert("bound".into(), json!(t.bound.as_str()));
+                m.insert("intensity".into(), t.intensity.map_or(Value::Null, num));
+            }
+        }
+        total.insert("compute_s".into(), num(r.compute_s));
+        total.insert("memory_s".into(), num(r.memory_s));
+        total.insert("bound_s".into(), num(r.bound_s));
+        total.insert("additive_s".into(), num(r.additive_s));
+        if let Some(m) = r.measured_s {
+            total.insert("measured_s".into(), num(m));
+            let eff = |v: Option<f64>| v.map_or(Value::Null, num);
+            total.insert("efficiency_bound".into(), eff(r.efficiency(r.bound_s)));
+            total.insert(
+                "efficiency_additive".into(),
+                eff(r.efficiency(r.additive_s)),
+            );
+        }
+        device = json!({
+            "name": r.device.key,
+            "description": r.device.name,
+            "bandwidth": num(r.device.bandwidth),
+        });
+    }
     let unsupported: Vec<Value> = report
         .unsupported
         .iter()
-        .map(|u| json!({"name": u.name, "op": qualified(&u.domain, &u.op)}))
+        .map(|u| json!({"name": u.name, "op": qualified(&u.domain, &u.op), "reason": u.reason}))
         .collect();
-    let doc = json!({
+    let mut doc = json!({
         "layers": layers,
         "summary": summary,
         "total": total,
         "unsupported": unsupported,
     });
+    if !device.is_null() {
+        doc["device"] = device;
+    }
     serde_json::to_string_pretty(&doc).expect("JSON values always serialize") + "\n"
 }

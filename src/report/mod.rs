@@ -11,6 +11,7 @@ use std::str::FromStr;
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
 use crate::cost::{CostReport, Totals};
+use crate::device::Roofline;
 use crate::ir::TensorFact;
 use crate::rules::rule::show_value;
 
@@ -293,7 +294,12 @@ fn is_numeric(c: Column) -> bool {
     )
 }
 
-fn layer_grid(report: &CostReport, opts: &ReportOptions, s: &Scaler) -> Grid {
+fn layer_grid(
+    report: &CostReport,
+    opts: &ReportOptions,
+    s: &Scaler,
+    roofline: Option<&Roofline>,
+) -> Grid {
     let cols = &opts.columns;
     let cell =
         |c: Column, name: &str, op: &str, t: &Totals, extra: Option<&crate::cost::LayerCost>| {
@@ -337,12 +343,97 @@ fn layer_grid(report: &CostReport, opts: &ReportOptions, s: &Scaler) -> Grid {
             .map(|&c| cell(c, "total", "", &report.total, None))
             .collect(),
     );
-    Grid {
+    let mut grid = Grid {
         title: "Layers".into(),
         header: cols.iter().map(|&c| s.header(c)).collect(),
         numeric: cols.iter().map(|&c| is_numeric(c)).collect(),
         rows,
+    };
+    if let Some(r) = roofline {
+        let us = |v: f64| format!("{:.*}", s.digits, v * 1e6);
+        grid.header.extend(
+            [
+                "Compute (µs)",
+                "Memory (µs)",
+                "Bound (µs)",
+                "Bound by",
+                "FLOP/B",
+            ]
+            .map(String::from),
+        );
+        grid.numeric.extend([true, true, true, false, true]);
+        for (row, t) in grid.rows.iter_mut().zip(&r.layers) {
+            row.extend([
+                us(t.compute_s),
+                us(t.memory_s),
+                us(t.bound_s),
+                t.bound.as_str().to_string(),
+                t.intensity
+                    .map_or("-".into(), |i| format!("{:.*}", s.digits, i)),
+            ]);
+        }
+        if let Some(total) = grid.rows.last_mut() {
+            total.extend([
+                us(r.compute_s),
+                us(r.memory_s),
+                us(r.bound_s),
+                String::new(),
+                String::new(),
+            ]);
+        }
     }
+    grid
+}
+
+/// A time in the unit that reads best.
+pub fn human_time(seconds: f64, digits: usize) -> String {
+    let (v, unit) = if seconds >= 1.0 {
+        (seconds, "s")
+    } else if seconds >= 1e-3 {
+        (seconds * 1e3, "ms")
+    } else if seconds >= 1e-6 {
+        (seconds * 1e6, "µs")
+    } else {
+        (seconds * 1e9, "ns")
+    };
+    format!("{v:.digits$} {unit}")
+}
+
+/// The roofline paragraph printed after the tables.
+fn roofline_lines(r: &Roofline, digits: usize) -> Vec<String> {
+    let t = |v: f64| human_time(v, digits);
+    let d = &r.device;
+    let fp32 = d
+        .peak
+        .get("fp32")
+        .map_or(String::new(), |p| format!("fp32 {:.1} TFLOP/s, ", p / 1e12));
+    let mut lines = vec![
+        format!(
+            "Roofline on {} ({}{:.1} GB/s):",
+            d.name,
+            fp32,
+            d.bandwidth / 1e9
+        ),
+        format!("  compute {}, memory {}", t(r.compute_s), t(r.memory_s)),
+        format!(
+            "  sum of per-layer bounds {}; additive estimate (all compute + all memory) {}",
+            t(r.bound_s),
+            t(r.additive_s)
+        ),
+    ];
+    if let (Some(m), Some(eb), Some(ea)) = (
+        r.measured_s,
+        r.efficiency(r.bound_s),
+        r.efficiency(r.additive_s),
+    ) {
+        lines.push(format!(
+            "  measured {}: the bound is {:.1}% of it, the additive estimate {:.1}%",
+            t(m),
+            100.0 * eb,
+            100.0 * ea
+        ));
+    }
+    lines
 }
 
 fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
@@ -392,15 +483,15 @@ fn unsupported_lines(report: &CostReport) -> Vec<String> {
         .collect()
 }
 
-/// Renders the report in the chosen format.
-pub fn render(report: &CostReport, opts: &ReportOptions) -> String {
+/// Renders the report in the chosen format, with roofline times if given.
+pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
     if opts.format == Format::Json {
-        return to_json(report);
+        return to_json(report, roofline);
     }
     let s = Scaler::new(opts, &report.total);
     let mut grids = Vec::new();
     if opts.parts != Parts::Summary {
-        grids.push(layer_grid(report, opts, &s));
+        grids.push(layer_grid(report, opts, &s, roofline));
     }
     if opts.parts != Parts::Layers {
         grids.push(summary_grid(report, &s));
@@ -423,6 +514,12 @@ pub fn render(report: &CostReport, opts: &ReportOptions) -> String {
                     let _ = writeln!(out, "  {u}");
                 }
             }
+            for line in roofline
+                .map(|r| roofline_lines(r, opts.digits))
+                .unwrap_or_default()
+            {
+                let _ = writeln!(out, "{line}");
+            }
         }
         Format::Md => {
             for g in &grids {
@@ -432,6 +529,13 @@ pub fn render(report: &CostReport, opts: &ReportOptions) -> String {
                 let _ = writeln!(out, "### Unsupported operators (not counted)\n");
                 for u in &unsupported {
                     let _ = writeln!(out, "- {u}");
+                }
+            }
+            if let Some(r) = roofline {
+                let lines = roofline_lines(r, opts.digits);
+                let _ = writeln!(out, "\n### {}\n", lines[0].trim_end_matches(':'));
+                for line in &lines[1..] {
+                    let _ = writeln!(out, "- {}", line.trim());
                 }
             }
         }

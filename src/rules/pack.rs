@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::rule::{CostRule, SourceFile};
 use super::yaml::RuleFileDef;
+use crate::device::Catalog;
 use crate::error::{Error, RuleError};
 
 /// The built-in rule files, embedded so `c3` works from any directory.
@@ -50,9 +51,11 @@ pub const BUILTIN_PACKS: &[BuiltinPack] = &[BuiltinPack {
 pub const MAX_RULE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Every rule in force, by (domain, op); later loads override earlier ones.
+/// A pack's `devices.yaml` adds to the device catalog.
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     rules: BTreeMap<(String, String), CostRule>,
+    pub devices: Catalog,
 }
 
 impl RuleSet {
@@ -64,6 +67,7 @@ impl RuleSet {
     /// The built-in rules.
     pub fn builtin() -> Result<Self, RuleError> {
         let mut set = Self::empty();
+        set.devices = Catalog::builtin()?;
         for (path, text) in BUILTIN_RULES {
             set.add_source(path, text, true)?;
         }
@@ -131,6 +135,11 @@ impl RuleSet {
             });
         }
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))?;
+        let is_catalog = path.file_stem().is_some_and(|s| s == "devices");
+        if is_catalog {
+            self.devices.add_source(&shown, &text)?;
+            return Ok(Vec::new());
+        }
         Ok(self.add_source(&shown, &text, false)?)
     }
 

@@ -1,0 +1,389 @@
+//! Devices and roofline time bounds.
+//!
+//! A device has a peak throughput per precision and a memory bandwidth. For
+//! each layer, compute time is FLOPs over the peak for the layer's precision,
+//! memory time is bytes over bandwidth, and the roofline bound is the larger.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::cost::CostReport;
+use crate::error::RuleError;
+use crate::ir::DType;
+use crate::rules::rule::SourceFile;
+use crate::rules::yaml::OrderedMap;
+
+/// The built-in catalog, embedded.
+pub const BUILTIN_DEVICES: (&str, &str) =
+    ("rules/devices.yaml", include_str!("../rules/devices.yaml"));
+
+/// Precision keys a catalog may use, narrowest last.
+pub const PRECISIONS: &[&str] = &[
+    "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4",
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceDef {
+    name: String,
+    #[serde(default)]
+    aliases: Vec<String>,
+    peak: BTreeMap<String, f64>,
+    bandwidth: f64,
+    source: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Device {
+    /// The catalog key (`gtx1080ti`).
+    pub key: String,
+    /// The full name (`NVIDIA GeForce GTX 1080 Ti`).
+    pub name: String,
+    pub aliases: Vec<String>,
+    /// Operations per second by precision key.
+    pub peak: BTreeMap<String, f64>,
+    /// Bytes per second.
+    pub bandwidth: f64,
+    pub source: String,
+    /// Catalog file and line.
+    pub origin: String,
+}
+
+/// Lower-case letters and digits only: `H100-SXM` and `h100_sxm` match `h100sxm`.
+fn normalize(s: &str) -> String {
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    devices: Vec<Device>,
+}
+
+impl Catalog {
+    pub fn builtin() -> Result<Catalog, RuleError> {
+        let mut c = Catalog::default();
+        c.add_source(BUILTIN_DEVICES.0, BUILTIN_DEVICES.1)?;
+        Ok(c)
+    }
+
+    /// Adds (or replaces, by key) the devices of a catalog file.
+    pub fn add_source(&mut self, path: &str, text: &str) -> Result<Vec<String>, RuleError> {
+        let src = SourceFile {
+            path,
+            text,
+            builtin: false,
+        };
+        let defs: OrderedMap<DeviceDef> = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, col) = e
+                .location()
+                .map_or((1, 1), |l| (l.line() as usize, l.column() as usize));
+            RuleError {
+                path: path.to_string(),
+                line,
+                col,
+                message: e
+                    .without_snippet()
+                    .to_string()
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+                text: None,
+            }
+        })?;
+        let mut keys = Vec::new();
+        for (key, d) in defs.0 {
+            let byte = text.find(&format!("\n{key}:")).map_or(0, |i| i + 1);
+            let at = |m: String| src.error_at(byte, m, Some(&key));
+            if !(d.bandwidth.is_finite() && d.bandwidth > 0.0) {
+                return Err(at(format!(
+                    "device {key}: bandwidth must be a positive number of bytes/s"
+                )));
+            }
+            if d.peak.is_empty() {
+                return Err(at(format!("device {key}: no peak throughput")));
+            }
+            for (p, v) in &d.peak {
+                if !PRECISIONS.contains(&p.as_str()) {
+                    return Err(at(format!(
+                        "device {key}: unknown precision '{p}' (one of {})",
+                        PRECISIONS.join(", ")
+                    )));
+                }
+                if !(v.is_finite() && *v > 0.0) {
+                    return Err(at(format!(
+                        "device {key}: peak {p} must be a positive number"
+                    )));
+                }
+            }
+            let (line, _) = src.line_col(byte);
+            let dev = Device {
+                key: key.clone(),
+                name: d.name,
+                aliases: d.aliases,
+                peak: d.peak,
+                bandwidth: d.bandwidth,
+                source: d.source,
+                origin: format!("{path}:{line}"),
+            };
+            self.devices.retain(|x| x.key != key);
+            self.devices.push(dev);
+            keys.push(key);
+        }
+        Ok(keys)
+    }
+
+    /// Finds a device by key, alias or full name, ignoring case and punctuation.
+    pub fn find(&self, name: &str) -> Option<&Device> {
+        let n = normalize(name);
+        self.devices.iter().find(|d| {
+            normalize(&d.key) == n
+                || normalize(&d.name) == n
+                || d.aliases.iter().any(|a| normalize(a) == n)
+        })
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Device> {
+        self.devices.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.devices.is_empty()
+    }
+}
+
+/// The precision key a tensor type computes in.
+pub fn precision_of(t: DType) -> &'static str {
+    match t {
+        DType::Float64 => "fp64",
+        DType::Float16 => "fp16",
+        DType::Bfloat16 => "bf16",
+        DType::Float8E4M3Fn
+        | DType::Float8E4M3Fnuz
+        | DType::Float8E5M2
+        | DType::Float8E5M2Fnuz
+        | DType::Float8E8M0 => "fp8",
+        DType::Int8 | DType::Uint8 => "int8",
+        DType::Int4 | DType::Uint4 | DType::Float4E2M1 | DType::Int2 | DType::Uint2 => "int4",
+        _ => "fp32",
+    }
+}
+
+/// Where to look when a device has no peak for a precision.
+fn fallbacks(p: &str) -> &'static [&'static str] {
+    match p {
+        "int4" => &["int4", "int8", "fp16", "fp32"],
+        "int8" => &["int8", "fp16", "fp32"],
+        "fp8" => &["fp8", "fp16", "bf16", "fp32"],
+        "fp16" => &["fp16", "bf16", "fp32"],
+        "bf16" => &["bf16", "fp16", "fp32"],
+        "tf32" => &["tf32", "fp32"],
+        "fp64" => &["fp64", "fp32"],
+        _ => &["fp32", "tf32", "fp16"],
+    }
+}
+
+impl Device {
+    /// The peak used for a precision, and the precision it really is.
+    pub fn peak_for(&self, precision: &str) -> (f64, &'static str) {
+        for p in fallbacks(precision) {
+            if let Some(v) = self.peak.get(*p) {
+                return (*v, p);
+            }
+        }
+        // A catalog entry always has at least one peak: take the first.
+        let (p, v) = self
+            .peak
+            .iter()
+            .next()
+            .expect("catalog entries have a peak");
+        let key = PRECISIONS
+            .iter()
+            .find(|k| **k == p.as_str())
+            .copied()
+            .unwrap_or("fp32");
+        (*v, key)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Compute,
+    Memory,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
+        }
+    }
+}
+
+/// One layer's times, in seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerTime {
+    /// The precision whose peak was used.
+    pub precision: &'static str,
+    pub compute_s: f64,
+    pub memory_s: f64,
+    pub bound_s: f64,
+    pub bound: Bound,
+    /// FLOPs per byte moved; `None` when the layer moves no bytes.
+    pub intensity: Option<f64>,
+}
+
+/// Times of every layer on one device, and their sums.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Roofline {
+    pub device: Device,
+    pub layers: Vec<LayerTime>,
+    /// All compute time.
+    pub compute_s: f64,
+    /// All memory time.
+    pub memory_s: f64,
+    /// Sum of the per-layer bounds.
+    pub bound_s: f64,
+    /// The original article's estimate: all compute time plus all memory time.
+    pub additive_s: f64,
+    /// A measured latency to compare with, if given.
+    pub measured_s: Option<f64>,
+}
+
+impl Roofline {
+    /// How close a measured latency is to a bound (bound / measured).
+    pub fn efficiency(&self, estimate_s: f64) -> Option<f64> {
+        self.measured_s.filter(|m| *m > 0.0).map(|m| estimate_s / m)
+    }
+}
+
+/// Roofline times of every layer of a report on a device.
+pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -> Roofline {
+    let mut layers = Vec::with_capacity(report.layers.len());
+    let (mut compute_s, mut memory_s, mut bound_s) = (0.0, 0.0, 0.0);
+    for l in &report.layers {
+        let dtype = l
+            .inputs
+            .iter()
+            .flatten()
+            .next()
+            .map_or(DType::Float32, |t| t.dtype);
+        let (peak, precision) = device.peak_for(precision_of(dtype));
+        let c = l.flops as f64 / peak;
+        let m = l.mrw() as f64 / device.bandwidth;
+        let (b, bound) = if c >= m {
+            (c, Bound::Compute)
+        } else {
+            (m, Bound::Memory)
+        };
+        compute_s += c;
+        memory_s += m;
+        bound_s += b;
+        layers.push(LayerTime {
+            precision,
+            compute_s: c,
+            memory_s: m,
+            bound_s: b,
+            bound,
+            intensity: (l.mrw() > 0).then(|| l.flops as f64 / l.mrw() as f64),
+        });
+    }
+    Roofline {
+        device: device.clone(),
+        layers,
+        compute_s,
+        memory_s,
+        bound_s,
+        additive_s: compute_s + memory_s,
+        measured_s,
+    }
+}
+
+/// Parses a duration: `2.4ms`, `850us`, `850µs`, `0.0024s`, `1200ns`.
+pub fn parse_duration(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_alphabetic() || c == 'µ')?;
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.trim().parse().ok()?;
+    let scale = match unit.trim() {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => return None,
+    };
+    (v.is_finite() && v > 0.0).then_some(v * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_loads_and_names_match_loosely() {
+        let c = Catalog::builtin().unwrap();
+        assert!(c.len() >= 15, "{} devices", c.len());
+        assert_eq!(c.find("GTX1080Ti").unwrap().key, "gtx1080ti");
+        assert_eq!(c.find("h100-sxm").unwrap().key, "h100-sxm");
+        assert_eq!(c.find("H100_SXM").unwrap().key, "h100-sxm");
+        assert_eq!(c.find("NVIDIA A100 80GB SXM").unwrap().key, "a100-80gb");
+        assert!(c.find("tpu").is_none());
+        for d in c.iter() {
+            assert!(d.peak.contains_key("fp32"), "{} has no fp32 peak", d.key);
+            assert!(!d.source.is_empty());
+        }
+    }
+
+    #[test]
+    fn missing_precisions_fall_back_to_wider_ones() {
+        let c = Catalog::builtin().unwrap();
+        let v100 = c.find("v100").unwrap();
+        assert_eq!(v100.peak_for("int8"), (125.0e12, "fp16"));
+        assert_eq!(v100.peak_for("bf16"), (125.0e12, "fp16"));
+        let m2 = c.find("apple-m2").unwrap();
+        assert_eq!(m2.peak_for("fp16"), (3.6e12, "fp32"));
+    }
+
+    #[test]
+    fn bad_catalogs_say_where() {
+        let mut c = Catalog::default();
+        let e = c
+            .add_source(
+                "d.yaml",
+                "x:\n  name: X\n  peak: {fp33: 1.0}\n  bandwidth: 1.0\n  source: s\n",
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "d.yaml:1:1: device x: unknown precision 'fp33' (one of fp64, fp32, tf32, fp16, bf16, fp8, int8, int4) in `x`"
+        );
+        let e = c.add_source(
+            "d.yaml",
+            "x:\n  name: X\n  peak: {fp32: 1.0}\n  bandwidth: -1\n  source: s\n",
+        );
+        assert!(
+            e.unwrap_err()
+                .to_string()
+                .contains("bandwidth must be a positive")
+        );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("2.4ms"), Some(2.4e-3));
+        assert_eq!(parse_duration("850 us"), Some(850e-6));
+        assert_eq!(parse_duration("850µs"), Some(850e-6));
+        assert_eq!(parse_duration("1s"), Some(1.0));
+        assert_eq!(parse_duration("2.4"), None);
+        assert_eq!(parse_duration("-1ms"), None);
+    }
+}

@@ -1,0 +1,119 @@
+//! Roofline arithmetic on the original article's ResNet50 (batch 1, FMA on):
+//! 3,884,871,583 FLOPs and 413,147,264 bytes read + written, on a GTX 1080 Ti
+//! (10.6 TFLOP/s FP32, 484 GB/s).
+
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_c3");
+const RESNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/resnet50.trace.json");
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1e-30)
+}
+
+#[test]
+fn the_articles_resnet50_on_a_gtx_1080_ti() {
+    let j = json(&[
+        "estimate",
+        RESNET,
+        "--device",
+        "gtx1080ti",
+        "--measured",
+        "2.41957ms",
+        "--format",
+        "json",
+    ]);
+    let t = &j["total"];
+    assert_eq!(t["flops"], 3_884_871_583u64);
+    assert_eq!(t["mrw"], 413_147_264u64);
+    // Compute: 3,884,871,583 / 10.6e12 s = 366.497 µs (the article: 366 µs).
+    let compute = t["compute_s"].as_f64().unwrap();
+    assert!(close(compute, 3_884_871_583.0 / 10.6e12));
+    assert_eq!(format!("{:.1}", compute * 1e6), "366.5");
+    // Memory: 413,147,264 B / 484e9 B/s = 853.6 µs. The article printed
+    // 814 µs because it divided 394.008 MiB by 484 decimal GB/s.
+    let memory = t["memory_s"].as_f64().unwrap();
+    assert!(close(memory, 413_147_264.0 / 484e9));
+    assert_eq!(format!("{:.1}", memory * 1e6), "853.6");
+    assert_eq!(format!("{:.0}", 394.008e6 / 484e9 * 1e6), "814");
+    // The additive estimate is all compute plus all memory time; the sum of
+    // per-layer bounds can only be smaller (each layer overlaps its two).
+    let additive = t["additive_s"].as_f64().unwrap();
+    assert!(close(additive, compute + memory));
+    let bound = t["bound_s"].as_f64().unwrap();
+    assert!(bound <= additive && bound >= compute.max(memory));
+    // TensorRT's 2.41957 ms in the article: about 50% of the additive estimate.
+    let eff = t["efficiency_additive"].as_f64().unwrap();
+    assert!(close(eff, additive / 2.41957e-3));
+    assert_eq!(format!("{:.1}", eff * 100.0), "50.4");
+    // Every layer carries its times; the first convolution is compute-bound:
+    // 118,013,952 FLOPs over 640,000 + 3,211,264 bytes = 30.6 FLOP/byte.
+    let l = &j["layers"][0];
+    assert_eq!(l["bound"], "compute");
+    assert_eq!(l["precision"], "fp32");
+    assert!(close(
+        l["intensity"].as_f64().unwrap(),
+        118_013_952.0 / 3_851_264.0
+    ));
+    assert!(close(
+        l["compute_s"].as_f64().unwrap(),
+        118_013_952.0 / 10.6e12
+    ));
+    assert_eq!(j["device"]["name"], "gtx1080ti");
+}
+
+#[test]
+fn the_catalog_lists_at_least_fifteen_devices_with_sources() {
+    let j = json(&["devices", "--format", "json"]);
+    let list = j.as_array().unwrap();
+    assert!(list.len() >= 15);
+    let find = |n: &str| list.iter().find(|d| d["name"] == n).unwrap().clone();
+    let gtx = find("gtx1080ti");
+    assert_eq!(gtx["peak_flops"]["fp32"], 1.06e13);
+    assert_eq!(gtx["bandwidth"], 4.84e11);
+    for name in [
+        "v100",
+        "t4",
+        "a10",
+        "a100-40gb",
+        "a100-80gb",
+        "l4",
+        "l40s",
+        "h100-sxm",
+        "h100-pcie",
+        "h200",
+        "rtx3090",
+        "rtx4090",
+        "jetson-agx-orin",
+    ] {
+        let d = find(name);
+        assert!(d["peak_flops"]["fp32"].as_f64().unwrap() > 0.0, "{name}");
+        assert!(!d["source"].as_str().unwrap().is_empty(), "{name}");
+    }
+    assert_eq!(find("h100-sxm")["bandwidth"], 3.35e12);
+    assert_eq!(find("a100-80gb")["peak_flops"]["bf16"], 3.12e14);
+}
+
+#[test]
+fn devices_are_matched_loosely_and_unknown_ones_are_usage_errors() {
+    let j = json(&[
+        "estimate", RESNET, "--device", "H100_SXM", "--format", "json",
+    ]);
+    assert_eq!(j["device"]["name"], "h100-sxm");
+    let out = Command::new(BIN)
+        .args(["estimate", RESNET, "--device", "tpu-v9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--device tpu-v9: unknown device"));
+}
