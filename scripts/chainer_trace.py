@@ -222,9 +222,18 @@ class TraceRecorder(chainer.FunctionHook):
 
     name = "C3TraceRecorder"
 
-    def __init__(self):
+    def __init__(self, model=None):
         self.layers = []
         self._per_class = {}
+        # The arrays of the model's parameters and persistent buffers.
+        self.const_ids = set()
+        for link in (model.links() if model is not None else ()):
+            for p in link.params(include_uninit=False):
+                self.const_ids.add(id(p.array))
+            for name in getattr(link, "_persistent", ()):
+                v = getattr(link, name, None)
+                if isinstance(v, np.ndarray):
+                    self.const_ids.add(id(v))
 
     def forward_postprocess(self, function, in_data):
         # Same as the original tool: run forward once more to learn the
@@ -233,6 +242,18 @@ class TraceRecorder(chainer.FunctionHook):
         cls = type(function).__name__
         self._per_class[cls] = self._per_class.get(cls, 0) + 1
         op, attrs, inputs = describe(function, in_data, outs)
+        # Parameters and persistent buffers (weights, biases, BN statistics)
+        # are marked "const" so c3's --weights what-ifs know them, and so are
+        # the constant operands of AddConstant and kin, which describe()
+        # synthesizes.
+        for i, t in enumerate(inputs):
+            if t is None:
+                continue
+            is_param = i < len(in_data) and id(in_data[i]) in self.const_ids
+            synthesized = i >= len(in_data) or (cls.endswith("Constant") and i == (
+                0 if cls in ("SubFromConstant", "DivFromConstant") else 1))
+            if is_param or synthesized:
+                t["const"] = True
         self.layers.append({
             "op": op,
             "domain": "",
@@ -331,9 +352,9 @@ RUNS = [("resnet50", 1), ("resnet50", 2), ("vgg16", 1), ("googlenet", 1),
 
 def run_one(name, batch, seed=0):
     np.random.seed(seed)
-    _, in_shape, call = _vision(name)
+    net, in_shape, call = _vision(name)
     x = np.random.rand(batch, *in_shape).astype(np.float32)
-    trace = TraceRecorder()
+    trace = TraceRecorder(net)
     fma = ComputationalCostHook(fma_1flop=True)
     nofma = ComputationalCostHook(fma_1flop=False)
     with chainer.using_config("train", False), chainer.no_backprop_mode():

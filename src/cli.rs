@@ -123,6 +123,12 @@ pub struct EstimateArgs {
     /// Add roofline times on a device of the catalog (`c3 devices` lists them).
     #[arg(long, value_name = "NAME")]
     pub device: Option<String>,
+    /// What if the weights were stored in this type: fp32, fp16, bf16, fp8, int8, int4.
+    #[arg(long, value_name = "TYPE")]
+    pub weights: Option<String>,
+    /// What if the activations were of this type: fp32, fp16, bf16, fp8, int8, int4.
+    #[arg(long, value_name = "TYPE")]
+    pub activations: Option<String>,
     /// A measured latency (`2.4ms`, `850us`) to compare with the roofline bounds.
     #[arg(long, value_name = "TIME", requires = "device")]
     pub measured: Option<String>,
@@ -331,10 +337,33 @@ pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
     Ok(graph)
 }
 
+/// A what-if precision name.
+fn precision_type(flag: &str, v: &Option<String>) -> Result<Option<DType>> {
+    let Some(v) = v else { return Ok(None) };
+    let t = match v.to_ascii_lowercase().as_str() {
+        "fp32" | "float32" => DType::Float32,
+        "fp16" | "float16" => DType::Float16,
+        "bf16" | "bfloat16" => DType::Bfloat16,
+        "fp8" | "float8" | "float8e4m3fn" => DType::Float8E4M3Fn,
+        "int8" => DType::Int8,
+        "int4" => DType::Int4,
+        _ => {
+            return Err(Error::Usage(format!(
+                "{flag} {v}: expected fp32, fp16, bf16, fp8, int8 or int4"
+            )));
+        }
+    };
+    Ok(Some(t))
+}
+
 /// Reads the model or trace and computes its costs (shared by tests).
 pub fn estimate_report(a: &EstimateArgs) -> Result<CostReport> {
     let rules = a.rules.load()?;
-    let graph = read_graph(&a.source)?;
+    let mut graph = read_graph(&a.source)?;
+    graph.override_precision(
+        precision_type("--weights", &a.weights)?,
+        precision_type("--activations", &a.activations)?,
+    );
     cost::estimate(&graph, &rules, CountOptions { fma: !a.no_fma })
 }
 

@@ -186,16 +186,30 @@ impl fmt::Display for DType {
     }
 }
 
-/// What is known about one tensor: its element type and shape.
+/// What is known about one tensor: its element type and shape, and whether
+/// it is a constant of the model (a weight, bias or other parameter).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorFact {
     pub dtype: DType,
     pub shape: Vec<Dim>,
+    pub constant: bool,
 }
 
 impl TensorFact {
     pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
-        Self { dtype, shape }
+        Self {
+            dtype,
+            shape,
+            constant: false,
+        }
+    }
+
+    /// The same tensor marked as a constant (a weight).
+    pub fn constant(self) -> Self {
+        Self {
+            constant: true,
+            ..self
+        }
     }
 
     /// A float32 tensor of known dimensions (handy in tests and traces).
@@ -274,6 +288,22 @@ pub struct Node {
     pub outputs: Vec<Option<TensorFact>>,
 }
 
+/// Whether a type holds real numbers (the types `--weights` and
+/// `--activations` may change).
+pub fn is_float(t: DType) -> bool {
+    matches!(
+        t,
+        DType::Float32
+            | DType::Float16
+            | DType::Bfloat16
+            | DType::Float64
+            | DType::Float8E4M3Fn
+            | DType::Float8E4M3Fnuz
+            | DType::Float8E5M2
+            | DType::Float8E5M2Fnuz
+    )
+}
+
 /// An ordered list of nodes, in execution order.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Graph {
@@ -297,6 +327,31 @@ pub fn name_unnamed(nodes: &mut [Node]) {
         *n += 1;
         if node.name.is_empty() {
             node.name = format!("{}-{}", node.op, n);
+        }
+    }
+}
+
+impl Graph {
+    /// What-if precisions: every floating-point constant tensor (weights)
+    /// becomes `weights`, every other floating-point tensor `activations`.
+    /// Bytes and the compute precision follow.
+    pub fn override_precision(&mut self, weights: Option<DType>, activations: Option<DType>) {
+        let unanalysed = self.unanalysed.iter_mut().map(|(n, _)| n);
+        for node in self.nodes.iter_mut().chain(unanalysed) {
+            for t in node
+                .inputs
+                .iter_mut()
+                .chain(node.outputs.iter_mut())
+                .flatten()
+            {
+                if !is_float(t.dtype) {
+                    continue;
+                }
+                let to = if t.constant { weights } else { activations };
+                if let Some(d) = to {
+                    t.dtype = d;
+                }
+            }
         }
     }
 }

@@ -50,6 +50,9 @@ struct TraceTensor {
     #[serde(default)]
     #[allow(dead_code)]
     name: Option<String>,
+    /// A constant of the model (weight, bias, statistics).
+    #[serde(default, rename = "const")]
+    constant: bool,
 }
 
 #[derive(Deserialize)]
@@ -151,7 +154,10 @@ fn tensor_from_trace(t: &TraceTensor) -> Result<TensorFact, String> {
             TraceDim::Symbol(s) => Err(format!("dimension {s:?} is neither a number nor a name")),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(TensorFact::new(dtype, shape))
+    Ok(TensorFact {
+        constant: t.constant,
+        ..TensorFact::new(dtype, shape)
+    })
 }
 
 fn is_symbol(s: &str) -> bool {

@@ -117,3 +117,37 @@ fn devices_are_matched_loosely_and_unknown_ones_are_usage_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--device tpu-v9: unknown device"));
 }
+
+#[test]
+fn precision_what_ifs_recount_bytes_and_pick_the_peak() {
+    let run = |extra: &[&str]| {
+        let mut args = vec!["estimate", RESNET, "--device", "t4", "--format", "json"];
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let base = run(&[]);
+    let (r, w) = (
+        base["total"]["mread"].as_u64().unwrap(),
+        base["total"]["mwrite"].as_u64().unwrap(),
+    );
+    assert_eq!((r, w), (269_226_304, 143_920_960));
+    // Every tensor of the trace is float32: in fp16 every byte count halves,
+    // in int8 it quarters, and the peak follows the activations' type.
+    let half = run(&["--weights", "fp16", "--activations", "fp16"]);
+    assert_eq!(half["total"]["mread"], r / 2);
+    assert_eq!(half["total"]["mwrite"], w / 2);
+    assert_eq!(half["layers"][0]["precision"], "fp16");
+    let int8 = run(&["--weights", "int8", "--activations", "int8"]);
+    assert_eq!(int8["total"]["mread"], r / 4);
+    assert_eq!(int8["layers"][0]["precision"], "int8");
+    // T4: 130 TOPS int8 against 8.1 TFLOP/s fp32.
+    let c32 = base["total"]["compute_s"].as_f64().unwrap();
+    let c8 = int8["total"]["compute_s"].as_f64().unwrap();
+    assert!(close(c8, c32 * 8.1 / 130.0));
+    // Weights only: ResNet50 reads 25,557,096 float32 parameters (conv and fc
+    // weights and biases, BN scales and shifts); in fp16 that is 2 bytes less each.
+    let wf16 = run(&["--weights", "fp16"]);
+    assert_eq!(r - wf16["total"]["mread"].as_u64().unwrap(), 25_557_096 * 2);
+    assert_eq!(wf16["total"]["mwrite"], w);
+    assert_eq!(wf16["layers"][0]["precision"], "fp32");
+}
