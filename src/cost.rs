@@ -20,6 +20,8 @@ pub struct LayerCost {
     pub inputs: Vec<Option<TensorFact>>,
     pub outputs: Vec<Option<TensorFact>>,
     pub params: Vec<(String, Value)>,
+    /// The fused group this layer belongs to (`conv_bn_relu#3`), if any.
+    pub fused: Option<String>,
 }
 
 impl LayerCost {
@@ -85,11 +87,14 @@ pub struct CostReport {
     pub summary: Vec<OpSummary>,
     pub total: Totals,
     pub unsupported: Vec<Unsupported>,
+    /// Groups of layers fused by the pack's patterns.
+    pub fusions: Vec<crate::fusion::FusedGroup>,
 }
 
 /// Applies the rules to every node, in order.
 pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<CostReport> {
     let mut layers = Vec::with_capacity(graph.nodes.len());
+    let mut layer_nodes = Vec::with_capacity(graph.nodes.len());
     let mut unsupported = Vec::new();
     for node in &graph.nodes {
         match rules.get(&node.domain, &node.op) {
@@ -99,9 +104,13 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
                 domain: node.domain.clone(),
                 reason: NO_RULE.into(),
             }),
-            Some(rule) => layers.push(cost_of(node, rule, opts)?),
+            Some(rule) => {
+                layers.push(cost_of(node, rule, opts)?);
+                layer_nodes.push(node);
+            }
         }
     }
+    let fusions = crate::fusion::apply(&rules.fusions, &layer_nodes, &mut layers, &graph.outputs);
     for (node, reason) in &graph.unanalysed {
         let reason = match rules.get(&node.domain, &node.op) {
             None => format!("{NO_RULE}; {reason}"),
@@ -139,6 +148,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         summary,
         total,
         unsupported,
+        fusions,
     })
 }
 
@@ -171,5 +181,6 @@ fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Re
         inputs: node.inputs.clone(),
         outputs: node.outputs.clone(),
         params: ev.params,
+        fused: None,
     })
 }

@@ -36,6 +36,13 @@ struct RuleDoc {
 }
 
 #[derive(Serialize)]
+struct FusionDoc {
+    name: String,
+    chain: String,
+    doc: String,
+}
+
+#[derive(Serialize)]
 struct DeviceDoc {
     key: String,
     name: String,
@@ -184,6 +191,30 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         })
         .collect();
     ctx.insert("devices", &devices);
+    // The built-in packs and the fused pack's patterns.
+    let mut fused = RuleSet::empty();
+    fused.load_pack("fused")?;
+    let patterns: Vec<FusionDoc> = fused
+        .fusions
+        .iter()
+        .map(|f| FusionDoc {
+            name: f.name.clone(),
+            // No `|` inside a Markdown table: alternatives read "a / b".
+            chain: f
+                .chain
+                .iter()
+                .map(|s| s.join(" / "))
+                .collect::<Vec<_>>()
+                .join(" → "),
+            doc: f.doc.clone(),
+        })
+        .collect();
+    ctx.insert("fusions", &patterns);
+    let packs: Vec<serde_json::Value> = crate::rules::BUILTIN_PACKS
+        .iter()
+        .map(|p| serde_json::json!({"name": p.name, "summary": p.summary}))
+        .collect();
+    ctx.insert("packs", &packs);
     ctx.insert("rule_count", &rules.len());
     let out = tera
         .render("DETAILS.md", &ctx)

@@ -193,6 +193,9 @@ pub struct TensorFact {
     pub dtype: DType,
     pub shape: Vec<Dim>,
     pub constant: bool,
+    /// The value's name in the model, when known: it links producers to
+    /// consumers (fusion needs that).
+    pub name: Option<String>,
 }
 
 impl TensorFact {
@@ -201,6 +204,7 @@ impl TensorFact {
             dtype,
             shape,
             constant: false,
+            name: None,
         }
     }
 
@@ -313,6 +317,8 @@ pub struct Graph {
     pub unanalysed: Vec<(Node, String)>,
     /// Nodes left out because every input is a constant (an engine folds them).
     pub folded: usize,
+    /// Names of the graph's outputs (they must be written, fused or not).
+    pub outputs: Vec<String>,
 }
 
 /// The newest `ai.onnx` opset c3 knows; used when a trace names none.

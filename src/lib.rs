@@ -24,6 +24,7 @@ pub mod device;
 pub mod dim;
 pub mod docs;
 pub mod error;
+pub mod fusion;
 pub mod ir;
 pub mod onnx;
 pub mod report;

@@ -47,8 +47,8 @@ struct TraceTensor {
     shape: Vec<TraceDim>,
     #[serde(default)]
     dtype: Option<String>,
+    /// The tensor's name, linking producers to consumers.
     #[serde(default)]
-    #[allow(dead_code)]
     name: Option<String>,
     /// A constant of the model (weight, bias, statistics).
     #[serde(default, rename = "const")]
@@ -156,6 +156,7 @@ fn tensor_from_trace(t: &TraceTensor) -> Result<TensorFact, String> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TensorFact {
         constant: t.constant,
+        name: t.name.clone(),
         ..TensorFact::new(dtype, shape)
     })
 }

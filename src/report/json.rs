@@ -54,6 +54,7 @@ pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
                 "inputs": l.inputs.iter().map(tensor).collect::<Vec<_>>(),
                 "outputs": l.outputs.iter().map(tensor).collect::<Vec<_>>(),
                 "params": params,
+                "fused": l.fused,
             })
         })
         .collect();
@@ -114,6 +115,26 @@ pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
     });
     if !device.is_null() {
         doc["device"] = device;
+    }
+    if !report.fusions.is_empty() {
+        let groups: Vec<Value> = report
+            .fusions
+            .iter()
+            .map(|g| {
+                let members: Vec<&str> = g
+                    .members
+                    .iter()
+                    .map(|&i| report.layers[i].name.as_str())
+                    .collect();
+                json!({
+                    "group": g.id,
+                    "pattern": g.pattern,
+                    "layers": members,
+                    "saved_bytes": g.saved_bytes,
+                })
+            })
+            .collect();
+        doc["fusions"] = Value::Array(groups);
     }
     serde_json::to_string_pretty(&doc).expect("JSON values always serialize") + "\n"
 }

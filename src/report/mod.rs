@@ -349,6 +349,16 @@ fn layer_grid(
         numeric: cols.iter().map(|&c| is_numeric(c)).collect(),
         rows,
     };
+    if !report.fusions.is_empty() {
+        grid.header.push("Fused".into());
+        grid.numeric.push(false);
+        for (row, l) in grid.rows.iter_mut().zip(&report.layers) {
+            row.push(l.fused.clone().unwrap_or_default());
+        }
+        if let Some(total) = grid.rows.last_mut() {
+            total.push(String::new());
+        }
+    }
     if let Some(r) = roofline {
         let us = |v: f64| format!("{:.*}", s.digits, v * 1e6);
         grid.header.extend(
@@ -383,6 +393,31 @@ fn layer_grid(
         }
     }
     grid
+}
+
+/// How many layers the pack's fusion patterns joined, and the traffic saved.
+fn fusion_line(report: &CostReport) -> Option<String> {
+    if report.fusions.is_empty() {
+        return None;
+    }
+    let layers: usize = report.fusions.iter().map(|g| g.members.len()).sum();
+    let saved: u64 = report.fusions.iter().map(|g| g.saved_bytes).sum();
+    let mut by_pattern: Vec<(String, usize)> = Vec::new();
+    for g in &report.fusions {
+        match by_pattern.iter_mut().find(|(p, _)| *p == g.pattern) {
+            Some(e) => e.1 += 1,
+            None => by_pattern.push((g.pattern.clone(), 1)),
+        }
+    }
+    let list: Vec<String> = by_pattern
+        .iter()
+        .map(|(p, n)| format!("{p} x{n}"))
+        .collect();
+    Some(format!(
+        "Fused: {} groups of {layers} layers ({}); {saved} bytes of intermediate traffic not counted",
+        report.fusions.len(),
+        list.join(", ")
+    ))
 }
 
 /// A time in the unit that reads best.
@@ -514,6 +549,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                     let _ = writeln!(out, "  {u}");
                 }
             }
+            if let Some(line) = fusion_line(report) {
+                let _ = writeln!(out, "{line}");
+            }
             for line in roofline
                 .map(|r| roofline_lines(r, opts.digits))
                 .unwrap_or_default()
@@ -530,6 +568,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                 for u in &unsupported {
                     let _ = writeln!(out, "- {u}");
                 }
+            }
+            if let Some(line) = fusion_line(report) {
+                let _ = writeln!(out, "\n{line}");
             }
             if let Some(r) = roofline {
                 let lines = roofline_lines(r, opts.digits);

@@ -7,6 +7,7 @@ use super::rule::{CostRule, SourceFile};
 use super::yaml::RuleFileDef;
 use crate::device::Catalog;
 use crate::error::{Error, RuleError};
+use crate::fusion::Fusions;
 
 /// The built-in rule files, embedded so `c3` works from any directory.
 pub const BUILTIN_RULES: &[(&str, &str)] = &[
@@ -38,14 +39,29 @@ pub struct BuiltinPack {
     pub files: &'static [(&'static str, &'static str)],
 }
 
-pub const BUILTIN_PACKS: &[BuiltinPack] = &[BuiltinPack {
-    name: "chainer",
-    summary: "reproduces chainer_computational_cost 0.1.2 to the integer, quirks included",
-    files: &[(
-        "rules/packs/chainer/chainer.yaml",
-        include_str!("../../rules/packs/chainer/chainer.yaml"),
-    )],
-}];
+pub const BUILTIN_PACKS: &[BuiltinPack] = &[
+    BuiltinPack {
+        name: "naive",
+        summary: "the default: every layer reads its inputs and writes its outputs (no fusion)",
+        files: &[],
+    },
+    BuiltinPack {
+        name: "fused",
+        summary: "the fusions a typical inference engine makes (Conv+BN+ReLU, GEMM+bias+activation, attention...)",
+        files: &[(
+            "rules/packs/fused/fusions.yaml",
+            include_str!("../../rules/packs/fused/fusions.yaml"),
+        )],
+    },
+    BuiltinPack {
+        name: "chainer",
+        summary: "reproduces chainer_computational_cost 0.1.2 to the integer, quirks included",
+        files: &[(
+            "rules/packs/chainer/chainer.yaml",
+            include_str!("../../rules/packs/chainer/chainer.yaml"),
+        )],
+    },
+];
 
 /// Rule files larger than this are refused before they are parsed.
 pub const MAX_RULE_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -56,6 +72,7 @@ pub const MAX_RULE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 pub struct RuleSet {
     rules: BTreeMap<(String, String), CostRule>,
     pub devices: Catalog,
+    pub fusions: Fusions,
 }
 
 impl RuleSet {
@@ -108,7 +125,7 @@ impl RuleSet {
         if let Some(pack) = BUILTIN_PACKS.iter().find(|p| p.name == spec) {
             let mut ops = Vec::new();
             for (file, text) in pack.files {
-                ops.extend(self.add_source(file, text, true)?);
+                ops.extend(self.add_file_text(Path::new(file), file, text, true)?);
             }
             return Ok(ops);
         }
@@ -135,12 +152,29 @@ impl RuleSet {
             });
         }
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))?;
-        let is_catalog = path.file_stem().is_some_and(|s| s == "devices");
-        if is_catalog {
-            self.devices.add_source(&shown, &text)?;
-            return Ok(Vec::new());
+        self.add_file_text(path, &shown, &text, false)
+    }
+
+    /// Adds one file of a pack: `devices.yaml` extends the device catalog,
+    /// `fusions.yaml` declares fusion patterns, any other file holds rules.
+    fn add_file_text(
+        &mut self,
+        path: &Path,
+        shown: &str,
+        text: &str,
+        builtin: bool,
+    ) -> Result<Vec<String>, Error> {
+        match path.file_stem().and_then(|s| s.to_str()) {
+            Some("devices") => {
+                self.devices.add_source(shown, text)?;
+                Ok(Vec::new())
+            }
+            Some("fusions") => {
+                self.fusions.add_source(shown, text)?;
+                Ok(Vec::new())
+            }
+            _ => Ok(self.add_source(shown, text, builtin)?),
         }
-        Ok(self.add_source(&shown, &text, false)?)
     }
 
     /// Loads every `*.yaml` / `*.yml` file of a folder, in name order.

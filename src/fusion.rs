@@ -1,0 +1,273 @@
+//! Fusion patterns: chains of operators an inference engine runs as one
+//! kernel, so the tensors passed between them are never written to memory
+//! nor read back.
+//!
+//! A pack declares them in a `fusions.yaml`:
+//!
+//! ```yaml
+//! conv_bn_relu:
+//!   chain: [Conv, BatchNormalization, Relu|Clip]
+//!   doc: Convolution with the batch norm folded in and the activation applied on the way out.
+//! ```
+//!
+//! Each step names one op or alternatives separated by `|`. A chain matches
+//! layers where each one consumes the previous one's first output, and every
+//! tensor passed inside the chain is used by nothing outside it. With named
+//! tensors (ONNX, or a trace that names them) the data flow decides; in an
+//! anonymous trace, consecutive layers whose shapes connect.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+
+use crate::cost::LayerCost;
+use crate::error::RuleError;
+use crate::ir::{Node, TensorFact};
+use crate::rules::yaml::OrderedMap;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FusionDef {
+    chain: Vec<String>,
+    doc: String,
+}
+
+/// One fusion pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fusion {
+    pub name: String,
+    /// Each step: the ops it accepts.
+    pub chain: Vec<Vec<String>>,
+    pub doc: String,
+    /// File and line.
+    pub origin: String,
+}
+
+impl Fusion {
+    /// `Conv → BatchNormalization → Relu|Clip`
+    pub fn chain_text(&self) -> String {
+        self.chain
+            .iter()
+            .map(|s| s.join("|"))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+}
+
+/// The fusion patterns in force.
+#[derive(Debug, Clone, Default)]
+pub struct Fusions {
+    patterns: Vec<Fusion>,
+}
+
+impl Fusions {
+    /// Adds (or replaces, by name) the patterns of a `fusions.yaml`.
+    pub fn add_source(&mut self, path: &str, text: &str) -> Result<Vec<String>, RuleError> {
+        let defs: OrderedMap<FusionDef> = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, col) = e
+                .location()
+                .map_or((1, 1), |l| (l.line() as usize, l.column() as usize));
+            RuleError {
+                path: path.to_string(),
+                line,
+                col,
+                message: e
+                    .without_snippet()
+                    .to_string()
+                    .split(" at line ")
+                    .next()
+                    .unwrap_or("")
+                    .to_string(),
+                text: None,
+            }
+        })?;
+        let mut names = Vec::new();
+        for (name, d) in defs.0 {
+            let line = text
+                .lines()
+                .position(|l| l.starts_with(&format!("{name}:")))
+                .map_or(1, |i| i + 1);
+            if d.chain.len() < 2 {
+                return Err(RuleError {
+                    path: path.to_string(),
+                    line,
+                    col: 1,
+                    message: format!("fusion {name}: a chain needs at least two ops"),
+                    text: Some(name),
+                });
+            }
+            let chain: Vec<Vec<String>> = d
+                .chain
+                .iter()
+                .map(|s| s.split('|').map(|o| o.trim().to_string()).collect())
+                .collect();
+            if let Some(bad) = chain.iter().flatten().find(|o| o.is_empty()) {
+                return Err(RuleError {
+                    path: path.to_string(),
+                    line,
+                    col: 1,
+                    message: format!("fusion {name}: empty op name '{bad}' in the chain"),
+                    text: Some(name),
+                });
+            }
+            self.patterns.retain(|p| p.name != name);
+            self.patterns.push(Fusion {
+                name: name.clone(),
+                chain,
+                doc: d.doc.trim().to_string(),
+                origin: format!("{path}:{line}"),
+            });
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Fusion> {
+        self.patterns.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+}
+
+/// One matched group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedGroup {
+    /// `conv_bn_relu#3`
+    pub id: String,
+    pub pattern: String,
+    /// Indices into the layer list, in chain order.
+    pub members: Vec<usize>,
+    /// Bytes no longer written and read.
+    pub saved_bytes: u64,
+}
+
+fn bytes_of(t: &TensorFact) -> u64 {
+    let mut n: u64 = 1;
+    for d in &t.shape {
+        n = n.saturating_mul(d.known().unwrap_or(0));
+    }
+    n.saturating_mul(t.dtype.bits()).div_ceil(8)
+}
+
+/// Finds the fused groups among `nodes` (the costed layers, in order) and
+/// removes the intermediate tensors' traffic from `layers`.
+pub fn apply(
+    fusions: &Fusions,
+    nodes: &[&Node],
+    layers: &mut [LayerCost],
+    graph_outputs: &[String],
+) -> Vec<FusedGroup> {
+    if fusions.is_empty() {
+        return Vec::new();
+    }
+    // Consumers of every named tensor.
+    let mut consumers: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, n) in nodes.iter().enumerate() {
+        for t in n.inputs.iter().flatten() {
+            if let Some(name) = &t.name {
+                let list = consumers.entry(name.as_str()).or_default();
+                if !list.contains(&i) {
+                    list.push(i);
+                }
+            }
+        }
+    }
+    let first_output = |i: usize| nodes[i].outputs.first().and_then(Option::as_ref);
+    // The layer that takes `i`'s first output next.
+    let successor = |i: usize| -> Option<usize> {
+        let out = first_output(i)?;
+        match &out.name {
+            Some(name) => consumers
+                .get(name.as_str())?
+                .iter()
+                .copied()
+                .filter(|&c| c > i)
+                .min(),
+            None => {
+                let next = i + 1;
+                let n = nodes.get(next)?;
+                n.inputs
+                    .iter()
+                    .flatten()
+                    .any(|t| t.shape == out.shape && t.dtype == out.dtype)
+                    .then_some(next)
+            }
+        }
+    };
+    let mut patterns: Vec<&Fusion> = fusions.iter().collect();
+    // Longer chains first, so Conv→BN→Relu wins over Conv→BN.
+    patterns.sort_by_key(|p| std::cmp::Reverse(p.chain.len()));
+    let mut taken = vec![false; nodes.len()];
+    let mut groups: Vec<FusedGroup> = Vec::new();
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for start in 0..nodes.len() {
+        if taken[start] {
+            continue;
+        }
+        'pattern: for p in &patterns {
+            let accepts = |step: &[String], i: usize| step.iter().any(|o| *o == nodes[i].op);
+            if !accepts(&p.chain[0], start) {
+                continue;
+            }
+            let mut members = vec![start];
+            let mut cur = start;
+            for step in &p.chain[1..] {
+                match successor(cur) {
+                    Some(next) if !taken[next] && accepts(step, next) => {
+                        members.push(next);
+                        cur = next;
+                    }
+                    _ => continue 'pattern,
+                }
+            }
+            // Tensors passed inside the group must not be needed outside it.
+            for &m in &members[..members.len() - 1] {
+                let Some(out) = first_output(m) else {
+                    continue 'pattern;
+                };
+                if let Some(name) = &out.name {
+                    if graph_outputs.contains(name) {
+                        continue 'pattern;
+                    }
+                    let used = consumers.get(name.as_str()).map_or(&[][..], Vec::as_slice);
+                    if used.iter().any(|u| !members.contains(u)) {
+                        continue 'pattern;
+                    }
+                }
+            }
+            // Drop the intermediate tensors' writes and reads.
+            let mut saved = 0u64;
+            for (k, &m) in members[..members.len() - 1].iter().enumerate() {
+                let out = first_output(m).expect("checked above").clone();
+                let b = bytes_of(&out);
+                layers[m].mwrite = layers[m].mwrite.saturating_sub(b);
+                saved = saved.saturating_add(b);
+                let readers: Vec<usize> = match &out.name {
+                    Some(name) => consumers.get(name.as_str()).cloned().unwrap_or_default(),
+                    None => vec![members[k + 1]],
+                };
+                for r in readers {
+                    layers[r].mread = layers[r].mread.saturating_sub(b);
+                    saved = saved.saturating_add(b);
+                }
+            }
+            let n = counts.entry(p.name.as_str()).or_insert(0);
+            *n += 1;
+            let id = format!("{}#{}", p.name, n);
+            for &m in &members {
+                taken[m] = true;
+                layers[m].fused = Some(id.clone());
+            }
+            groups.push(FusedGroup {
+                id,
+                pattern: p.name.clone(),
+                members,
+                saved_bytes: saved,
+            });
+            break;
+        }
+    }
+    groups
+}
