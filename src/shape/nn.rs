@@ -559,6 +559,22 @@ fn layer_norm(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+/// GroupNormalization: Y is X; the channels must split into `num_groups`.
+fn group_norm(ctx: &mut InferCtx) -> Result<()> {
+    same_as_input(ctx)?;
+    let groups = ctx.attr_int_or("num_groups", 1);
+    let channels = ctx.shape(0).and_then(|s| s.get(1)).and_then(Dim::known);
+    match (u64::try_from(groups), channels) {
+        (Ok(0) | Err(_), _) => err(format!(
+            "GroupNormalization num_groups {groups} must be positive"
+        )),
+        (Ok(g), Some(c)) if c % g != 0 => err(format!(
+            "GroupNormalization: {c} channels do not split into {g} groups"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// RMSNormalization: X's shape, the scale's type.
 fn rms_norm(ctx: &mut InferCtx) -> Result<()> {
     same_as_input(ctx)?;
@@ -958,7 +974,7 @@ pub fn ops() -> Vec<OpEntry> {
         ("BatchNormalization", batch_norm),
         ("InstanceNormalization", same_as_input),
         ("LayerNormalization", layer_norm),
-        ("GroupNormalization", same_as_input),
+        ("GroupNormalization", group_norm),
         ("RMSNormalization", rms_norm),
         ("LpNormalization", same_as_input),
         ("MeanVarianceNormalization", same_as_input),
@@ -976,4 +992,598 @@ pub fn ops() -> Vec<OpEntry> {
         ("NegativeLogLikelihoodLoss", loss),
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+    use crate::shape::ctx::{SubgraphInfer, TensorDecoder};
+
+    /// No subgraphs or tensor attributes in this family.
+    struct None_;
+    impl SubgraphInfer for None_ {
+        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
+            err("no subgraphs here")
+        }
+    }
+    impl TensorDecoder for None_ {
+        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
+            err("no tensors here")
+        }
+    }
+
+    fn run_at(
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_out: usize,
+    ) -> Result<Vec<Fact>> {
+        let fresh = Cell::new(0);
+        let f = ops()
+            .into_iter()
+            .find(|(_, o, _)| *o == op)
+            .map(|(_, _, f)| f)
+            .expect("registered");
+        let mut ctx = InferCtx::new(op, "", opset, attrs, inputs, n_out, &None_, &None_, &fresh);
+        f(&mut ctx)?;
+        Ok(ctx.outputs)
+    }
+
+    fn run(op: &str, attrs: &[AttributeProto], inputs: Vec<Option<Fact>>) -> Result<Vec<Fact>> {
+        run_at(op, 22, attrs, inputs, 1)
+    }
+
+    fn shape0(op: &str, attrs: &[AttributeProto], inputs: Vec<Option<Fact>>) -> Vec<Dim> {
+        run(op, attrs, inputs).expect("infers")[0]
+            .shape
+            .clone()
+            .expect("has a shape")
+    }
+
+    /// Dims from "batch", "3", ... (numbers known, names symbols).
+    fn d(dims: &[&str]) -> Vec<Dim> {
+        dims.iter()
+            .map(|s| {
+                s.parse()
+                    .map(Dim::Known)
+                    .unwrap_or_else(|_| Dim::symbol(*s))
+            })
+            .collect()
+    }
+
+    fn f32(dims: &[&str]) -> Option<Fact> {
+        Some(Fact::new(DType::Float32, d(dims)))
+    }
+
+    fn typed(t: DType, dims: &[&str]) -> Option<Fact> {
+        Some(Fact::new(t, d(dims)))
+    }
+
+    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            ints: v.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    fn int(name: &str, v: i64) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            i: Some(v),
+            ..Default::default()
+        }
+    }
+
+    fn string(name: &str, v: &str) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            s: Some(v.as_bytes().to_vec().into()),
+            ..Default::default()
+        }
+    }
+
+    fn sym(name: &str) -> SymInt {
+        SymInt::sym(name)
+    }
+
+    fn eval(d: &Dim, name: &str, v: i64) -> i64 {
+        d.to_symint()
+            .eval_with(&|s| (s == name).then_some(v))
+            .expect("evaluates")
+    }
+
+    #[test]
+    fn conv_symbolic_spatial_and_batch() {
+        // 3x3, stride 2, pad 1: out = floor((H + 2 - 3) / 2) + 1, so 224 -> 112.
+        let out = shape0(
+            "Conv",
+            &[ints("strides", &[2, 2]), ints("pads", &[1, 1, 1, 1])],
+            vec![f32(&["batch", "3", "H", "W"]), f32(&["16", "3", "3", "3"])],
+        );
+        let h = sym("H").sub(&SymInt::Int(1)).unwrap().floor_div(2).unwrap();
+        let h = h.add(&SymInt::Int(1)).unwrap();
+        assert_eq!(out[..2], d(&["batch", "16"]));
+        assert_eq!(out[2], Dim::Sym(h));
+        assert_eq!(eval(&out[2], "H", 224), 112);
+        assert_eq!(eval(&out[3], "W", 7), 4);
+    }
+
+    #[test]
+    fn conv_same_padding_is_ceil_of_input_over_stride() {
+        let out = shape0(
+            "Conv",
+            &[string("auto_pad", "SAME_UPPER"), ints("strides", &[2])],
+            vec![f32(&["1", "4", "L"]), f32(&["8", "4", "5"])],
+        );
+        // Whatever the kernel: ceil(L / 2).
+        assert_eq!(out[2], Dim::Sym(sym("L").ceil_div(2).unwrap()));
+        assert_eq!(eval(&out[2], "L", 9), 5);
+    }
+
+    #[test]
+    fn conv_channel_mismatch_is_an_error() {
+        let r = run(
+            "Conv",
+            &[],
+            vec![f32(&["1", "4", "9"]), f32(&["8", "3", "3"])],
+        );
+        assert!(r.is_err(), "4 channels cannot feed weights for 3");
+        // Grouped: 4 channels = 2 per group x 2 groups.
+        let out = shape0(
+            "Conv",
+            &[int("group", 2)],
+            vec![f32(&["1", "4", "9"]), f32(&["8", "2", "3"])],
+        );
+        assert_eq!(out, d(&["1", "8", "7"]));
+    }
+
+    #[test]
+    fn conv_integer_and_qlinear_types() {
+        let out = run(
+            "ConvInteger",
+            &[],
+            vec![
+                typed(DType::Uint8, &["1", "1", "5", "5"]),
+                typed(DType::Uint8, &["2", "1", "3", "3"]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int32, d(&["1", "2", "3", "3"])));
+        // QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp; typed by y_zp.
+        let scalar = |t| typed(t, &[]);
+        let out = run(
+            "QLinearConv",
+            &[],
+            vec![
+                typed(DType::Int8, &["1", "1", "5", "5"]),
+                scalar(DType::Float32),
+                scalar(DType::Int8),
+                typed(DType::Int8, &["2", "1", "3", "3"]),
+                scalar(DType::Float32),
+                scalar(DType::Int8),
+                scalar(DType::Float32),
+                scalar(DType::Int8),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int8, d(&["1", "2", "3", "3"])));
+    }
+
+    #[test]
+    fn conv_with_symbolic_kernel_gets_a_fresh_size() {
+        // The kernel size is not known, so neither is the output's: a new symbol.
+        let out = shape0(
+            "Conv",
+            &[],
+            vec![f32(&["1", "3", "9"]), f32(&["8", "3", "k"])],
+        );
+        assert_eq!(out[..2], d(&["1", "8"]));
+        assert!(matches!(out[2], Dim::Sym(_)));
+    }
+
+    /// The known-size path and the symbolic path must agree for every size.
+    fn pool_agrees(attrs: &[AttributeProto]) {
+        let sym_out = shape0("MaxPool", attrs, vec![f32(&["1", "1", "H"])]);
+        // From 5: the largest (dilated) kernel below spans 5.
+        for h in 5..40 {
+            let known = shape0("MaxPool", attrs, vec![f32(&["1", "1", &h.to_string()])]);
+            assert_eq!(
+                Dim::Known(eval(&sym_out[2], "H", h) as u64),
+                known[2],
+                "H = {h}, attrs {attrs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn pool_symbolic_matches_known_sizes() {
+        pool_agrees(&[ints("kernel_shape", &[3]), ints("strides", &[2])]);
+        pool_agrees(&[
+            ints("kernel_shape", &[3]),
+            ints("strides", &[2]),
+            int("ceil_mode", 1),
+        ]);
+        // Stride past the end pad: the last window may start in the padding.
+        pool_agrees(&[
+            ints("kernel_shape", &[2]),
+            ints("strides", &[3]),
+            ints("pads", &[1, 1]),
+            int("ceil_mode", 1),
+        ]);
+        pool_agrees(&[
+            ints("kernel_shape", &[3]),
+            ints("strides", &[2]),
+            ints("dilations", &[2]),
+        ]);
+        pool_agrees(&[
+            ints("kernel_shape", &[3]),
+            ints("strides", &[3]),
+            string("auto_pad", "SAME_LOWER"),
+        ]);
+    }
+
+    #[test]
+    fn pool_ceil_mode_drops_a_window_starting_in_the_padding() {
+        // ONNX's test_maxpool_2d_ceil_output_size_reduce_by_one: a 2x2 input,
+        // kernel 1, stride 2: ceil(1 / 2) + 1 = 2 windows, but the second would
+        // start past the input, so 1.
+        let out = shape0(
+            "MaxPool",
+            &[
+                ints("kernel_shape", &[1, 1]),
+                ints("strides", &[2, 2]),
+                int("ceil_mode", 1),
+            ],
+            vec![f32(&["1", "1", "2", "2"])],
+        );
+        assert_eq!(out, d(&["1", "1", "1", "1"]));
+    }
+
+    #[test]
+    fn maxpool_indices_are_int64() {
+        let out = run_at(
+            "MaxPool",
+            12,
+            &[ints("kernel_shape", &[2, 2])],
+            vec![f32(&["N", "C", "4", "4"])],
+            2,
+        )
+        .unwrap();
+        assert_eq!(out[1], Fact::new(DType::Int64, d(&["N", "C", "3", "3"])));
+    }
+
+    #[test]
+    fn window_errors_do_not_panic() {
+        let x = || vec![f32(&["1", "1", "4"])];
+        // No kernel_shape.
+        assert!(run("AveragePool", &[], x()).is_err());
+        // Kernel larger than the input.
+        assert!(run("AveragePool", &[ints("kernel_shape", &[5])], x()).is_err());
+        // Wrong number of pads, negative pads, zero stride.
+        for bad in [
+            ints("pads", &[1]),
+            ints("pads", &[-1, 0]),
+            ints("strides", &[0]),
+        ] {
+            assert!(run("MaxPool", &[ints("kernel_shape", &[2]), bad], x()).is_err());
+        }
+        // Dilation that overflows 64 bits.
+        let huge = [ints("kernel_shape", &[i64::MAX]), ints("dilations", &[4])];
+        assert!(run("MaxPool", &huge, x()).is_err());
+        // Rank too small for N, C, spatial.
+        assert!(run("MaxPool", &[ints("kernel_shape", &[2])], vec![f32(&["4"])]).is_err());
+    }
+
+    #[test]
+    fn global_pool_keeps_batch_and_channels() {
+        let out = shape0("GlobalAveragePool", &[], vec![f32(&["N", "64", "H", "W"])]);
+        assert_eq!(out, d(&["N", "64", "1", "1"]));
+    }
+
+    #[test]
+    fn conv_transpose_symbolic_and_output_shape() {
+        // stride 2, kernel 3, pads 1+1, output_padding 1: out = 2 * (H - 1) + 1 + 3 - 2 = 2H.
+        let out = shape0(
+            "ConvTranspose",
+            &[
+                ints("strides", &[2]),
+                ints("pads", &[1, 1]),
+                ints("output_padding", &[1]),
+                int("group", 2),
+            ],
+            vec![f32(&["N", "4", "H"]), f32(&["4", "3", "3"])],
+        );
+        let two_h = sym("H").mul(&SymInt::Int(2)).unwrap();
+        assert_eq!(out, vec![Dim::symbol("N"), Dim::Known(6), Dim::Sym(two_h)]);
+        // SAME: in * stride.
+        let out = shape0(
+            "ConvTranspose",
+            &[string("auto_pad", "SAME_UPPER"), ints("strides", &[2])],
+            vec![f32(&["N", "4", "5"]), f32(&["4", "3", "3"])],
+        );
+        assert_eq!(out, d(&["N", "3", "10"]));
+        // output_shape, given as the whole shape by some exporters.
+        let out = shape0(
+            "ConvTranspose",
+            &[ints("output_shape", &[1, 3, 11])],
+            vec![f32(&["N", "4", "5"]), f32(&["4", "3", "3"])],
+        );
+        assert_eq!(out, d(&["N", "3", "11"]));
+    }
+
+    #[test]
+    fn max_unpool_output_shape_folds_from_values() {
+        let shape = Fact::ints_1d(vec![
+            sym("N"),
+            SymInt::Int(1),
+            SymInt::Int(5),
+            SymInt::Int(5),
+        ]);
+        let out = shape0(
+            "MaxUnpool",
+            &[ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])],
+            vec![
+                f32(&["N", "1", "2", "2"]),
+                typed(DType::Int64, &["N", "1", "2", "2"]),
+                Some(shape),
+            ],
+        );
+        assert_eq!(out, d(&["N", "1", "5", "5"]));
+        // Without output_shape: (2 - 1) * 2 + 2 = 4.
+        let out = shape0(
+            "MaxUnpool",
+            &[ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])],
+            vec![
+                f32(&["N", "1", "2", "2"]),
+                typed(DType::Int64, &["N", "1", "2", "2"]),
+            ],
+        );
+        assert_eq!(out, d(&["N", "1", "4", "4"]));
+    }
+
+    #[test]
+    fn layer_norm_statistics_shape_and_stash_type() {
+        let out = run_at(
+            "LayerNormalization",
+            17,
+            &[int("axis", -2), int("stash_type", 1)],
+            vec![
+                typed(DType::Float16, &["batch", "seq", "768"]),
+                typed(DType::Float16, &["768"]),
+            ],
+            3,
+        )
+        .unwrap();
+        assert_eq!(
+            out[0],
+            Fact::new(DType::Float16, d(&["batch", "seq", "768"]))
+        );
+        assert_eq!(out[1], Fact::new(DType::Float32, d(&["batch", "1", "1"])));
+        assert_eq!(out[2], out[1]);
+        assert!(
+            run(
+                "LayerNormalization",
+                &[int("axis", 3)],
+                vec![f32(&["2", "3"])]
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn batch_norm_training_outputs_per_channel() {
+        let c = || f32(&["3"]);
+        let out = run_at(
+            "BatchNormalization",
+            15,
+            &[int("training_mode", 1)],
+            vec![f32(&["N", "3", "H", "W"]), c(), c(), c(), c()],
+            3,
+        )
+        .unwrap();
+        assert_eq!(out[0].shape, Some(d(&["N", "3", "H", "W"])));
+        assert_eq!(out[2], Fact::new(DType::Float32, d(&["3"])));
+    }
+
+    #[test]
+    fn group_norm_groups_must_divide_channels() {
+        let x = || vec![f32(&["1", "6", "4"]), f32(&["6"]), f32(&["6"])];
+        assert!(run("GroupNormalization", &[int("num_groups", 4)], x()).is_err());
+        assert_eq!(
+            shape0("GroupNormalization", &[int("num_groups", 3)], x()),
+            d(&["1", "6", "4"])
+        );
+    }
+
+    #[test]
+    fn rms_norm_takes_the_scale_type() {
+        let out = run_at(
+            "RMSNormalization",
+            23,
+            &[],
+            vec![f32(&["B", "8"]), typed(DType::Float16, &["8"])],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float16, d(&["B", "8"])));
+    }
+
+    #[test]
+    fn swiglu_shapes_must_match() {
+        assert_eq!(
+            shape0("SwiGLU", &[], vec![f32(&["B", "4"]), f32(&["3", "4"])]),
+            d(&["3", "4"])
+        );
+        assert!(run("SwiGLU", &[], vec![f32(&["2", "4"]), f32(&["4"])]).is_err());
+    }
+
+    #[test]
+    fn matmul_broadcasts_batches_and_handles_vectors() {
+        let mm = |a: &[&str], b: &[&str]| run("MatMul", &[], vec![f32(a), f32(b)]);
+        let out = mm(&["batch", "1", "M", "64"], &["8", "64", "N"]).unwrap();
+        assert_eq!(out[0].shape, Some(d(&["batch", "8", "M", "N"])));
+        assert_eq!(mm(&["K"], &["K"]).unwrap()[0].shape, Some(vec![]));
+        assert_eq!(
+            mm(&["5"], &["B", "5", "7"]).unwrap()[0].shape,
+            Some(d(&["B", "7"]))
+        );
+        assert_eq!(
+            mm(&["B", "3", "5"], &["5"]).unwrap()[0].shape,
+            Some(d(&["B", "3"]))
+        );
+        assert!(mm(&["2", "3"], &["4", "5"]).is_err(), "inner 3 vs 4");
+        assert!(mm(&[], &["4"]).is_err(), "scalars are not matrices");
+        let out = run(
+            "MatMulInteger",
+            &[],
+            vec![
+                typed(DType::Uint8, &["2", "3"]),
+                typed(DType::Int8, &["3", "4"]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int32, d(&["2", "4"])));
+    }
+
+    #[test]
+    fn gemm_transposes_and_checks_c() {
+        let attrs = [int("transA", 1), int("transB", 1)];
+        let out = shape0(
+            "Gemm",
+            &attrs,
+            vec![f32(&["K", "M"]), f32(&["N", "K"]), f32(&["N"])],
+        );
+        assert_eq!(out, d(&["M", "N"]));
+        assert!(
+            run(
+                "Gemm",
+                &[],
+                vec![f32(&["2", "3"]), f32(&["3", "4"]), f32(&["3"])]
+            )
+            .is_err()
+        );
+        assert!(run("Gemm", &[], vec![f32(&["2", "3", "1"]), f32(&["3", "4"])]).is_err());
+    }
+
+    #[test]
+    fn einsum_equations() {
+        let es = |eq: &str, inputs: Vec<Option<Fact>>| {
+            run("Einsum", &[string("equation", eq)], inputs).map(|o| o[0].shape.clone())
+        };
+        let ok = |v: &[&str]| Ok(Some(d(v)));
+        assert_eq!(
+            es("ij,jk", vec![f32(&["2", "3"]), f32(&["3", "4"])]),
+            ok(&["2", "4"])
+        );
+        assert_eq!(es("ii", vec![f32(&["3", "3"])]), ok(&[]));
+        // Implicit output in ASCII order: `B` before `a`.
+        assert_eq!(es("aB", vec![f32(&["2", "3"])]), ok(&["3", "2"]));
+        assert_eq!(
+            es(
+                "...ij, ...jk -> ...ik",
+                vec![f32(&["b", "1", "2", "3"]), f32(&["5", "3", "4"])]
+            ),
+            ok(&["b", "5", "2", "4"])
+        );
+        assert_eq!(es("bij->jb", vec![f32(&["B", "2", "3"])]), ok(&["3", "B"]));
+        assert_eq!(es("i...->...", vec![f32(&["4"])]), ok(&[]));
+        assert!(es("ij,jk", vec![f32(&["2", "3"]), f32(&["4", "5"])]).is_err());
+        assert!(es("ijk", vec![f32(&["2", "3"])]).is_err());
+        assert!(es("ij->iz", vec![f32(&["2", "3"])]).is_err());
+        assert!(es("i.j", vec![f32(&["2", "3"])]).is_err());
+        assert!(es("ij", vec![f32(&["2", "3"]), f32(&["3"])]).is_err());
+    }
+
+    #[test]
+    fn quantize_output_types() {
+        let q = |attrs: &[AttributeProto], zp: Option<Fact>| {
+            let mut inputs = vec![f32(&["N", "4"]), f32(&[])];
+            inputs.extend(zp.map(Some));
+            run("QuantizeLinear", attrs, inputs).map(|o| o[0].dtype)
+        };
+        assert_eq!(q(&[], None), Ok(Some(DType::Uint8)));
+        assert_eq!(
+            q(&[], Some(Fact::new(DType::Int8, vec![]))),
+            Ok(Some(DType::Int8))
+        );
+        assert_eq!(q(&[int("output_dtype", 22)], None), Ok(Some(DType::Int4)));
+        assert!(
+            q(
+                &[int("output_dtype", 22)],
+                Some(Fact::new(DType::Int8, vec![]))
+            )
+            .is_err()
+        );
+        // Blocked: 4 columns in blocks of 2 need 2 scales per row, not 3.
+        let blocked = [int("axis", 1), int("block_size", 2)];
+        let r = run(
+            "QuantizeLinear",
+            &blocked,
+            vec![f32(&["3", "4"]), f32(&["3", "3"])],
+        );
+        assert!(r.is_err());
+        let r = run(
+            "QuantizeLinear",
+            &blocked,
+            vec![f32(&["3", "4"]), f32(&["3", "2"])],
+        );
+        assert_eq!(r.unwrap()[0].shape, Some(d(&["3", "4"])));
+    }
+
+    #[test]
+    fn dequantize_output_type_by_opset() {
+        let x = || vec![typed(DType::Int8, &["5"]), typed(DType::Float16, &[])];
+        let t = |opset| run_at("DequantizeLinear", opset, &[], x(), 1).unwrap()[0].dtype;
+        assert_eq!(t(13), Some(DType::Float32));
+        assert_eq!(t(21), Some(DType::Float16));
+        let out = run_at("DequantizeLinear", 23, &[int("output_dtype", 1)], x(), 1).unwrap();
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+    }
+
+    #[test]
+    fn dynamic_quantize_outputs() {
+        let out = run_at("DynamicQuantizeLinear", 11, &[], vec![f32(&["N", "3"])], 3).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Uint8, d(&["N", "3"])));
+        assert_eq!(out[1], Fact::new(DType::Float32, vec![]));
+        assert_eq!(out[2], Fact::new(DType::Uint8, vec![]));
+    }
+
+    #[test]
+    fn losses_by_reduction() {
+        let inputs = || vec![f32(&["N", "5", "d"]), typed(DType::Int64, &["N", "d"])];
+        let none = run_at(
+            "SoftmaxCrossEntropyLoss",
+            13,
+            &[string("reduction", "none")],
+            inputs(),
+            2,
+        )
+        .unwrap();
+        assert_eq!(none[0].shape, Some(d(&["N", "d"])));
+        assert_eq!(none[1].shape, Some(d(&["N", "5", "d"])));
+        let mean = run("NegativeLogLikelihoodLoss", &[], inputs()).unwrap();
+        assert_eq!(mean[0].shape, Some(vec![]));
+        let bad = vec![f32(&["2", "5", "3"]), typed(DType::Int64, &["2", "4"])];
+        assert!(run("NegativeLogLikelihoodLoss", &[], bad).is_err());
+        let r = run(
+            "NegativeLogLikelihoodLoss",
+            &[string("reduction", "avg")],
+            inputs(),
+        );
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn unknown_rank_keeps_the_type() {
+        let x = || Some(Fact::tensor(Some(DType::Float16), None));
+        let out = run("Conv", &[], vec![x(), f32(&["8", "3", "3", "3"])]).unwrap();
+        assert_eq!(out[0], Fact::tensor(Some(DType::Float16), None));
+        let out = run("MatMul", &[], vec![x(), f32(&["3", "3"])]).unwrap();
+        assert_eq!(out[0].shape, None);
+    }
 }
