@@ -822,14 +822,21 @@ fn einsum(ctx: &mut InferCtx) -> Result<()> {
 
 // ---------------------------------------------------------------- quantization
 
-/// Checks a scale (or zero point) shape against the input: a scalar, a 1-D
-/// per-axis vector, or the input's shape blocked along `axis`.
-fn check_quant_params(ctx: &InferCtx, x: &[Dim], p: usize) -> Result<()> {
-    let Some(s) = ctx.shape(p) else {
+/// Checks the scale's shape against the input (a scalar, a 1-D per-axis
+/// vector, or the input's shape blocked along `axis`) and the zero point's
+/// against the scale.
+fn check_quant_params(ctx: &InferCtx, x: &[Dim]) -> Result<()> {
+    let Some(s) = ctx.shape(1) else {
         return Ok(());
     };
-    // A scalar or a single value is per-tensor.
-    if s.iter().all(|d| *d == Dim::Known(1)) {
+    // A scalar or a single value (`[]`, `[1]`: models mix them) is per-tensor.
+    let single = |s: &[Dim]| s.iter().all(|d| *d == Dim::Known(1));
+    if let Some(z) = ctx.shape(2)
+        && !(single(s) && single(z))
+    {
+        same_shape(s, z, &format!("{} scale vs zero point", ctx.op))?;
+    }
+    if single(s) {
         return Ok(());
     }
     let block = ctx.attr_int_or("block_size", 0);
@@ -837,7 +844,7 @@ fn check_quant_params(ctx: &InferCtx, x: &[Dim], p: usize) -> Result<()> {
     let Ok(a) = axis(ctx.attr_int_or("axis", 1), x.len()) else {
         return Ok(());
     };
-    let what = format!("{} input {} vs x", ctx.op, p + 1);
+    let what = format!("{} scale vs x", ctx.op);
     if block > 0 {
         if s.len() != x.len() {
             return err(format!(
@@ -882,7 +889,7 @@ fn quantize(ctx: &mut InferCtx) -> Result<()> {
     if let Some(s) = &x.shape
         && ctx.opset >= 13
     {
-        check_quant_params(ctx, s, 1)?;
+        check_quant_params(ctx, s)?;
     }
     ctx.set(0, Fact::tensor(dtype, x.shape));
     Ok(())
@@ -900,7 +907,7 @@ fn dequantize(ctx: &mut InferCtx) -> Result<()> {
     if let Some(s) = &x.shape
         && ctx.opset >= 13
     {
-        check_quant_params(ctx, s, 1)?;
+        check_quant_params(ctx, s)?;
     }
     ctx.set(0, Fact::tensor(dtype, x.shape));
     Ok(())
