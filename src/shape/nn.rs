@@ -14,8 +14,9 @@ use crate::ir::{DType, Dim};
 
 // ---------------------------------------------------------------- helpers
 
+/// The framework's overflow error, for plain `i64` arithmetic on attributes.
 fn overflow() -> ShapeError {
-    ShapeError("dimension arithmetic overflows 64 bits".into())
+    crate::dim::Overflow.into()
 }
 
 /// Two sizes that must be equal: `None` when they are known and differ;
