@@ -4,7 +4,7 @@
 
 use super::ctx::{InferCtx, Result, err};
 use super::fact::Fact;
-use super::reduce::{add_dim, all, dim_of, div_dim, mul_dim};
+use super::reduce::{add_dim, all, dim_of, div_dim, mul_dim, same};
 use super::{InferFn, OpEntry};
 use crate::ir::Dim;
 
@@ -46,16 +46,6 @@ pub(super) fn heads_of(ctx: &InferCtx, i: usize, heads: Option<i64>, what: &str)
             })
         }
         _ => err(format!("{what} must be 3-D or 4-D, got rank {}", s.len())),
-    }
-}
-
-/// Errors when two known sizes that must agree differ.
-pub(super) fn same(a: &Option<Dim>, b: &Option<Dim>, what: &str) -> Result<()> {
-    match (a, b) {
-        (Some(Dim::Known(x)), Some(Dim::Known(y))) if x != y => {
-            err(format!("{what} differ: {x} and {y}"))
-        }
-        _ => Ok(()),
     }
 }
 

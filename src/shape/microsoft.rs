@@ -2,10 +2,10 @@
 //! normalizations, GELU variants and quantized/fused matrix products.
 //! Semantics follow onnxruntime's docs/ContribOperators.md.
 
-use super::attention::{heads_of, like_input, same};
+use super::attention::{heads_of, like_input};
 use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err};
 use super::fact::Fact;
-use super::reduce::{add_dim, all, dim_of, div_dim, mul_dim};
+use super::reduce::{add_dim, all, dim_of, div_dim, mul_dim, same};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -25,8 +25,8 @@ fn known(n: i64) -> Dim {
     Dim::Known(n.max(0) as u64)
 }
 
-/// Attention (BERT/GPT-2 style, fused QKV projection): output
-/// (B, S, v_hidden) and present (2, B, N, past + S, head_size).
+/// Attention (BERT/GPT-2 style, fused QKV projection) and its quantized
+/// QAttention: output (B, S, v_hidden), present (2, B, N, past + S, head_size).
 fn ms_attention(ctx: &mut InferCtx) -> Result<()> {
     let n = num_heads(ctx, "num_heads")?;
     if let Some(r) = ctx.rank(0)
@@ -56,7 +56,9 @@ fn ms_attention(ctx: &mut InferCtx) -> Result<()> {
         Some(h) => div_dim(h, n, "hidden size over num_heads")?,
         None => None,
     };
-    let present = match ctx.shape(4) {
+    // QAttention has scales and zero points before its past.
+    let past = if ctx.op == "QAttention" { 8 } else { 4 };
+    let present = match ctx.shape(past) {
         Some(p) if p.len() != 5 => return err(format!("past must be 5-D, got rank {}", p.len())),
         Some(p) if ctx.attr_int_or("past_present_share_buffer", 0) != 0 => Some(p.clone()),
         Some(p) => match &seq {
@@ -67,10 +69,15 @@ fn ms_attention(ctx: &mut InferCtx) -> Result<()> {
             }
             None => None,
         },
-        None if ctx.input(4).is_some() => None,
+        None if ctx.input(past).is_some() => None,
         None => all(&[Some(Dim::Known(2)), batch, Some(known(n)), seq, head]),
     };
-    let t = ctx.dtype(0);
+    // QAttention's input is quantized; its float type is the bias's.
+    let t = if ctx.op == "QAttention" {
+        ctx.dtype(2)
+    } else {
+        ctx.dtype(0)
+    };
     ctx.set(0, Fact::tensor(t, out));
     ctx.set(1, Fact::tensor(t, present));
     Ok(())
@@ -154,6 +161,8 @@ fn max_dim(a: &Dim, b: &Dim) -> Result<Dim> {
 
 /// GroupQueryAttention: output (B, S, N*H); present caches
 /// (B, kv_N, max(past, total_sequence_length), H) as onnxruntime infers them.
+/// SparseAttention has the same inputs up to its past buffers, which it
+/// always shares with present.
 fn group_query_attention(ctx: &mut InferCtx) -> Result<()> {
     let n = num_heads(ctx, "num_heads")?;
     let kv_n = num_heads(ctx, "kv_num_heads")?;
@@ -184,12 +193,24 @@ fn group_query_attention(ctx: &mut InferCtx) -> Result<()> {
         Some(h) => all(&[batch.clone(), seq, Some(mul_dim(&known(n), h)?)]),
         None => None,
     };
+    let total_input = if ctx.op == "SparseAttention" { 7 } else { 6 };
     let total = ctx
-        .ints(6)
+        .ints(total_input)
         .and_then(|v| v.first().cloned())
         .map(|s: SymInt| dim(&s))
         .transpose()?;
+    same(
+        &dim_of(ctx, 3, 1),
+        &Some(known(kv_n)),
+        "past_key's heads and kv_num_heads",
+    )?;
+    same(
+        &dim_of(ctx, 3, 3),
+        &head,
+        "past_key's and the query's head sizes",
+    )?;
     let present_len = match (ctx.input(3).is_some(), dim_of(ctx, 3, 2), total) {
+        (true, p, _) if ctx.op == "SparseAttention" => p,
         (true, Some(p), Some(t)) => Some(max_dim(&p, &t)?),
         // A past buffer but no known total: the length depends on whether
         // past and present share one buffer.
@@ -279,9 +300,11 @@ fn embed_layer_norm(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// Gelu, QuickGelu, FastGelu, BiasGelu: X's shape; a bias must broadcast.
+/// Gelu, QuickGelu, FastGelu, BiasGelu, BiasAdd: X's shape; a bias (and
+/// BiasAdd's skip) must broadcast against it.
 fn gelu(ctx: &mut InferCtx) -> Result<()> {
     check_broadcast(ctx, 0, 1)?;
+    check_broadcast(ctx, 0, 2)?;
     like_input(ctx)
 }
 
@@ -347,6 +370,41 @@ fn fused_matmul(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+/// MatMul-like contrib ops: GemmFastGelu (float), DynamicQuantizeMatMul
+/// (float A, quantized B), MatMulIntegerToFloat (quantized A and B, float
+/// result of the scales' type).
+fn matmul_like(ctx: &mut InferCtx) -> Result<()> {
+    let shape = match (ctx.shape(0), ctx.shape(1)) {
+        (Some(a), Some(b)) => Some(matmul_shape(a, b)?),
+        _ => None,
+    };
+    let t = if ctx.op == "MatMulIntegerToFloat" {
+        ctx.dtype(2)
+    } else {
+        ctx.dtype(0)
+    };
+    ctx.set(0, Fact::tensor(t, shape));
+    Ok(())
+}
+
+/// BiasSplitGelu: (N, S, D) plus bias gives (N, S, D/2).
+fn bias_split_gelu(ctx: &mut InferCtx) -> Result<()> {
+    check_broadcast(ctx, 0, 1)?;
+    let shape = match ctx.shape(0) {
+        Some(s) => match s.split_last() {
+            Some((d, rest)) => div_dim(d, 2, "BiasSplitGelu's hidden size")?.map(|h| {
+                let mut out = rest.to_vec();
+                out.push(h);
+                out
+            }),
+            None => return err("BiasSplitGelu's input must have rank at least 1"),
+        },
+        None => None,
+    };
+    ctx.set(0, Fact::tensor(ctx.dtype(0), shape));
+    Ok(())
+}
+
 /// MatMulNBits: A (..., K) times the dequantized (K, N) weight.
 fn matmul_nbits(ctx: &mut InferCtx) -> Result<()> {
     let (Some(k), Some(n)) = (ctx.attr_int("K"), ctx.attr_int("N")) else {
@@ -387,8 +445,16 @@ fn rotary(ctx: &mut InferCtx) -> Result<()> {
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let list: [(&'static str, InferFn); 14] = [
+    let list: [(&'static str, InferFn); 22] = [
         ("Attention", ms_attention),
+        ("QAttention", ms_attention),
+        ("SparseAttention", group_query_attention),
+        ("TransposeMatMul", fused_matmul),
+        ("GemmFastGelu", matmul_like),
+        ("DynamicQuantizeMatMul", matmul_like),
+        ("MatMulIntegerToFloat", matmul_like),
+        ("BiasAdd", gelu),
+        ("BiasSplitGelu", bias_split_gelu),
         ("MultiHeadAttention", multi_head_attention),
         ("GroupQueryAttention", group_query_attention),
         ("SkipLayerNormalization", skip_layer_norm),
@@ -631,5 +697,107 @@ mod tests {
         )
         .unwrap();
         assert_eq!(shapes(&out), "b,s,4096");
+    }
+
+    #[test]
+    fn quantized_attention_and_sparse_attention() {
+        // QAttention: uint8 input, float bias; past is input 9.
+        let attrs = [ai("num_heads", 12)];
+        let mut inputs = vec![
+            t(DType::Uint8, "b,s,768"),
+            t(DType::Int8, "768,2304"),
+            f32("2304"),
+        ];
+        inputs.extend([None, None, None, None, None, f32("2,b,12,p,64")]);
+        let out = run(MS, "QAttention", 1, &attrs, inputs, 2).unwrap();
+        assert_eq!(shapes(&out), "b,s,768;2,b,12,p+s,64");
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+        // SparseAttention: present is the shared past buffer.
+        let attrs = [
+            ai("num_heads", 32),
+            ai("kv_num_heads", 8),
+            ai("sparse_block_size", 64),
+        ];
+        let inputs = vec![
+            f32("b,s,3072"),
+            None,
+            None,
+            f32("b,8,8192,64"),
+            f32("b,8,8192,64"),
+        ];
+        let out = run(MS, "SparseAttention", 1, &attrs, inputs, 3).unwrap();
+        assert_eq!(shapes(&out), "b,s,2048;b,8,8192,64;b,8,8192,64");
+    }
+
+    #[test]
+    fn matmul_like_and_bias_ops() {
+        let inputs = vec![
+            t(DType::Uint8, "b,s,64"),
+            t(DType::Int8, "64,32"),
+            t(DType::Float16, ""),
+        ];
+        let out = run(MS, "MatMulIntegerToFloat", 1, &[], inputs, 1).unwrap();
+        assert_eq!(
+            (shapes(&out), out[0].dtype),
+            ("b,s,32".into(), Some(DType::Float16))
+        );
+        let out = run(
+            MS,
+            "GemmFastGelu",
+            1,
+            &[],
+            vec![f32("s,64"), f32("64,256")],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "s,256");
+        let out = run(
+            MS,
+            "TransposeMatMul",
+            1,
+            &[ai("transA", 1)],
+            vec![f32("64,s"), f32("64,8")],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "s,8");
+        let out = run(
+            MS,
+            "BiasSplitGelu",
+            1,
+            &[],
+            vec![f32("n,hw,2560"), f32("2560")],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "n,hw,1280");
+        let inputs = vec![f32("n,hw,320"), f32("320"), f32("n,hw,320")];
+        let out = run(MS, "BiasAdd", 1, &[], inputs, 1).unwrap();
+        assert_eq!(shapes(&out), "n,hw,320");
+    }
+
+    #[test]
+    fn group_query_attention_checks_the_past_layout() {
+        let attrs = [ai("num_heads", 8), ai("kv_num_heads", 2)];
+        // A past with 4 heads contradicts kv_num_heads = 2.
+        let inputs = vec![
+            f32("b,s,512"),
+            f32("b,s,128"),
+            f32("b,s,128"),
+            f32("b,4,p,64"),
+        ];
+        assert!(run(MS, "GroupQueryAttention", 1, &attrs, inputs, 3).is_err());
+        // Without a known total the present length is a fresh symbol.
+        let inputs = vec![
+            f32("b,s,512"),
+            f32("b,s,128"),
+            f32("b,s,128"),
+            f32("b,2,p,64"),
+        ];
+        let out = run(MS, "GroupQueryAttention", 1, &attrs, inputs, 3).unwrap();
+        assert_eq!(
+            shapes(&out),
+            "b,s,512;b,2,present_seq_1,64;b,2,present_seq_1,64"
+        );
     }
 }

@@ -246,6 +246,16 @@ pub(super) fn all(dims: &[Option<Dim>]) -> Option<Vec<Dim>> {
     dims.iter().cloned().collect()
 }
 
+/// Errors when two known sizes that must agree differ.
+pub(super) fn same(a: &Option<Dim>, b: &Option<Dim>, what: &str) -> Result<()> {
+    match (a, b) {
+        (Some(Dim::Known(x)), Some(Dim::Known(y))) if x != y => {
+            err(format!("{what} differ: {x} and {y}"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// RNN, GRU, LSTM: Y, Y_h (and LSTM's Y_c) from X's sequence and batch,
 /// the direction count and the hidden size.
 fn recurrent(ctx: &mut InferCtx) -> Result<()> {
@@ -280,7 +290,11 @@ fn recurrent(ctx: &mut InferCtx) -> Result<()> {
     }
     let hidden = match ctx.attr_int("hidden_size") {
         Some(h) if h <= 0 => return err(format!("hidden_size must be positive, got {h}")),
-        Some(h) => Some(Dim::Known(h as u64)),
+        Some(h) => {
+            let h = Some(Dim::Known(h as u64));
+            same(&h, &dim_of(ctx, 2, 2), "hidden_size and R's last dimension")?;
+            h
+        }
         None => match dim_of(ctx, 2, 2) {
             Some(d) => Some(d),
             None => match dim_of(ctx, 1, 1) {
@@ -650,5 +664,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.0.contains("directions"), "{e}");
+        // hidden_size 4 contradicts R's (1, 5, 5).
+        let inputs = vec![f32("4,1,3"), f32("1,5,3"), f32("1,5,5")];
+        assert!(run("", "RNN", 7, &[ai("hidden_size", 4)], inputs, 2).is_err());
     }
 }
