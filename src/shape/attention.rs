@@ -173,7 +173,7 @@ fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
     let dk = k.head_size.or(q.head_size);
     let state = match ctx.shape(3) {
         Some(s) => Some(s.clone()),
-        None => all(&[q.batch.or(k.batch), k.heads, dk, v.head_size]),
+        None => with_window(ctx, all(&[q.batch.or(k.batch), k.heads, dk, v.head_size]))?,
     };
     let t = ctx.dtype(0);
     ctx.set(0, Fact::tensor(t, out));
@@ -181,22 +181,52 @@ fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+/// The com.microsoft versions' `state_window` W > 0 adds a leading axis of
+/// W per-position states to the state tensors.
+fn with_window(ctx: &InferCtx, state: Option<Vec<Dim>>) -> Result<Option<Vec<Dim>>> {
+    match ctx.attr_int_or("state_window", 0) {
+        0 => Ok(state),
+        w if !(0..=8).contains(&w) => err(format!("state_window must be in [0, 8], got {w}")),
+        w => Ok(state.map(|s| std::iter::once(Dim::Known(w as u64)).chain(s).collect())),
+    }
+}
+
 /// CausalConvWithState: output like the input (B, C, L); the carry state
-/// (B, C, k-1) for a (C, 1, k) kernel.
+/// (B, C, (k-1)*dilation) for a (C, 1, k) kernel. The com.microsoft version
+/// adds `dilation`, a channels-last layout (B, L, d1..dn) with state
+/// (B, state_len, d1..dn), and `state_window`; only its 1-D form is inferred.
 fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?;
+    let channels_last = ctx.attr_int_or("channels_last", 0) != 0;
+    let one_d = ctx.attr_int_or("ndim", 1) == 1;
     if let Some(r) = x.rank()
-        && r != 3
+        && (r < 3 || (r != 3 && one_d && !channels_last))
     {
         return err(format!("input must be 3-D, got rank {r}"));
     }
     let out = x.reshaped(x.shape.clone());
+    let dilation = ctx.attr_int_or("dilation", 1);
+    if dilation < 1 {
+        return err(format!("dilation must be at least 1, got {dilation}"));
+    }
     let state_len = match dim_of(ctx, 1, 2) {
         Some(Dim::Known(0)) => return err("the kernel size must be at least 1"),
-        Some(k) => Some(super::ctx::dim(&k.to_symint().sub(&1.into())?)?),
+        Some(k) => {
+            let taps = k.to_symint().sub(&1.into())?;
+            Some(super::ctx::dim(&taps.mul(&dilation.into())?)?)
+        }
         None => None,
     };
-    let state = all(&[dim_of(ctx, 0, 0), dim_of(ctx, 0, 1), state_len]);
+    let state = match (&x.shape, one_d, channels_last) {
+        (_, false, _) => None,
+        (Some(s), true, true) => state_len.map(|n| {
+            let mut out = s.clone();
+            out[1] = n;
+            out
+        }),
+        _ => all(&[dim_of(ctx, 0, 0), dim_of(ctx, 0, 1), state_len]),
+    };
+    let state = with_window(ctx, state)?;
     let t = ctx.dtype(0);
     ctx.set(0, out);
     ctx.set(1, Fact::tensor(t, state));
@@ -205,12 +235,19 @@ fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let list: [(&'static str, &'static str, InferFn); 5] = [
+    let list: [(&'static str, &'static str, InferFn); 7] = [
         ("", "Attention", attention),
         ("", "RotaryEmbedding", like_input),
         ("", "LinearAttention", linear_attention),
         ("", "CausalConvWithState", causal_conv_with_state),
         ("ai.onnx.preview", "FlexAttention", flex_attention),
+        // onnxruntime's versions: the same rules plus a few attributes.
+        ("com.microsoft", "LinearAttention", linear_attention),
+        (
+            "com.microsoft",
+            "CausalConvWithState",
+            causal_conv_with_state,
+        ),
     ];
     list.to_vec()
 }
@@ -284,5 +321,42 @@ mod tests {
             (shapes(&out), out[0].dtype),
             ("b,s,64".into(), Some(DType::Float16))
         );
+    }
+
+    #[test]
+    fn contrib_state_window_dilation_channels_last() {
+        let ms = "com.microsoft";
+        // Dilation 2 doubles the carry; a window of 3 states leads.
+        let attrs = [ai("dilation", 2), ai("state_window", 3)];
+        let out = run(
+            ms,
+            "CausalConvWithState",
+            1,
+            &attrs,
+            vec![f32("b,c,len"), f32("c,1,4")],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "b,c,len;3,b,c,6");
+        // Channels-last (B, L, d1, d2): the state replaces the sequence axis.
+        let attrs = [ai("channels_last", 1)];
+        let out = run(
+            ms,
+            "CausalConvWithState",
+            1,
+            &attrs,
+            vec![f32("b,len,4,32"), f32("128,1,4")],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "b,len,4,32;b,3,4,32");
+        let attrs = [
+            ai("q_num_heads", 4),
+            ai("kv_num_heads", 4),
+            ai("state_window", 2),
+        ];
+        let inputs = vec![f32("b,t,32"), f32("b,t,32"), f32("b,t,32")];
+        let out = run(ms, "LinearAttention", 1, &attrs, inputs, 2).unwrap();
+        assert_eq!(shapes(&out), "b,t,32;2,b,4,8,8");
     }
 }
