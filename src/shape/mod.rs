@@ -9,9 +9,11 @@
 pub mod ctx;
 pub mod fact;
 
+mod attention;
 mod control;
 mod elementwise;
 mod indexing;
+mod microsoft;
 mod nn;
 mod reduce;
 mod tensor;
@@ -36,6 +38,8 @@ fn tables() -> Vec<Vec<OpEntry>> {
         indexing::ops(),
         nn::ops(),
         reduce::ops(),
+        attention::ops(),
+        microsoft::ops(),
         control::ops(),
     ]
 }

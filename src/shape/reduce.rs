@@ -1,8 +1,671 @@
-//! Reductions, recurrent layers, attention and the com.microsoft operators.
+//! Reductions (Reduce*, ArgMax/ArgMin) and the recurrent layers (RNN, GRU,
+//! LSTM). Attention lives in `attention.rs`, the com.microsoft operators in
+//! `microsoft.rs`. Integer reductions of small known values fold, so shape
+//! arithmetic such as `ReduceProd(Shape(x))` stays exact.
 
 use super::OpEntry;
+use super::ctx::{InferCtx, Result, ShapeError, axis, err};
+use super::elementwise::is_integer;
+use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use crate::dim::SymInt;
+use crate::ir::{DType, Dim};
+
+/// The axes a reduction was given.
+enum Axes {
+    Known(Vec<i64>),
+    /// Axes held by a tensor whose values are unknown; its length when known.
+    Unknown(Option<usize>),
+}
+
+/// The opset in which `axes` moved from an attribute to input 2.
+fn axes_input_since(op: &str) -> i64 {
+    if op == "ReduceSum" { 13 } else { 18 }
+}
+
+fn reduce_axes(ctx: &InferCtx) -> Axes {
+    if ctx.opset < axes_input_since(ctx.op) {
+        return Axes::Known(ctx.attr_ints("axes").unwrap_or_default());
+    }
+    if ctx.input(1).is_none() {
+        return Axes::Known(Vec::new());
+    }
+    if let Some(v) = ctx.known_ints(1) {
+        return Axes::Known(v);
+    }
+    let len = ctx
+        .shape(1)
+        .and_then(|s| s.first())
+        .and_then(Dim::known)
+        .and_then(|n| usize::try_from(n).ok());
+    match len {
+        Some(0) => Axes::Known(Vec::new()),
+        n => Axes::Unknown(n),
+    }
+}
+
+/// Reduce*: the reduced axes become 1 (keepdims) or disappear.
+fn reduce(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let keepdims = ctx.attr_int_or("keepdims", 1) != 0;
+    let noop = ctx.attr_int_or("noop_with_empty_axes", 0) != 0;
+    let axes = reduce_axes(ctx);
+    if matches!(&axes, Axes::Known(a) if a.is_empty()) && noop {
+        // No axes and noop_with_empty_axes: the identity.
+        let value = ctx.value(0);
+        ctx.set(
+            0,
+            Fact {
+                value,
+                ..x.reshaped(x.shape.clone())
+            },
+        );
+        return Ok(());
+    }
+    let shape = match (&axes, &x.shape) {
+        // Every axis reduced without keepdims is a scalar whatever the rank.
+        (Axes::Known(a), None) if a.is_empty() && !keepdims => Some(Vec::new()),
+        (_, None) => None,
+        (Axes::Known(a), Some(s)) => {
+            let reduced = reduced_mask(a, s.len())?;
+            let out = s
+                .iter()
+                .zip(&reduced)
+                .filter_map(|(d, &r)| match (r, keepdims) {
+                    (false, _) => Some(d.clone()),
+                    (true, true) => Some(Dim::Known(1)),
+                    (true, false) => None,
+                })
+                .collect();
+            ctx.set(0, x.reshaped(Some(out)));
+            fold_reduce(ctx, s, &reduced);
+            return Ok(());
+        }
+        // Which axes are reduced is data-dependent: each size is unknown.
+        (Axes::Unknown(_), Some(s)) if keepdims => Some(
+            s.iter()
+                .map(|d| match d {
+                    Dim::Known(1) => Dim::Known(1),
+                    _ => ctx.fresh_dim("reduced"),
+                })
+                .collect(),
+        ),
+        (Axes::Unknown(Some(n)), Some(s)) => {
+            let kept = s.len().checked_sub(*n).ok_or_else(|| {
+                ShapeError(format!(
+                    "{n} axes cannot be reduced from a rank-{} input",
+                    s.len()
+                ))
+            })?;
+            Some((0..kept).map(|_| ctx.fresh_dim("reduced")).collect())
+        }
+        (Axes::Unknown(None), Some(_)) => None,
+    };
+    ctx.set(0, x.reshaped(shape));
+    Ok(())
+}
+
+/// Which of `rank` axes are reduced; no axes means all of them.
+fn reduced_mask(axes: &[i64], rank: usize) -> Result<Vec<bool>> {
+    if axes.is_empty() {
+        return Ok(vec![true; rank]);
+    }
+    let mut mask = vec![false; rank];
+    for &a in axes {
+        let i = axis(a, rank)?;
+        if mask[i] {
+            return err(format!("axis {a} is reduced twice"));
+        }
+        mask[i] = true;
+    }
+    Ok(mask)
+}
+
+/// Folds ReduceSum/Prod/Max/Min of a small known integer tensor.
+fn fold_reduce(ctx: &mut InferCtx, shape: &[Dim], reduced: &[bool]) {
+    if !ctx.dtype(0).is_some_and(is_integer) {
+        return;
+    }
+    let combine: fn(&SymInt, &SymInt) -> Option<SymInt> = match ctx.op {
+        "ReduceSum" => |a, b| a.add(b).ok(),
+        "ReduceProd" => |a, b| a.mul(b).ok(),
+        "ReduceMax" => |a, b| Some(a.max_with(b)),
+        "ReduceMin" => |a, b| Some(a.min_with(b)),
+        _ => return,
+    };
+    // The value of an empty reduction; Max/Min of nothing is not an integer.
+    let empty = match ctx.op {
+        "ReduceSum" => Some(SymInt::Int(0)),
+        "ReduceProd" => Some(SymInt::Int(1)),
+        _ => None,
+    };
+    let dims: Option<Vec<usize>> = shape
+        .iter()
+        .map(|d| d.known().and_then(|n| usize::try_from(n).ok()))
+        .collect();
+    let (Some(dims), Some(values)) = (dims, ctx.ints(0)) else {
+        return;
+    };
+    if let Some(v) = reduce_values(&dims, reduced, &values, combine, empty) {
+        ctx.outputs[0].value = Some(TensorValue::Ints(v));
+    }
+}
+
+/// Reduces row-major `values` of shape `dims` over the `reduced` axes.
+fn reduce_values(
+    dims: &[usize],
+    reduced: &[bool],
+    values: &[SymInt],
+    combine: fn(&SymInt, &SymInt) -> Option<SymInt>,
+    empty: Option<SymInt>,
+) -> Option<Vec<SymInt>> {
+    let count = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+    let out_dims: Vec<usize> = dims
+        .iter()
+        .zip(reduced)
+        .map(|(&d, &r)| if r { 1 } else { d })
+        .collect();
+    let out_count = out_dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+    if count != values.len() || out_count > MAX_VALUE_ELEMENTS {
+        return None;
+    }
+    let mut acc: Vec<Option<SymInt>> = vec![None; out_count];
+    for (flat, v) in values.iter().enumerate() {
+        // Row-major coordinates of `flat`; reduced axes map to 0 in the output.
+        let (mut rest, mut out, mut stride) = (flat, 0, 1);
+        for i in (0..dims.len()).rev() {
+            let c = rest % dims[i];
+            rest /= dims[i];
+            if !reduced[i] {
+                out += c * stride;
+            }
+            stride *= out_dims[i];
+        }
+        let slot = acc.get_mut(out)?;
+        *slot = Some(match slot.take() {
+            None => v.clone(),
+            Some(a) => combine(&a, v)?,
+        });
+    }
+    acc.into_iter()
+        .map(|a| a.or_else(|| empty.clone()))
+        .collect()
+}
+
+/// ArgMax/ArgMin: int64 indices, the axis kept as 1 or dropped.
+fn arg_reduce(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?;
+    let keepdims = ctx.attr_int_or("keepdims", 1) != 0;
+    let shape = match &x.shape {
+        Some(s) => {
+            let a = axis(ctx.attr_int_or("axis", 0), s.len())?;
+            let mut out = s.clone();
+            if keepdims {
+                out[a] = Dim::Known(1);
+            } else {
+                out.remove(a);
+            }
+            Some(out)
+        }
+        None => None,
+    };
+    ctx.set(0, Fact::tensor(Some(DType::Int64), shape));
+    Ok(())
+}
+
+/// A dimension divided by a known count, when it divides exactly.
+pub(super) fn div_dim(d: &Dim, k: i64, what: &str) -> Result<Option<Dim>> {
+    if k <= 0 {
+        return err(format!("{what} must be positive, got {k}"));
+    }
+    match d {
+        Dim::Known(n) if n % k as u64 != 0 => err(format!("{what}: {n} is not a multiple of {k}")),
+        Dim::Known(n) => Ok(Some(Dim::Known(n / k as u64))),
+        Dim::Sym(s) => Ok(s
+            .exact_div(&SymInt::Int(k))
+            .and_then(|q| Dim::from_symint(&q))),
+    }
+}
+
+/// `a * b` as a dimension.
+pub(super) fn mul_dim(a: &Dim, b: &Dim) -> Result<Dim> {
+    super::ctx::dim(&a.to_symint().mul(&b.to_symint())?)
+}
+
+/// `a + b` as a dimension.
+pub(super) fn add_dim(a: &Dim, b: &Dim) -> Result<Dim> {
+    super::ctx::dim(&a.to_symint().add(&b.to_symint())?)
+}
+
+/// Dimension `i` of input `input`, when its shape is known.
+pub(super) fn dim_of(ctx: &InferCtx, input: usize, i: usize) -> Option<Dim> {
+    ctx.shape(input).and_then(|s| s.get(i)).cloned()
+}
+
+/// A shape of which every dimension is known (possibly symbolic).
+pub(super) fn all(dims: &[Option<Dim>]) -> Option<Vec<Dim>> {
+    dims.iter().cloned().collect()
+}
+
+/// Errors when two known sizes that must agree differ.
+pub(super) fn same(a: &Option<Dim>, b: &Option<Dim>, what: &str) -> Result<()> {
+    match (a, b) {
+        (Some(Dim::Known(x)), Some(Dim::Known(y))) if x != y => {
+            err(format!("{what} differ: {x} and {y}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// RNN, GRU, LSTM: Y, Y_h (and LSTM's Y_c) from X's sequence and batch,
+/// the direction count and the hidden size.
+fn recurrent(ctx: &mut InferCtx) -> Result<()> {
+    let gates: i64 = match ctx.op {
+        "RNN" => 1,
+        "GRU" => 3,
+        _ => 4,
+    };
+    let x = ctx.require(0)?;
+    let dtype = x.dtype.or_else(|| ctx.dtype(1));
+    if let Some(r) = x.rank()
+        && r != 3
+    {
+        return err(format!("X must be 3-D, got rank {r}"));
+    }
+    let layout = if ctx.opset >= 14 {
+        ctx.attr_int_or("layout", 0)
+    } else {
+        0
+    };
+    let dirs: u64 = match ctx.attr_string_or("direction", "forward").as_str() {
+        "forward" | "reverse" => 1,
+        "bidirectional" => 2,
+        other => return err(format!("unknown direction '{other}'")),
+    };
+    if let Some(w) = dim_of(ctx, 1, 0).and_then(|d| d.known())
+        && w != dirs
+    {
+        return err(format!(
+            "W has {w} directions but the direction attribute says {dirs}"
+        ));
+    }
+    let hidden = match ctx.attr_int("hidden_size") {
+        Some(h) if h <= 0 => return err(format!("hidden_size must be positive, got {h}")),
+        Some(h) => {
+            let h = Some(Dim::Known(h as u64));
+            same(&h, &dim_of(ctx, 2, 2), "hidden_size and R's last dimension")?;
+            h
+        }
+        None => match dim_of(ctx, 2, 2) {
+            Some(d) => Some(d),
+            None => match dim_of(ctx, 1, 1) {
+                Some(d) => div_dim(&d, gates, "W's gate rows")?,
+                None => None,
+            },
+        },
+    };
+    let (seq, batch) = if layout == 0 {
+        (dim_of(ctx, 0, 0), dim_of(ctx, 0, 1))
+    } else {
+        (dim_of(ctx, 0, 1), dim_of(ctx, 0, 0))
+    };
+    let dirs = Some(Dim::Known(dirs));
+    let (y, y_h) = if layout == 0 {
+        (
+            all(&[seq, dirs.clone(), batch.clone(), hidden.clone()]),
+            all(&[dirs, batch, hidden]),
+        )
+    } else {
+        (
+            all(&[batch.clone(), seq, dirs.clone(), hidden.clone()]),
+            all(&[batch, dirs, hidden]),
+        )
+    };
+    ctx.set(0, Fact::tensor(dtype, y));
+    ctx.set(1, Fact::tensor(dtype, y_h.clone()));
+    if ctx.op == "LSTM" {
+        ctx.set(2, Fact::tensor(dtype, y_h));
+    }
+    Ok(())
+}
+
+const REDUCE: &[&str] = &[
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceSumSquare",
+];
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    Vec::new()
+    let mut out: Vec<OpEntry> = REDUCE
+        .iter()
+        .map(|op| ("", *op, reduce as super::InferFn))
+        .collect();
+    out.extend([
+        ("", "ArgMax", arg_reduce as super::InferFn),
+        ("", "ArgMin", arg_reduce),
+        ("", "RNN", recurrent),
+        ("", "GRU", recurrent),
+        ("", "LSTM", recurrent),
+    ]);
+    out
+}
+
+/// Helpers for the unit tests of this family's files.
+#[cfg(test)]
+pub(super) mod testing {
+    use std::cell::Cell;
+
+    use crate::ir::{DType, Dim};
+    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+    use crate::shape::ctx::{InferCtx, Result, SubgraphInfer, TensorDecoder, err};
+    use crate::shape::{Fact, TensorValue, registry};
+
+    struct NoGraphs;
+
+    impl SubgraphInfer for NoGraphs {
+        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
+            err("no subgraphs in unit tests")
+        }
+    }
+
+    impl TensorDecoder for NoGraphs {
+        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
+            err("no tensors in unit tests")
+        }
+    }
+
+    /// Dims from "batch,3,seq": numbers are known, names are symbols.
+    pub fn dims(spec: &str) -> Vec<Dim> {
+        spec.split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| match s.trim().parse::<u64>() {
+                Ok(n) => Dim::Known(n),
+                Err(_) => Dim::symbol(s.trim()),
+            })
+            .collect()
+    }
+
+    pub fn t(dtype: DType, spec: &str) -> Option<Fact> {
+        Some(Fact::new(dtype, dims(spec)))
+    }
+
+    pub fn f32(spec: &str) -> Option<Fact> {
+        t(DType::Float32, spec)
+    }
+
+    /// A 1-D int64 tensor with known values.
+    pub fn ints(v: &[i64]) -> Option<Fact> {
+        Some(Fact::ints_1d(v.iter().map(|&i| i.into()).collect()))
+    }
+
+    /// An int64 tensor of the given shape holding `v`.
+    pub fn int_tensor(spec: &str, v: &[i64]) -> Option<Fact> {
+        Some(Fact::with_value(
+            DType::Int64,
+            dims(spec),
+            TensorValue::Ints(v.iter().map(|&i| i.into()).collect()),
+        ))
+    }
+
+    fn named(name: &str) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            ..Default::default()
+        }
+    }
+
+    pub fn ai(name: &str, v: i64) -> AttributeProto {
+        AttributeProto {
+            i: Some(v),
+            ..named(name)
+        }
+    }
+
+    pub fn aints(name: &str, v: &[i64]) -> AttributeProto {
+        AttributeProto {
+            ints: v.to_vec(),
+            ..named(name)
+        }
+    }
+
+    pub fn astr(name: &str, v: &str) -> AttributeProto {
+        AttributeProto {
+            s: Some(v.as_bytes().to_vec().into()),
+            ..named(name)
+        }
+    }
+
+    /// Runs the registered shape function of `domain::op`.
+    pub fn run(
+        domain: &str,
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_outputs: usize,
+    ) -> Result<Vec<Fact>> {
+        let f = registry(domain, op).expect("operator is registered");
+        let fresh = Cell::new(0);
+        let mut ctx = InferCtx::new(
+            op, domain, opset, attrs, inputs, n_outputs, &NoGraphs, &NoGraphs, &fresh,
+        );
+        f(&mut ctx)?;
+        Ok(ctx.outputs)
+    }
+
+    /// The shapes of `facts`, as "a,b;c" strings ("?" for an unknown rank).
+    pub fn shapes(facts: &[Fact]) -> String {
+        facts
+            .iter()
+            .map(|f| match &f.shape {
+                Some(s) => s.iter().map(Dim::to_string).collect::<Vec<_>>().join(","),
+                None => "?".into(),
+            })
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use crate::ir::DType;
+    use crate::shape::TensorValue;
+
+    fn reduce(
+        op: &str,
+        opset: i64,
+        attrs: &[crate::onnx::proto::AttributeProto],
+        x: Option<crate::shape::Fact>,
+        axes: Option<crate::shape::Fact>,
+    ) -> String {
+        let mut inputs = vec![x];
+        if axes.is_some() {
+            inputs.push(axes);
+        }
+        shapes(&run("", op, opset, attrs, inputs, 1).unwrap())
+    }
+
+    #[test]
+    fn reduce_axes_attribute_before_18_and_input_after() {
+        // ReduceMean-13 takes axes as an attribute, ReduceMean-18 as input 2.
+        let old = reduce(
+            "ReduceMean",
+            13,
+            &[aints("axes", &[1])],
+            f32("batch,3,4"),
+            None,
+        );
+        assert_eq!(old, "batch,1,4");
+        let new = reduce(
+            "ReduceMean",
+            18,
+            &[ai("keepdims", 0)],
+            f32("batch,3,4"),
+            ints(&[-1]),
+        );
+        assert_eq!(new, "batch,3");
+        // ReduceSum moved at 13: an attribute there is not read.
+        let sum = reduce("ReduceSum", 13, &[aints("axes", &[1])], f32("2,3"), None);
+        assert_eq!(sum, "1,1", "no axes input means every axis");
+    }
+
+    #[test]
+    fn reduce_all_axes_without_keepdims_is_a_scalar_even_of_unknown_rank() {
+        let out = run(
+            "",
+            "ReduceMax",
+            13,
+            &[ai("keepdims", 0)],
+            vec![Some(crate::shape::Fact::tensor(Some(DType::Float32), None))],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "");
+    }
+
+    #[test]
+    fn reduce_noop_with_empty_axes_is_identity() {
+        let out = reduce(
+            "ReduceSum",
+            13,
+            &[ai("noop_with_empty_axes", 1)],
+            f32("batch,5"),
+            ints(&[]),
+        );
+        assert_eq!(out, "batch,5");
+    }
+
+    #[test]
+    fn reduce_unknown_axes_keeps_rank_with_fresh_sizes() {
+        // Axes computed at run time: keepdims keeps the rank, sizes unknown
+        // (a known 1 stays 1 whichever axes are reduced).
+        let axes = Some(crate::shape::Fact::new(DType::Int64, dims("2")));
+        let out = reduce("ReduceSum", 13, &[], f32("1,3,4"), axes.clone());
+        assert_eq!(out, "1,reduced_1,reduced_2");
+        let out = reduce("ReduceSum", 13, &[ai("keepdims", 0)], f32("1,3,4"), axes);
+        assert_eq!(out, "reduced_1");
+    }
+
+    #[test]
+    fn reduce_errors_on_bad_axes() {
+        let e = run("", "ReduceSum", 13, &[], vec![f32("2,3"), ints(&[2])], 1).unwrap_err();
+        assert!(e.0.contains("out of range"), "{e}");
+        let e = run(
+            "",
+            "ReduceSum",
+            13,
+            &[],
+            vec![f32("2,3"), ints(&[1, -1])],
+            1,
+        )
+        .unwrap_err();
+        assert!(e.0.contains("twice"), "{e}");
+    }
+
+    #[test]
+    fn reduce_prod_and_sum_fold_shape_values() {
+        // ReduceProd(Shape(x)) is the element count, symbolic parts included.
+        let shape = Some(crate::shape::Fact::ints_1d(vec![
+            crate::dim::SymInt::sym("batch"),
+            3.into(),
+            4.into(),
+        ]));
+        let out = run("", "ReduceProd", 18, &[ai("keepdims", 0)], vec![shape], 1).unwrap();
+        let want = crate::dim::SymInt::sym("batch").mul(&12.into()).unwrap();
+        assert_eq!(out[0].value, Some(TensorValue::Ints(vec![want])));
+        // A 2x3 matrix summed over its rows: [[1,2,3],[4,5,6]] -> [5,7,9].
+        let m = int_tensor("2,3", &[1, 2, 3, 4, 5, 6]);
+        let out = run(
+            "",
+            "ReduceSum",
+            13,
+            &[ai("keepdims", 0)],
+            vec![m.clone(), ints(&[0])],
+            1,
+        )
+        .unwrap();
+        assert_eq!(
+            out[0].value,
+            Some(TensorValue::Ints(vec![5.into(), 7.into(), 9.into()]))
+        );
+        let out = run("", "ReduceMax", 18, &[], vec![m, ints(&[1])], 1).unwrap();
+        assert_eq!(shapes(&out), "2,1");
+        assert_eq!(
+            out[0].value,
+            Some(TensorValue::Ints(vec![3.into(), 6.into()]))
+        );
+        // Float reductions carry no value.
+        let out = run("", "ReduceSum", 13, &[], vec![f32("3")], 1).unwrap();
+        assert_eq!(out[0].value, None);
+    }
+
+    #[test]
+    fn arg_max_is_int64_and_drops_or_keeps_the_axis() {
+        let out = run("", "ArgMax", 13, &[ai("axis", -1)], vec![f32("batch,7")], 1).unwrap();
+        assert_eq!(
+            (shapes(&out), out[0].dtype),
+            ("batch,1".into(), Some(DType::Int64))
+        );
+        let out = run(
+            "",
+            "ArgMin",
+            13,
+            &[ai("keepdims", 0)],
+            vec![f32("batch,7")],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "7");
+        assert!(run("", "ArgMin", 13, &[ai("axis", 2)], vec![f32("2,7")], 1).is_err());
+    }
+
+    #[test]
+    fn lstm_layouts_and_hidden_size_from_weights() {
+        // No hidden_size attribute: R is [dirs, 4*hidden, hidden].
+        let inputs = vec![f32("seq,batch,10"), f32("2,80,10"), f32("2,80,20")];
+        let attrs = [astr("direction", "bidirectional")];
+        let out = run("", "LSTM", 14, &attrs, inputs.clone(), 3).unwrap();
+        assert_eq!(shapes(&out), "seq,2,batch,20;2,batch,20;2,batch,20");
+        // layout=1 is batch-major.
+        let attrs = [astr("direction", "bidirectional"), ai("layout", 1)];
+        let inputs = vec![f32("batch,seq,10"), f32("2,80,10"), f32("2,80,20")];
+        let out = run("", "LSTM", 14, &attrs, inputs, 3).unwrap();
+        assert_eq!(shapes(&out), "batch,seq,2,20;batch,2,20;batch,2,20");
+    }
+
+    #[test]
+    fn gru_hidden_from_w_and_direction_mismatch() {
+        // Only W known: 3 gates of 5 rows each.
+        let out = run(
+            "",
+            "GRU",
+            7,
+            &[],
+            vec![f32("4,1,3"), f32("1,15,3"), None],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shapes(&out), "4,1,1,5;1,1,5");
+        let e = run(
+            "",
+            "RNN",
+            7,
+            &[],
+            vec![f32("4,1,3"), f32("2,5,3"), f32("2,5,5")],
+            2,
+        )
+        .unwrap_err();
+        assert!(e.0.contains("directions"), "{e}");
+        // hidden_size 4 contradicts R's (1, 5, 5).
+        let inputs = vec![f32("4,1,3"), f32("1,5,3"), f32("1,5,5")];
+        assert!(run("", "RNN", 7, &[ai("hidden_size", 4)], inputs, 2).is_err());
+    }
 }
