@@ -1320,3 +1320,527 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+    use crate::shape::ctx::{SubgraphInfer, TensorDecoder};
+
+    struct Nothing;
+    impl SubgraphInfer for Nothing {
+        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
+            err("no subgraphs here")
+        }
+    }
+    impl TensorDecoder for Nothing {
+        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
+            err("no tensors here")
+        }
+    }
+
+    fn int(name: &str, v: i64) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            i: Some(v),
+            ..Default::default()
+        }
+    }
+    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            ints: v.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    /// Runs `op` (ai.onnx at `opset`) on `inputs`; returns its outputs.
+    fn run(
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_out: usize,
+    ) -> Result<Vec<Fact>> {
+        let f = ops()
+            .into_iter()
+            .find(|(_, o, _)| *o == op)
+            .map(|(_, _, f)| f)
+            .ok_or_else(|| ShapeError(format!("{op} is not in this family")))?;
+        let fresh = Cell::new(0);
+        let mut ctx = InferCtx::new(
+            op, "", opset, attrs, inputs, n_out, &Nothing, &Nothing, &fresh,
+        );
+        f(&mut ctx)?;
+        Ok(ctx.outputs)
+    }
+    fn one(op: &str, opset: i64, attrs: &[AttributeProto], inputs: Vec<Option<Fact>>) -> Fact {
+        run(op, opset, attrs, inputs, 1).expect("inference succeeds")[0].clone()
+    }
+
+    fn s(n: &str) -> Dim {
+        Dim::symbol(n)
+    }
+    fn k(n: u64) -> Dim {
+        Dim::Known(n)
+    }
+    fn f32(dims: Vec<Dim>) -> Option<Fact> {
+        Some(Fact::new(DType::Float32, dims))
+    }
+    /// A 1-D int64 tensor with known data.
+    fn vec_i(v: &[i64]) -> Option<Fact> {
+        Some(Fact::ints_1d(v.iter().map(|&x| SymInt::Int(x)).collect()))
+    }
+    fn scalar_i(v: i64) -> Option<Fact> {
+        Some(Fact::with_value(
+            DType::Int64,
+            vec![],
+            TensorValue::Ints(vec![SymInt::Int(v)]),
+        ))
+    }
+    fn known_vals(f: &Fact) -> Vec<i64> {
+        f.value
+            .as_ref()
+            .and_then(TensorValue::as_known_ints)
+            .expect("a known value")
+    }
+
+    #[test]
+    fn shape_gather_concat_reshape_gives_reshape_a_symbolic_shape() {
+        // x: [batch, seq, 768] viewed as heads: Reshape(x, Concat(Shape(x)[0:2], [12, 64])).
+        let x = f32(vec![s("batch"), s("seq"), k(768)]);
+        let shape = one("Shape", 21, &[], vec![x.clone()]);
+        let bs = one("Gather", 13, &[], vec![Some(shape), vec_i(&[0, 1])]);
+        let target = one(
+            "Concat",
+            13,
+            &[int("axis", 0)],
+            vec![Some(bs), vec_i(&[12, 64])],
+        );
+        let out = one("Reshape", 14, &[], vec![x, Some(target)]);
+        assert_eq!(out.shape, Some(vec![s("batch"), s("seq"), k(12), k(64)]));
+    }
+
+    #[test]
+    fn shape_start_end_select_a_range_of_dimensions() {
+        let x = f32(vec![k(2), s("n"), k(5), k(7)]);
+        let out = one(
+            "Shape",
+            15,
+            &[int("start", 1), int("end", -1)],
+            vec![x.clone()],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(5)]))
+        );
+        // A start past the end gives an empty vector, not an error.
+        let out = one("Shape", 15, &[int("start", 3), int("end", 1)], vec![x]);
+        assert_eq!(out.shape, Some(vec![k(0)]));
+    }
+
+    #[test]
+    fn reshape_infers_minus_one_symbolically_and_rejects_bad_counts() {
+        // [batch, seq, 768] -> [0, -1]: the -1 is seq*768 exactly.
+        let x = f32(vec![s("batch"), s("seq"), k(768)]);
+        let out = one("Reshape", 14, &[], vec![x, vec_i(&[0, -1])]);
+        let seq768 = SymInt::sym("seq").mul(&SymInt::Int(768)).unwrap();
+        assert_eq!(out.shape, Some(vec![s("batch"), Dim::Sym(seq768)]));
+        // allowzero keeps a literal 0 as a size.
+        let out = one(
+            "Reshape",
+            14,
+            &[int("allowzero", 1)],
+            vec![f32(vec![k(0), k(3)]), vec_i(&[3, 0])],
+        );
+        assert_eq!(out.shape, Some(vec![k(3), k(0)]));
+        // 12 elements do not make rows of 5; nor can two sizes be inferred.
+        assert!(
+            run(
+                "Reshape",
+                14,
+                &[],
+                vec![f32(vec![k(3), k(4)]), vec_i(&[5, -1])],
+                1
+            )
+            .is_err()
+        );
+        assert!(
+            run(
+                "Reshape",
+                14,
+                &[],
+                vec![f32(vec![k(3), k(4)]), vec_i(&[-1, -1])],
+                1
+            )
+            .is_err()
+        );
+        // Before opset 5 the target is the `shape` attribute.
+        let out = one(
+            "Reshape",
+            4,
+            &[ints("shape", &[-1])],
+            vec![f32(vec![k(3), k(4)])],
+        );
+        assert_eq!(out.shape, Some(vec![k(12)]));
+    }
+
+    #[test]
+    fn reshape_with_unknown_target_keeps_its_rank() {
+        let target = Some(Fact::new(DType::Int64, vec![k(3)]));
+        let out = one("Reshape", 14, &[], vec![f32(vec![k(6)]), target]);
+        assert_eq!(out.rank(), Some(3));
+        assert!(out.shape.unwrap().iter().all(|d| d.known().is_none()));
+    }
+
+    #[test]
+    fn slice_of_symbolic_axes() {
+        let x = f32(vec![s("batch"), s("seq"), k(64)]);
+        // x[:, -1:, :] keeps one position; x[:, 1:, :] drops one.
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![x.clone(), vec_i(&[-1]), vec_i(&[i64::MAX]), vec_i(&[1])],
+        );
+        assert_eq!(out.shape, Some(vec![s("batch"), k(1), k(64)]));
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![x.clone(), vec_i(&[1]), vec_i(&[i64::MAX]), vec_i(&[1])],
+        );
+        let seq1 = SymInt::sym("seq").sub(&SymInt::Int(1)).unwrap();
+        assert_eq!(out.shape, Some(vec![s("batch"), Dim::Sym(seq1), k(64)]));
+        // x[:, ::-1, :] reverses the whole axis.
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![
+                x,
+                vec_i(&[-1]),
+                vec_i(&[i64::MIN]),
+                vec_i(&[1]),
+                vec_i(&[-1]),
+            ],
+        );
+        assert_eq!(out.shape, Some(vec![s("batch"), s("seq"), k(64)]));
+    }
+
+    #[test]
+    fn slice_clamps_and_folds_values() {
+        let v = vec_i(&[10, 20, 30, 40, 50]);
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![v.clone(), vec_i(&[-3]), vec_i(&[100])],
+        );
+        assert_eq!(known_vals(&out), vec![30, 40, 50]);
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![
+                v.clone(),
+                vec_i(&[4]),
+                vec_i(&[-100]),
+                vec_i(&[0]),
+                vec_i(&[-2]),
+            ],
+        );
+        assert_eq!(known_vals(&out), vec![50, 30, 10]);
+        // Opset 1-9: attributes.
+        let out = one(
+            "Slice",
+            9,
+            &[ints("starts", &[1]), ints("ends", &[3])],
+            vec![v.clone()],
+        );
+        assert_eq!(known_vals(&out), vec![20, 30]);
+        assert!(
+            run(
+                "Slice",
+                13,
+                &[],
+                vec![v, vec_i(&[0]), vec_i(&[1]), vec_i(&[0]), vec_i(&[0])],
+                1
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn squeeze_and_unsqueeze() {
+        // With no axes, a symbolic size might be 1: the rank is unknown.
+        let out = one("Squeeze", 13, &[], vec![f32(vec![k(1), s("n")])]);
+        assert_eq!(out.shape, None);
+        let out = one(
+            "Squeeze",
+            13,
+            &[],
+            vec![f32(vec![k(1), s("n")]), vec_i(&[0])],
+        );
+        assert_eq!(out.shape, Some(vec![s("n")]));
+        assert!(
+            run(
+                "Squeeze",
+                11,
+                &[ints("axes", &[1])],
+                vec![f32(vec![k(1), k(3)])],
+                1
+            )
+            .is_err()
+        );
+        // Unsqueeze's axes index the output: -1 is the new last axis.
+        let out = one("Unsqueeze", 13, &[], vec![scalar_i(7), vec_i(&[0])]);
+        assert_eq!(out.shape, Some(vec![k(1)]));
+        assert_eq!(known_vals(&out), vec![7]);
+        let out = one(
+            "Unsqueeze",
+            11,
+            &[ints("axes", &[0, -1])],
+            vec![f32(vec![s("n")])],
+        );
+        assert_eq!(out.shape, Some(vec![k(1), s("n"), k(1)]));
+        assert!(
+            run(
+                "Unsqueeze",
+                13,
+                &[],
+                vec![f32(vec![k(2)]), vec_i(&[0, 0])],
+                1
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn concat_adds_along_the_axis_and_checks_the_others() {
+        let out = one(
+            "Concat",
+            13,
+            &[int("axis", 1)],
+            vec![f32(vec![s("b"), s("p")]), f32(vec![s("b"), s("q")])],
+        );
+        let pq = SymInt::sym("p").add(&SymInt::sym("q")).unwrap();
+        assert_eq!(out.shape, Some(vec![s("b"), Dim::Sym(pq)]));
+        assert!(
+            run(
+                "Concat",
+                13,
+                &[int("axis", 0)],
+                vec![f32(vec![k(1), k(2)]), f32(vec![k(1), k(3)])],
+                1
+            )
+            .is_err()
+        );
+        // 2-D values fold along axis 1.
+        let a = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(1)],
+            TensorValue::Ints(vec![1.into(), 2.into()]),
+        );
+        let b = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(2)],
+            TensorValue::Ints(vec![3.into(), 4.into(), 5.into(), 6.into()]),
+        );
+        let out = one("Concat", 13, &[int("axis", -1)], vec![Some(a), Some(b)]);
+        assert_eq!(known_vals(&out), vec![1, 3, 4, 2, 5, 6]);
+    }
+
+    #[test]
+    fn gather_folds_and_checks_indices() {
+        let m = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(3)],
+            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+        );
+        // Column -1 of a 2x3 matrix, as a [2] vector.
+        let out = one(
+            "Gather",
+            13,
+            &[int("axis", 1)],
+            vec![Some(m.clone()), scalar_i(-1)],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![3, 6]);
+        assert!(run("Gather", 13, &[], vec![Some(m), vec_i(&[2])], 1).is_err());
+    }
+
+    #[test]
+    fn range_counts_symbolically() {
+        let seq = Some(Fact::with_value(
+            DType::Int64,
+            vec![],
+            TensorValue::Ints(vec![SymInt::sym("seq")]),
+        ));
+        let out = one("Range", 11, &[], vec![scalar_i(0), seq, scalar_i(1)]);
+        assert_eq!(out.shape, Some(vec![s("seq")]));
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![scalar_i(10), scalar_i(6), scalar_i(-3)],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![10, 7]);
+        // An empty range, not a negative size.
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![scalar_i(5), scalar_i(1), scalar_i(1)],
+        );
+        assert_eq!(out.shape, Some(vec![k(0)]));
+    }
+
+    #[test]
+    fn expand_broadcasts_symbolic_sizes() {
+        let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(1)]));
+        let out = one("Expand", 13, &[], vec![f32(vec![k(1), s("n")]), target]);
+        assert_eq!(out.shape, Some(vec![s("b"), s("n")]));
+        let out = one("Expand", 13, &[], vec![vec_i(&[4, 5]), vec_i(&[2, 1])]);
+        assert_eq!(known_vals(&out), vec![4, 5, 4, 5]);
+    }
+
+    #[test]
+    fn split_variants() {
+        // num_outputs (opset 18): 7 in 3 parts is 3, 3, 1.
+        let outs = run(
+            "Split",
+            18,
+            &[int("num_outputs", 3)],
+            vec![f32(vec![k(7)])],
+            3,
+        )
+        .unwrap();
+        let sizes: Vec<_> = outs
+            .iter()
+            .map(|f| f.shape.clone().unwrap()[0].clone())
+            .collect();
+        assert_eq!(sizes, vec![k(3), k(3), k(1)]);
+        // Equal parts of a symbolic size: 2*n in 2 is n.
+        let two_n = Dim::Sym(SymInt::sym("n").mul(&SymInt::Int(2)).unwrap());
+        let outs = run("Split", 13, &[], vec![f32(vec![two_n])], 2).unwrap();
+        assert_eq!(outs[1].shape, Some(vec![s("n")]));
+        // Sizes from the attribute (opset 11) and folded values.
+        let outs = run(
+            "Split",
+            11,
+            &[ints("split", &[1, 2])],
+            vec![vec_i(&[7, 8, 9])],
+            2,
+        )
+        .unwrap();
+        assert_eq!(known_vals(&outs[1]), vec![8, 9]);
+        assert!(run("Split", 13, &[], vec![f32(vec![k(5)]), vec_i(&[1, 2])], 2).is_err());
+    }
+
+    #[test]
+    fn transpose_and_tile_fold() {
+        let m = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(3)],
+            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+        );
+        let out = one("Transpose", 13, &[], vec![Some(m)]);
+        assert_eq!(out.shape, Some(vec![k(3), k(2)]));
+        assert_eq!(known_vals(&out), vec![1, 4, 2, 5, 3, 6]);
+        let out = one("Tile", 13, &[], vec![vec_i(&[1, 2]), vec_i(&[2])]);
+        assert_eq!(known_vals(&out), vec![1, 2, 1, 2]);
+        assert!(
+            run(
+                "Transpose",
+                13,
+                &[ints("perm", &[0, 0])],
+                vec![f32(vec![k(1), k(2)])],
+                1
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn pad_reads_pads_from_where_the_opset_keeps_them() {
+        let x = f32(vec![s("n"), k(4)]);
+        let out = one("Pad", 2, &[ints("pads", &[0, 1, 0, 2])], vec![x.clone()]);
+        assert_eq!(out.shape, Some(vec![s("n"), k(7)]));
+        let out = one("Pad", 13, &[], vec![x.clone(), vec_i(&[1, 0, 1, 0])]);
+        let n2 = SymInt::sym("n").add(&SymInt::Int(2)).unwrap();
+        assert_eq!(out.shape, Some(vec![Dim::Sym(n2), k(4)]));
+        // Opset 18: pads for the listed axes only.
+        let out = one(
+            "Pad",
+            18,
+            &[],
+            vec![x.clone(), vec_i(&[1, 1]), None, vec_i(&[-1])],
+        );
+        assert_eq!(out.shape, Some(vec![s("n"), k(6)]));
+        // Cropping below zero is inconsistent.
+        assert!(run("Pad", 13, &[], vec![x, vec_i(&[0, -3, 0, -2])], 1).is_err());
+    }
+
+    #[test]
+    fn flatten_depth_to_space_det() {
+        let x = f32(vec![s("b"), k(3), k(4), k(5)]);
+        let out = one("Flatten", 13, &[int("axis", -1)], vec![x.clone()]);
+        let b60 = SymInt::sym("b").mul(&SymInt::Int(60)).unwrap();
+        assert_eq!(
+            out.shape,
+            Some(vec![Dim::Sym(b60.floor_div(5).unwrap()), k(5)])
+        );
+        let out = one("Flatten", 13, &[int("axis", 0)], vec![x]);
+        assert_eq!(out.shape, Some(vec![k(1), Dim::Sym(b60)]));
+        let out = one(
+            "DepthToSpace",
+            13,
+            &[int("blocksize", 2)],
+            vec![f32(vec![s("b"), k(8), s("h"), k(3)])],
+        );
+        let h2 = SymInt::sym("h").mul(&SymInt::Int(2)).unwrap();
+        assert_eq!(out.shape, Some(vec![s("b"), k(2), Dim::Sym(h2), k(6)]));
+        assert!(
+            run(
+                "SpaceToDepth",
+                13,
+                &[int("blocksize", 2)],
+                vec![f32(vec![k(1), k(1), k(3), k(4)])],
+                1
+            )
+            .is_err()
+        );
+        let out = one("Det", 11, &[], vec![f32(vec![s("b"), k(3), k(3)])]);
+        assert_eq!(out.shape, Some(vec![s("b")]));
+        assert!(run("Det", 11, &[], vec![f32(vec![k(3), k(2)])], 1).is_err());
+    }
+
+    #[test]
+    fn constant_of_shape_and_size_fold() {
+        let target = Some(Fact::ints_1d(vec![SymInt::sym("n"), SymInt::Int(2)]));
+        let out = one("ConstantOfShape", 9, &[], vec![target]);
+        assert_eq!(out.dtype, Some(DType::Float32));
+        assert_eq!(out.shape, Some(vec![s("n"), k(2)]));
+        let out = one("ConstantOfShape", 9, &[], vec![vec_i(&[2])]);
+        assert_eq!(out.value, Some(TensorValue::Floats(vec![0.0, 0.0])));
+        assert!(run("ConstantOfShape", 9, &[], vec![vec_i(&[-1])], 1).is_err());
+        let out = one("Size", 13, &[], vec![f32(vec![s("n"), k(2)])]);
+        let n2 = SymInt::sym("n").mul(&SymInt::Int(2)).unwrap();
+        assert_eq!(out.value, Some(TensorValue::Ints(vec![n2])));
+    }
+
+    #[test]
+    fn constant_scalar_and_list_attributes() {
+        let out = one("Constant", 13, &[ints("value_ints", &[3, 4])], vec![]);
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![3, 4]);
+        let out = one("Constant", 13, &[int("value_int", 5)], vec![]);
+        assert_eq!((out.dtype, out.shape), (Some(DType::Int64), Some(vec![])));
+        assert!(run("Constant", 13, &[], vec![], 1).is_err());
+    }
+}
