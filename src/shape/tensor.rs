@@ -1322,7 +1322,7 @@ pub fn ops() -> Vec<OpEntry> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::cell::Cell;
 
     use super::*;
@@ -1341,14 +1341,14 @@ mod tests {
         }
     }
 
-    fn int(name: &str, v: i64) -> AttributeProto {
+    pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
         AttributeProto {
             name: Some(name.into()),
             i: Some(v),
             ..Default::default()
         }
     }
-    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+    pub(in crate::shape) fn ints(name: &str, v: &[i64]) -> AttributeProto {
         AttributeProto {
             name: Some(name.into()),
             ints: v.to_vec(),
@@ -1356,19 +1356,16 @@ mod tests {
         }
     }
 
-    /// Runs `op` (ai.onnx at `opset`) on `inputs`; returns its outputs.
-    fn run(
+    /// Runs `op` (ai.onnx at `opset`, any family) on `inputs`; returns its outputs.
+    pub(in crate::shape) fn run(
         op: &str,
         opset: i64,
         attrs: &[AttributeProto],
         inputs: Vec<Option<Fact>>,
         n_out: usize,
     ) -> Result<Vec<Fact>> {
-        let f = ops()
-            .into_iter()
-            .find(|(_, o, _)| *o == op)
-            .map(|(_, _, f)| f)
-            .ok_or_else(|| ShapeError(format!("{op} is not in this family")))?;
+        let f = super::super::registry("", op)
+            .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
         let fresh = Cell::new(0);
         let mut ctx = InferCtx::new(
             op, "", opset, attrs, inputs, n_out, &Nothing, &Nothing, &fresh,
@@ -1376,31 +1373,36 @@ mod tests {
         f(&mut ctx)?;
         Ok(ctx.outputs)
     }
-    fn one(op: &str, opset: i64, attrs: &[AttributeProto], inputs: Vec<Option<Fact>>) -> Fact {
+    pub(in crate::shape) fn one(
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+    ) -> Fact {
         run(op, opset, attrs, inputs, 1).expect("inference succeeds")[0].clone()
     }
 
-    fn s(n: &str) -> Dim {
+    pub(in crate::shape) fn s(n: &str) -> Dim {
         Dim::symbol(n)
     }
-    fn k(n: u64) -> Dim {
+    pub(in crate::shape) fn k(n: u64) -> Dim {
         Dim::Known(n)
     }
-    fn f32(dims: Vec<Dim>) -> Option<Fact> {
+    pub(in crate::shape) fn f32(dims: Vec<Dim>) -> Option<Fact> {
         Some(Fact::new(DType::Float32, dims))
     }
     /// A 1-D int64 tensor with known data.
-    fn vec_i(v: &[i64]) -> Option<Fact> {
+    pub(in crate::shape) fn vec_i(v: &[i64]) -> Option<Fact> {
         Some(Fact::ints_1d(v.iter().map(|&x| SymInt::Int(x)).collect()))
     }
-    fn scalar_i(v: i64) -> Option<Fact> {
+    pub(in crate::shape) fn scalar_i(v: i64) -> Option<Fact> {
         Some(Fact::with_value(
             DType::Int64,
             vec![],
             TensorValue::Ints(vec![SymInt::Int(v)]),
         ))
     }
-    fn known_vals(f: &Fact) -> Vec<i64> {
+    pub(in crate::shape) fn known_vals(f: &Fact) -> Vec<i64> {
         f.value
             .as_ref()
             .and_then(TensorValue::as_known_ints)
