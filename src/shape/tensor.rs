@@ -69,6 +69,17 @@ fn fresh_dims(ctx: &InferCtx, n: usize, hint: &str) -> Vec<Dim> {
     (0..n).map(|_| ctx.fresh_dim(hint)).collect()
 }
 
+/// The length of input `i`, a 1-D shape vector whose data is unknown: the
+/// rank it gives. Absurd lengths (beyond what values carry) count as unknown.
+fn shape_len(ctx: &InferCtx, i: usize) -> Option<usize> {
+    match ctx.shape(i)?.as_slice() {
+        [n] => usize::try_from(n.known()?)
+            .ok()
+            .filter(|&n| n <= MAX_VALUE_ELEMENTS),
+        _ => None,
+    }
+}
+
 /// The product of some dimensions.
 fn product<'a>(dims: impl IntoIterator<Item = &'a Dim>) -> Result<SymInt> {
     let mut n = SymInt::Int(1);
@@ -253,12 +264,7 @@ fn constant_of_shape(ctx: &mut InferCtx) -> Result<()> {
                 .map(|d| to_dim(d, "ConstantOfShape dimension"))
                 .collect::<Result<Vec<_>>>()?,
         ),
-        None => match ctx.shape(0).map(|s| s.first().and_then(Dim::known)) {
-            Some(Some(n)) => usize::try_from(n)
-                .ok()
-                .map(|n| fresh_dims(ctx, n, "constant_of_shape")),
-            _ => None,
-        },
+        None => shape_len(ctx, 0).map(|n| fresh_dims(ctx, n, "constant_of_shape")),
     };
     let value = shape.as_ref().and_then(|s| {
         let n = usize::try_from(product(s).ok()?.as_int()?).ok()?;
@@ -418,11 +424,7 @@ fn reshape(ctx: &mut InferCtx) -> Result<()> {
     };
     let allowzero = ctx.attr_int_or("allowzero", 0) != 0;
     let shape = match target {
-        None => {
-            let n = ctx.shape(1).and_then(|s| s.first()).and_then(Dim::known);
-            n.and_then(|n| usize::try_from(n).ok())
-                .map(|n| fresh_dims(ctx, n, "reshape"))
-        }
+        None => shape_len(ctx, 1).map(|n| fresh_dims(ctx, n, "reshape")),
         Some(t) => Some(reshape_dims(ctx, &data, &t, allowzero)?),
     };
     let value = same_data(ctx, &shape);
@@ -588,8 +590,7 @@ fn expand(ctx: &mut InferCtx) -> Result<()> {
             Some(broadcast(s, &t)?)
         }
         (s, None) => {
-            let n = ctx.shape(1).and_then(|s| s.first()).and_then(Dim::known);
-            match (s, n.and_then(|n| usize::try_from(n).ok())) {
+            match (s, shape_len(ctx, 1)) {
                 (Some(s), Some(n)) => {
                     // A size > 1 survives whatever the target says there.
                     let rank = n.max(s.len());
@@ -629,9 +630,9 @@ fn concat(ctx: &mut InferCtx) -> Result<()> {
     let present: Vec<usize> = (0..ctx.n_inputs())
         .filter(|&i| ctx.input(i).is_some())
         .collect();
-    let Some(&first) = present.first() else {
+    if present.is_empty() {
         return err("Concat needs at least one input");
-    };
+    }
     let dtype = present.iter().find_map(|&i| ctx.dtype(i));
     let Some(rank) = present.iter().find_map(|&i| ctx.rank(i)) else {
         ctx.set(0, Fact::tensor(dtype, None));
@@ -642,41 +643,39 @@ fn concat(ctx: &mut InferCtx) -> Result<()> {
         ctx.attr_int_or("axis", if ctx.opset < 4 { 1 } else { 0 }),
         rank,
     )?;
-    let mut out: Vec<Dim> = ctx.shape(first).cloned().unwrap_or_default();
+    // Sizes off the axis: the known ones win; none known is a fresh size.
+    let mut other: Vec<Option<Dim>> = vec![None; rank];
     let mut along = Some(SymInt::Int(0));
     for &i in &present {
-        match ctx.shape(i) {
-            Some(s) => {
-                if s.len() != rank {
-                    return err(format!("Concat inputs have ranks {rank} and {}", s.len()));
-                }
-                for (k, d) in s.iter().enumerate() {
-                    if k != a {
-                        out[k] = if out.len() == rank {
-                            unify(&out[k], d, "Concat")?
-                        } else {
-                            d.clone()
-                        };
-                    }
-                }
-                along = match along {
-                    Some(n) => Some(n.add(&s[a].to_symint())?),
-                    None => None,
-                };
-            }
-            None => along = None,
+        let Some(s) = ctx.shape(i) else {
+            along = None;
+            continue;
+        };
+        if s.len() != rank {
+            return err(format!("Concat inputs have ranks {rank} and {}", s.len()));
         }
-    }
-    if out.len() != rank {
-        out = fresh_dims(ctx, rank, "concat");
-        for &i in &present {
-            if let Some(s) = ctx.shape(i) {
-                for (k, d) in s.iter().enumerate() {
-                    out[k] = d.clone();
-                }
+        for (k, d) in s.iter().enumerate() {
+            if k != a {
+                other[k] = Some(match &other[k] {
+                    Some(p) => unify(p, d, "Concat")?,
+                    None => d.clone(),
+                });
             }
         }
+        along = match along {
+            Some(n) => Some(n.add(&s[a].to_symint())?),
+            None => None,
+        };
     }
+    let mut out: Vec<Dim> = other
+        .into_iter()
+        .enumerate()
+        .map(|(k, d)| match d {
+            Some(d) => d,
+            None if k == a => Dim::Known(0), // set below
+            None => ctx.fresh_dim("concat"),
+        })
+        .collect();
     out[a] = match along {
         Some(n) => dim(&n)?,
         None => ctx.fresh_dim("concat"),
@@ -978,7 +977,11 @@ fn gather(ctx: &mut InferCtx) -> Result<()> {
         (Some(ix), Some(n)) => Some(
             ix.iter()
                 .map(|&i| {
-                    let j = if i < 0 { i + n as i64 } else { i };
+                    let j = if i < 0 {
+                        i as i128 + n as i128
+                    } else {
+                        i as i128
+                    };
                     usize::try_from(j)
                         .ok()
                         .filter(|&j| (j as u64) < n)
@@ -992,11 +995,12 @@ fn gather(ctx: &mut InferCtx) -> Result<()> {
     };
     let q_rank = q.len();
     let value = resolved.and_then(|ix| {
+        let q_strides = strides(&known_usize(&q)?);
         fold_map(ctx, &shape, |o, src| {
             src[..a].copy_from_slice(&o[..a]);
             let flat = o[a..a + q_rank]
                 .iter()
-                .zip(strides(&known_usize(&q)?))
+                .zip(&q_strides)
                 .map(|(i, st)| i * st)
                 .sum::<usize>();
             src[a] = *ix.get(flat)?;
@@ -1631,6 +1635,16 @@ pub(super) mod tests {
         );
         let pq = SymInt::sym("p").add(&SymInt::sym("q")).unwrap();
         assert_eq!(out.shape, Some(vec![s("b"), Dim::Sym(pq)]));
+        // An input of unknown shape: the axis size becomes unknown, the others stay.
+        let out = one(
+            "Concat",
+            13,
+            &[int("axis", 0)],
+            vec![Some(Fact::unknown()), f32(vec![k(2), s("n")])],
+        );
+        assert_eq!(out.rank(), Some(2));
+        assert_eq!(out.shape.as_ref().map(|v| v[1].clone()), Some(s("n")));
+        assert!(out.shape.unwrap()[0].known().is_none());
         assert!(
             run(
                 "Concat",
