@@ -102,7 +102,7 @@ const EXACT_F64: f64 = 9_007_199_254_740_992.0;
 
 /// The values as exact integers: integer data, or (for a floating-point
 /// tensor) floats that are whole numbers.
-fn integral(v: &TensorValue, float: bool) -> Option<Vec<SymInt>> {
+pub(super) fn integral(v: &TensorValue, float: bool) -> Option<Vec<SymInt>> {
     match v {
         TensorValue::Ints(x) => Some(x.clone()),
         TensorValue::Floats(x) if float => x

@@ -3,6 +3,7 @@
 //! Gather, Transpose, Tile, Pad and kin. Values fold through them.
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, err, join};
+use super::elementwise::{integral, is_integer};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
@@ -280,63 +281,39 @@ fn constant_of_shape(ctx: &mut InferCtx) -> Result<()> {
 /// Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements.
 fn range(ctx: &mut InferCtx) -> Result<()> {
     let dtype = ctx.dtype(0).or(ctx.dtype(1)).or(ctx.dtype(2));
-    let integer = dtype.is_some_and(super::elementwise::is_integer);
+    let float = !dtype.is_some_and(is_integer);
     let scalar = |i: usize| ctx.value(i).filter(|v| v.len() == 1);
-    let (start, limit, delta) = (scalar(0), scalar(1), scalar(2));
-    let mut len: Option<SymInt> = None;
-    let mut value = None;
-    match (&start, &limit, &delta) {
-        (Some(s), Some(l), Some(d)) if !integer => {
-            let (s, l, d) = (
-                s.as_floats().and_then(|v| v.first().copied()),
-                l.as_floats().and_then(|v| v.first().copied()),
-                d.as_floats().and_then(|v| v.first().copied()),
-            );
-            if let (Some(s), Some(l), Some(d)) = (s, l, d) {
-                if d == 0.0 {
-                    return err("Range delta is 0");
-                }
-                let n = ((l - s) / d).ceil().max(0.0);
-                if n.is_finite() && n < 1e15 {
-                    len = Some(SymInt::Int(n as i64));
-                    if (n as usize) <= MAX_VALUE_ELEMENTS {
-                        value = Some(TensorValue::Floats(
-                            (0..n as usize).map(|k| s + k as f64 * d).collect(),
-                        ));
-                    }
-                }
-            }
-        }
-        (Some(s), Some(l), Some(d)) => {
-            let first = |v: &TensorValue| v.as_ints().and_then(|v| v.first().cloned());
-            if let (Some(s), Some(l), Some(d)) = (first(s), first(l), first(d)) {
-                len = range_len(&s, &l, &d)?;
-                if let (Some(n), Some(s0), Some(d0)) = (
-                    len.as_ref().and_then(SymInt::as_int),
-                    s.as_int(),
-                    d.as_int(),
-                ) && usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS)
-                {
-                    value = (0..n)
-                        .map(|k| {
-                            k.checked_mul(d0)
-                                .and_then(|x| x.checked_add(s0))
-                                .map(SymInt::Int)
-                        })
-                        .collect::<Option<Vec<_>>>()
-                        .map(TensorValue::Ints);
-                } else if let Some(n) = len.as_ref().and_then(SymInt::as_int)
-                    && usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS)
-                {
-                    // A symbolic start: start + k*delta stays exact.
-                    value = (0..n)
+    let (mut len, mut value) = (None, None);
+    if let (Some(s), Some(l), Some(d)) = (scalar(0), scalar(1), scalar(2)) {
+        let whole = |v: &TensorValue| integral(v, float).and_then(|v| v.first().cloned());
+        let real = |v: &TensorValue| v.as_floats().and_then(|v| v.first().copied());
+        if let (Some(s), Some(l), Some(d)) = (whole(&s), whole(&l), whole(&d)) {
+            // Whole-number bounds (of any type) count exactly, symbols included.
+            len = range_len(&s, &l, &d)?;
+            value = len
+                .as_ref()
+                .and_then(SymInt::as_int)
+                .filter(|&n| usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS))
+                .and_then(|n| {
+                    (0..n)
                         .map(|k| d.mul(&SymInt::Int(k)).and_then(|x| x.add(&s)).ok())
                         .collect::<Option<Vec<_>>>()
-                        .map(TensorValue::Ints);
+                })
+                .map(TensorValue::Ints);
+        } else if let (true, Some(s), Some(l), Some(d)) = (float, real(&s), real(&l), real(&d)) {
+            if d == 0.0 {
+                return err("Range delta is 0");
+            }
+            let n = ((l - s) / d).ceil().max(0.0);
+            if n.is_finite() && n < 1e15 {
+                len = Some(SymInt::Int(n as i64));
+                if (n as usize) <= MAX_VALUE_ELEMENTS {
+                    value = Some(TensorValue::Floats(
+                        (0..n as usize).map(|k| s + k as f64 * d).collect(),
+                    ));
                 }
             }
         }
-        _ => {}
     }
     let n = match len {
         Some(n) => dim(&n)?,
@@ -1691,6 +1668,35 @@ pub(super) mod tests {
 
     #[test]
     fn range_counts_symbolically() {
+        // Float bounds that are whole numbers count exactly too.
+        let half = Some(Fact::with_value(
+            DType::Float32,
+            vec![],
+            TensorValue::Floats(vec![0.5]),
+        ));
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![
+                Some(Fact::with_value(
+                    DType::Float32,
+                    vec![],
+                    TensorValue::Floats(vec![0.0]),
+                )),
+                Some(Fact::with_value(
+                    DType::Float32,
+                    vec![],
+                    TensorValue::Floats(vec![2.0]),
+                )),
+                half,
+            ],
+        );
+        assert_eq!(out.shape, Some(vec![k(4)]));
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Floats(vec![0.0, 0.5, 1.0, 1.5]))
+        );
         let seq = Some(Fact::with_value(
             DType::Int64,
             vec![],
