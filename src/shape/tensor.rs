@@ -49,14 +49,10 @@ fn known_param(ctx: &InferCtx, attr: &str, input: usize, since: i64) -> Param<Ve
 }
 
 /// Normalizes a list of axes, rejecting repeats.
-fn axes_of(axes: &[i64], rank: usize, inclusive: bool) -> Result<Vec<usize>> {
+fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(axes.len());
     for &a in axes {
-        let n = if inclusive {
-            axis_inclusive(a, rank)?
-        } else {
-            axis(a, rank)?
-        };
+        let n = axis(a, rank)?;
         if out.contains(&n) {
             return err(format!("axis {a} is repeated"));
         }
@@ -228,15 +224,11 @@ fn constant(ctx: &mut InferCtx) -> Result<()> {
         Fact::tensor(dtype, Some(shape))
     } else if let Some(v) = ctx.attr_float("value_float") {
         Fact::with_value(DType::Float32, vec![], TensorValue::Floats(vec![v]))
-    } else if let Some(v) = ctx
-        .attr("value_floats")
-        .map(|_| ctx.attr_floats("value_floats"))
-    {
-        let v = v.unwrap_or_default();
+    } else if let Some(v) = ctx.attr_floats("value_floats") {
         Fact::with_value(DType::Float32, vector(v.len()), TensorValue::Floats(v))
     } else if let Some(v) = ctx.attr_int("value_int") {
         Fact::with_value(DType::Int64, vec![], ints(vec![v]))
-    } else if let Some(v) = ctx.attr("value_ints").map(|a| a.ints.clone()) {
+    } else if let Some(v) = ctx.attr_ints("value_ints") {
         Fact::with_value(DType::Int64, vector(v.len()), ints(v))
     } else if let Some(v) = ctx.attr_string("value_string") {
         Fact::with_value(DType::String, vec![], TensorValue::Strings(vec![v]))
@@ -505,7 +497,7 @@ fn squeeze(ctx: &mut InferCtx) -> Result<()> {
             }
         }
         (Some(s), Param::Known(a)) => {
-            let a = axes_of(&a, s.len(), false)?;
+            let a = axes_of(&a, s.len())?;
             for &k in &a {
                 if let Some(n) = s[k].known()
                     && n != 1
@@ -533,7 +525,7 @@ fn unsqueeze(ctx: &mut InferCtx) -> Result<()> {
     let shape = match (&data.shape, known_param(ctx, "axes", 1, 13)) {
         (Some(s), Param::Known(a)) => {
             let rank = s.len() + a.len();
-            let a = axes_of(&a, rank, false)?;
+            let a = axes_of(&a, rank)?;
             let mut rest = s.iter();
             Some(
                 (0..rank)
@@ -822,7 +814,7 @@ fn slice(ctx: &mut InferCtx) -> Result<()> {
     let axes = known_param(ctx, "axes", 3, 10);
     let steps = known_param(ctx, "steps", 4, 10);
     let axes = match axes {
-        Param::Known(a) => Some(axes_of(&a, rank, false)?),
+        Param::Known(a) => Some(axes_of(&a, rank)?),
         Param::Absent => None,
         Param::Unknown => {
             // Any axis may change.
@@ -1005,7 +997,7 @@ fn transpose(ctx: &mut InferCtx) -> Result<()> {
                     s.len()
                 ));
             }
-            axes_of(&p, s.len(), false)?
+            axes_of(&p, s.len())?
         }
         None => (0..s.len()).rev().collect(),
     };
@@ -1067,7 +1059,7 @@ fn pad(ctx: &mut InferCtx) -> Result<()> {
         ints_param(ctx, "pads", 1, 11)
     };
     let axes: Vec<usize> = match known_param(ctx, "axes", 3, 18) {
-        Param::Known(a) if ctx.opset >= 18 => axes_of(&a, rank, false)?,
+        Param::Known(a) if ctx.opset >= 18 => axes_of(&a, rank)?,
         Param::Unknown if ctx.opset >= 18 => {
             ctx.set(
                 0,
@@ -1103,7 +1095,7 @@ fn center_crop_pad(ctx: &mut InferCtx) -> Result<()> {
         return Ok(());
     };
     let axes = match ctx.attr_ints("axes") {
-        Some(a) => axes_of(&a, s.len(), false)?,
+        Some(a) => axes_of(&a, s.len())?,
         None => (0..s.len()).collect(),
     };
     let mut shape = s.clone();
