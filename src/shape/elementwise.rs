@@ -234,7 +234,24 @@ fn cmp(x: &SymInt, y: &SymInt, f: fn(i64, i64) -> bool) -> Option<SymInt> {
         // Equal symbolic values compare equal whatever they are.
         return Some(SymInt::Int(f(0, 0) as i64));
     }
-    Some(SymInt::Int(f(x.as_int()?, y.as_int()?) as i64))
+    let (a, b) = match (x.as_int(), y.as_int()) {
+        (Some(a), Some(b)) => (a, b),
+        // A size is never negative, so it is greater than a negative number:
+        // Equal(Shape(x)[i], -1) is false (the "-1 means keep" idiom).
+        (None, Some(b)) if b < 0 && non_negative(x) => (1, 0),
+        (Some(a), None) if a < 0 && non_negative(y) => (0, 1),
+        _ => return None,
+    };
+    Some(SymInt::Int(f(a, b) as i64))
+}
+
+/// Whether a value is surely >= 0: a known one, or a symbolic one built
+/// from sizes with no subtraction (its text has no minus sign).
+pub(super) fn non_negative(v: &SymInt) -> bool {
+    match v.as_int() {
+        Some(n) => n >= 0,
+        None => !v.to_string().contains('-'),
+    }
 }
 
 /// Broadcasting binary (and variadic) operators; `out_type` picks the result type.
@@ -605,6 +622,28 @@ mod tests {
             out.value,
             Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(-1)]))
         );
+    }
+
+    #[test]
+    fn sizes_compare_greater_than_negative_numbers() {
+        // Where(Equal(target, -1), 1, target): the Expand "-1 keeps" idiom.
+        let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(-1)]));
+        let is_keep = one("Equal", 13, &[], vec![target.clone(), scalar_i(-1)]);
+        assert_eq!(known_vals(&is_keep), vec![0, 1]);
+        let out = one("Where", 16, &[], vec![Some(is_keep), scalar_i(1), target]);
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Ints(vec![SymInt::sym("b"), SymInt::Int(1)]))
+        );
+        // b - 1 may be anything: no answer.
+        let d = SymInt::sym("b").sub(&SymInt::Int(1)).unwrap();
+        let out = one(
+            "Less",
+            13,
+            &[],
+            vec![Some(Fact::ints_1d(vec![d])), scalar_i(-1)],
+        );
+        assert_eq!(out.value, None);
     }
 
     #[test]

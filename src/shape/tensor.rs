@@ -3,7 +3,7 @@
 //! Gather, Transpose, Tile, Pad and kin. Values fold through them.
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, err, join};
-use super::elementwise::{integral, is_integer};
+use super::elementwise::{integral, is_integer, non_negative};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
@@ -343,12 +343,12 @@ fn range_len(s: &SymInt, l: &SymInt, d: &SymInt) -> Result<Option<SymInt>> {
         )
     };
     let n = span.ceil_div(k)?;
-    // A symbolic span made only of dimensions (no minus sign) is never
-    // negative, so it needs no clamp: Range(0, seq, 1) is `seq`.
-    if span.to_string().contains('-') {
-        Ok(Some(n.max_with(&SymInt::Int(0))))
-    } else {
+    // A span made only of sizes is never negative, so it needs no clamp:
+    // Range(0, seq, 1) is `seq`.
+    if non_negative(&span) {
         Ok(Some(n))
+    } else {
+        Ok(Some(n.max_with(&SymInt::Int(0))))
     }
 }
 
