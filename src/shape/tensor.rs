@@ -1857,4 +1857,32 @@ pub(super) mod tests {
         assert_eq!((out.dtype, out.shape), (Some(DType::Int64), Some(vec![])));
         assert!(run("Constant", 13, &[], vec![], 1).is_err());
     }
+
+    #[test]
+    fn one_hot_crop_bitcast_eyelike() {
+        // OneHot: depth 10 inserted before the last axis (axis -2 of the output).
+        let values = Some(Fact::new(DType::Int32, vec![k(2)]));
+        let out = one(
+            "OneHot",
+            11,
+            &[int("axis", -2)],
+            vec![f32(vec![s("b"), k(4)]), scalar_i(10), values],
+        );
+        assert_eq!(
+            (out.dtype, out.shape),
+            (Some(DType::Int32), Some(vec![s("b"), k(10), k(4)]))
+        );
+        // CenterCropPad on the listed axes only.
+        let out = one(
+            "CenterCropPad",
+            18,
+            &[ints("axes", &[1])],
+            vec![f32(vec![s("b"), k(9)]), vec_i(&[4])],
+        );
+        assert_eq!(out.shape, Some(vec![s("b"), k(4)]));
+        let bitcast = |to: i64| run("BitCast", 26, &[int("to", to)], vec![f32(vec![s("n")])], 1);
+        assert_eq!(bitcast(6).unwrap()[0].dtype, Some(DType::Int32));
+        assert!(bitcast(7).is_err(), "float32 to int64 changes the width");
+        assert!(run("EyeLike", 9, &[], vec![f32(vec![k(3)])], 1).is_err());
+    }
 }
