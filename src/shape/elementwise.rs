@@ -50,30 +50,67 @@ fn identity(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// Unary integer maps that fold (Neg, Abs, Sign...).
+/// Unary maps that fold (Neg, Abs, Floor, Sqrt...): integral values stay
+/// exact (and symbolic) where the map keeps them integral, others fold as
+/// floats for floating-point inputs.
 fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
     same(ctx)?;
-    let Some(v) = ctx.known_ints(0) else {
+    let Some(v) = ctx.value(0) else {
         return Ok(());
     };
-    if !ctx.dtype(0).is_some_and(is_integer) {
-        return Ok(());
-    }
-    let f: fn(i64) -> Option<i64> = match ctx.op {
-        "Neg" => i64::checked_neg,
-        "Abs" => i64::checked_abs,
-        "Sign" => |x| Some(x.signum()),
-        "Relu" => |x| Some(x.max(0)),
-        _ => return Ok(()),
+    let float = !ctx.dtype(0).is_some_and(is_integer);
+    let exact: Option<fn(&SymInt) -> Option<SymInt>> = match ctx.op {
+        "Neg" => Some(|x| x.neg().ok()),
+        "Abs" => Some(|x| x.as_int()?.checked_abs().map(SymInt::Int)),
+        "Sign" => Some(|x| Some(SymInt::Int(x.as_int()?.signum()))),
+        "Relu" => Some(|x| Some(SymInt::Int(x.as_int()?.max(0)))),
+        // Rounding an integer changes nothing.
+        "Floor" | "Ceil" | "Round" => Some(|x| Some(x.clone())),
+        _ => None,
     };
-    if let Some(out) = v
-        .iter()
-        .map(|&x| f(x).map(SymInt::Int))
-        .collect::<Option<Vec<_>>>()
+    if let (Some(f), Some(xs)) = (exact, integral(&v, float))
+        && let Some(out) = xs.iter().map(f).collect::<Option<Vec<_>>>()
     {
         ctx.outputs[0].value = Some(TensorValue::Ints(out));
+        return Ok(());
+    }
+    if !float {
+        return Ok(());
+    }
+    let g: fn(f64) -> f64 = match ctx.op {
+        "Neg" => |x| -x,
+        "Abs" => f64::abs,
+        "Sign" => |x| if x == 0.0 { 0.0 } else { x.signum() },
+        "Relu" => |x| x.max(0.0),
+        "Floor" => f64::floor,
+        "Ceil" => f64::ceil,
+        "Round" => f64::round_ties_even,
+        "Sqrt" => f64::sqrt,
+        "Reciprocal" => |x| 1.0 / x,
+        "Exp" => f64::exp,
+        "Log" => f64::ln,
+        _ => return Ok(()),
+    };
+    if let Some(xs) = v.as_floats() {
+        ctx.outputs[0].value = Some(TensorValue::Floats(xs.into_iter().map(g).collect()));
     }
     Ok(())
+}
+
+/// Largest integer every float up to it represents exactly (2^53).
+const EXACT_F64: f64 = 9_007_199_254_740_992.0;
+
+/// The values as exact integers: integer data, or (for a floating-point
+/// tensor) floats that are whole numbers.
+pub(super) fn integral(v: &TensorValue, float: bool) -> Option<Vec<SymInt>> {
+    match v {
+        TensorValue::Ints(x) => Some(x.clone()),
+        TensorValue::Floats(x) if float => x
+            .iter()
+            .map(|f| (f.fract() == 0.0 && f.abs() < EXACT_F64).then_some(SymInt::Int(*f as i64)))
+            .collect(),
+        _ => None,
+    }
 }
 
 fn dropout(ctx: &mut InferCtx) -> Result<()> {
@@ -103,11 +140,7 @@ pub fn is_integer(t: DType) -> bool {
 }
 
 /// Applies `f` element-wise with broadcasting to two small integer values.
-fn fold2(
-    a: &[SymInt],
-    b: &[SymInt],
-    f: impl Fn(&SymInt, &SymInt) -> Option<SymInt>,
-) -> Option<Vec<SymInt>> {
+fn fold2<T>(a: &[T], b: &[T], f: impl Fn(&T, &T) -> Option<T>) -> Option<Vec<T>> {
     let n = a.len().max(b.len());
     if n > MAX_VALUE_ELEMENTS || (a.len() != n && a.len() != 1) || (b.len() != n && b.len() != 1) {
         return None;
@@ -126,11 +159,19 @@ fn foldable(ctx: &InferCtx, out: &[Dim]) -> bool {
     out.len() <= 1 && (0..ctx.n_inputs()).all(|i| ctx.rank(i).is_some_and(|r| r <= 1))
 }
 
-fn binary_op(ctx: &InferCtx, x: &SymInt, y: &SymInt) -> Option<SymInt> {
+/// One exact step of a binary operator on integral values; for
+/// floating-point tensors (`float`) Div must be exact and Mod does not apply.
+fn binary_op(ctx: &InferCtx, x: &SymInt, y: &SymInt, float: bool) -> Option<SymInt> {
     match ctx.op {
-        "Add" => x.add(y).ok(),
+        "Add" | "Sum" => x.add(y).ok(),
         "Sub" => x.sub(y).ok(),
         "Mul" => x.mul(y).ok(),
+        "Div" if float => x.exact_div(y),
+        "Mod" if float => None,
+        "Pow" => {
+            let e = u32::try_from(y.as_int()?).ok()?;
+            x.as_int()?.checked_pow(e).map(SymInt::Int)
+        }
         "Div" => match y.as_int() {
             Some(0) => None,
             // Integer division truncates toward zero, like C.
@@ -166,12 +207,51 @@ fn binary_op(ctx: &InferCtx, x: &SymInt, y: &SymInt) -> Option<SymInt> {
     }
 }
 
+/// One step of a binary operator on floating-point values; comparisons give 0 or 1.
+fn float_op(op: &str, x: f64, y: f64) -> Option<f64> {
+    let b = |c: bool| if c { 1.0 } else { 0.0 };
+    Some(match op {
+        "Add" | "Sum" => x + y,
+        "Sub" => x - y,
+        "Mul" => x * y,
+        "Div" => x / y,
+        "Pow" => x.powf(y),
+        // Floating-point Mod is fmod: the dividend's sign.
+        "Mod" => x % y,
+        "Max" => x.max(y),
+        "Min" => x.min(y),
+        "Equal" => b(x == y),
+        "Less" => b(x < y),
+        "Greater" => b(x > y),
+        "LessOrEqual" => b(x <= y),
+        "GreaterOrEqual" => b(x >= y),
+        _ => return None,
+    })
+}
+
 fn cmp(x: &SymInt, y: &SymInt, f: fn(i64, i64) -> bool) -> Option<SymInt> {
     if x == y {
         // Equal symbolic values compare equal whatever they are.
         return Some(SymInt::Int(f(0, 0) as i64));
     }
-    Some(SymInt::Int(f(x.as_int()?, y.as_int()?) as i64))
+    let (a, b) = match (x.as_int(), y.as_int()) {
+        (Some(a), Some(b)) => (a, b),
+        // A size is never negative, so it is greater than a negative number:
+        // Equal(Shape(x)[i], -1) is false (the "-1 means keep" idiom).
+        (None, Some(b)) if b < 0 && non_negative(x) => (1, 0),
+        (Some(a), None) if a < 0 && non_negative(y) => (0, 1),
+        _ => return None,
+    };
+    Some(SymInt::Int(f(a, b) as i64))
+}
+
+/// Whether a value is surely >= 0: a known one, or a symbolic one built
+/// from sizes with no subtraction (its text has no minus sign).
+pub(super) fn non_negative(v: &SymInt) -> bool {
+    match v.as_int() {
+        Some(n) => n >= 0,
+        None => !v.to_string().contains('-'),
+    }
 }
 
 /// Broadcasting binary (and variadic) operators; `out_type` picks the result type.
@@ -186,30 +266,55 @@ fn broadcasting(ctx: &mut InferCtx, out_type: Option<DType>) -> Result<()> {
     let shape = broadcast_all(&shapes)?;
     let dtype = out_type.or_else(|| ctx.dtype(0));
     let mut fact = Fact::tensor(dtype, shape.clone());
+    let variadic = matches!(ctx.op, "Sum" | "Max" | "Min");
     if let Some(out) = &shape
         && foldable(ctx, out)
-        && (0..ctx.n_inputs()).all(|i| ctx.dtype(i).is_some_and(is_integer))
+        && (ctx.n_inputs() > 1 || variadic)
     {
-        let values: Option<Vec<Vec<SymInt>>> = (0..ctx.n_inputs()).map(|i| ctx.ints(i)).collect();
-        if let Some(values) = values {
-            let mut acc = values[0].clone();
-            let mut ok = true;
-            for v in &values[1..] {
-                match fold2(&acc, v, |x, y| binary_op(ctx, x, y)) {
-                    Some(r) => acc = r,
-                    None => {
-                        ok = false;
-                        break;
-                    }
-                }
-            }
-            if ok && (values.len() > 1 || ctx.op == "Sum" || ctx.op == "Max" || ctx.op == "Min") {
-                fact.value = Some(TensorValue::Ints(acc));
-            }
-        }
+        let values: Option<Vec<TensorValue>> = (0..ctx.n_inputs()).map(|i| ctx.value(i)).collect();
+        let float = (0..ctx.n_inputs()).any(|i| !ctx.dtype(i).is_some_and(is_integer));
+        fact.value = values.and_then(|v| fold_values(ctx, &v, float));
     }
     ctx.set(0, fact);
     Ok(())
+}
+
+/// Folds a broadcasting operator over small values: exactly (symbolic
+/// entries kept) while every value is integral, else as floats for
+/// floating-point tensors.
+fn fold_values(ctx: &InferCtx, values: &[TensorValue], float: bool) -> Option<TensorValue> {
+    let exact = || {
+        let ints: Vec<Vec<SymInt>> = values
+            .iter()
+            .map(|v| integral(v, float))
+            .collect::<Option<_>>()?;
+        let mut acc = ints.first()?.clone();
+        for v in &ints[1..] {
+            acc = fold2(&acc, v, |x, y| binary_op(ctx, x, y, float))?;
+        }
+        Some(TensorValue::Ints(acc))
+    };
+    if let Some(v) = exact() {
+        return Some(v);
+    }
+    if !float {
+        return None;
+    }
+    let floats: Vec<Vec<f64>> = values
+        .iter()
+        .map(TensorValue::as_floats)
+        .collect::<Option<_>>()?;
+    let mut acc = floats.first()?.clone();
+    for v in &floats[1..] {
+        acc = fold2(&acc, v, |x, y| float_op(ctx.op, *x, *y))?;
+    }
+    if COMPARE.contains(&ctx.op) {
+        Some(TensorValue::Ints(
+            acc.iter().map(|&f| SymInt::Int(f as i64)).collect(),
+        ))
+    } else {
+        Some(TensorValue::Floats(acc))
+    }
 }
 
 fn arithmetic(ctx: &mut InferCtx) -> Result<()> {
@@ -239,18 +344,44 @@ fn mean(ctx: &mut InferCtx) -> Result<()> {
 fn where_op(ctx: &mut InferCtx) -> Result<()> {
     let shape = broadcast_all(&[ctx.shape(0), ctx.shape(1), ctx.shape(2)])?;
     let mut fact = Fact::tensor(ctx.dtype(1).or(ctx.dtype(2)), shape.clone());
-    if let (Some(out), Some(c), Some(a), Some(b)) = (&shape, ctx.ints(0), ctx.ints(1), ctx.ints(2))
+    if let Some(out) = &shape
         && foldable(ctx, out)
+        && let (Some(c), Some(a), Some(b)) = (ctx.known_ints(0), ctx.value(1), ctx.value(2))
     {
-        let n = out.first().and_then(Dim::known).unwrap_or(1) as usize;
-        let pick = |v: &Vec<SymInt>, i: usize| v.get(if v.len() == 1 { 0 } else { i }).cloned();
-        let vals: Option<Vec<SymInt>> = (0..n)
-            .map(|i| {
-                let cond = pick(&c, i)?.as_int()?;
-                if cond != 0 { pick(&a, i) } else { pick(&b, i) }
-            })
-            .collect();
-        fact.value = vals.map(TensorValue::Ints);
+        // Pick from the two branches as they are (integral or not).
+        let picks: Option<Vec<(bool, usize)>> = match out.first().map(Dim::known) {
+            None => Some(1),
+            Some(Some(n)) => usize::try_from(n).ok(),
+            Some(None) => None,
+        }
+        .and_then(|n| {
+            let at = |len: usize, i: usize| match len {
+                1 => Some(0),
+                l if l == n => Some(i),
+                _ => None,
+            };
+            (0..n)
+                .map(|i| {
+                    let cond = *c.get(at(c.len(), i)?)? != 0;
+                    let len = if cond { a.len() } else { b.len() };
+                    Some((cond, at(len, i)?))
+                })
+                .collect()
+        });
+        fact.value = picks.and_then(|p| match (&a, &b) {
+            (TensorValue::Ints(x), TensorValue::Ints(y)) => p
+                .iter()
+                .map(|&(c, i)| if c { x.get(i) } else { y.get(i) }.cloned())
+                .collect::<Option<_>>()
+                .map(TensorValue::Ints),
+            _ => {
+                let (x, y) = (a.as_floats()?, b.as_floats()?);
+                p.iter()
+                    .map(|&(c, i)| if c { x.get(i) } else { y.get(i) }.copied())
+                    .collect::<Option<_>>()
+                    .map(TensorValue::Floats)
+            }
+        });
     }
     ctx.set(0, fact);
     Ok(())
@@ -271,22 +402,8 @@ fn cast(ctx: &mut InferCtx) -> Result<()> {
         }
     };
     let mut out = Fact::tensor(to, x.shape.clone());
-    if let Some(t) = to {
-        out.value = match (ctx.value(0), is_integer(t)) {
-            (Some(TensorValue::Ints(v)), true) => Some(TensorValue::Ints(if t == DType::Bool {
-                v.iter()
-                    .map(|i| i.as_int().map(|i| SymInt::Int((i != 0) as i64)))
-                    .collect::<Option<Vec<_>>>()
-                    .unwrap_or_default()
-            } else {
-                v
-            })),
-            (Some(TensorValue::Floats(v)), true) => Some(TensorValue::Ints(
-                v.iter().map(|f| SymInt::Int(f.trunc() as i64)).collect(),
-            )),
-            (Some(v), false) => v.as_floats().map(TensorValue::Floats),
-            _ => None,
-        };
+    if let (Some(t), Some(v)) = (to, ctx.value(0)) {
+        out.value = cast_value(v, t);
         if out
             .value
             .as_ref()
@@ -299,6 +416,32 @@ fn cast(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+/// Converts small data to element type `t`; `None` where it cannot be
+/// done exactly (strings, symbolic values to non-integers...).
+fn cast_value(v: TensorValue, t: DType) -> Option<TensorValue> {
+    let ints = |v: Vec<i64>| Some(TensorValue::Ints(v.into_iter().map(SymInt::Int).collect()));
+    match (v, t) {
+        (_, DType::String) | (TensorValue::Strings(_), _) => None,
+        (TensorValue::Ints(v), DType::Bool) => ints(
+            v.iter()
+                .map(|i| i.as_int().map(|i| (i != 0) as i64))
+                .collect::<Option<_>>()?,
+        ),
+        (TensorValue::Floats(v), DType::Bool) => {
+            ints(v.iter().map(|&f| (f != 0.0) as i64).collect())
+        }
+        (TensorValue::Floats(v), t) if is_integer(t) => ints(
+            v.iter()
+                .map(|f| f.is_finite().then(|| f.trunc() as i64))
+                .collect::<Option<_>>()?,
+        ),
+        // Integers stay exact (and symbolic) as floats: shape arithmetic
+        // through Cast(float) -> Mul -> Floor -> Cast(int64) then folds.
+        (TensorValue::Ints(v), _) => Some(TensorValue::Ints(v)),
+        (TensorValue::Floats(v), _) => Some(TensorValue::Floats(v)),
+    }
+}
+
 /// Same-shape operators of the standard set.
 const SAME: &[&str] = &[
     "Acos",
@@ -308,25 +451,19 @@ const SAME: &[&str] = &[
     "Atan",
     "Atanh",
     "BitwiseNot",
-    "Ceil",
     "Celu",
     "Clip",
     "Cos",
     "Cosh",
     "Elu",
     "Erf",
-    "Exp",
-    "Floor",
     "Gelu",
     "HardSigmoid",
     "HardSwish",
     "Hardmax",
     "LeakyRelu",
-    "Log",
     "LogSoftmax",
     "Mish",
-    "Reciprocal",
-    "Round",
     "Selu",
     "Shrink",
     "Sigmoid",
@@ -335,14 +472,25 @@ const SAME: &[&str] = &[
     "Softmax",
     "Softplus",
     "Softsign",
-    "Sqrt",
     "Tan",
     "Tanh",
     "ThresholdedRelu",
     "Swish",
 ];
 
-const FOLD: &[&str] = &["Abs", "Neg", "Sign", "Relu"];
+const FOLD: &[&str] = &[
+    "Abs",
+    "Neg",
+    "Sign",
+    "Relu",
+    "Floor",
+    "Ceil",
+    "Round",
+    "Sqrt",
+    "Reciprocal",
+    "Exp",
+    "Log",
+];
 const ARITH: &[&str] = &[
     "Add",
     "Sub",
@@ -394,4 +542,127 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     out.extend(single.iter().map(|(op, f)| ("", *op, *f)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tensor::tests::{f32, int, k, known_vals, one, run, s, scalar_i, vec_i};
+    use super::*;
+
+    fn floats(v: &[f64]) -> Option<Fact> {
+        Some(Fact::with_value(
+            DType::Float32,
+            vec![Dim::Known(v.len() as u64)],
+            TensorValue::Floats(v.to_vec()),
+        ))
+    }
+
+    #[test]
+    fn shape_math_through_floats_stays_exact_and_symbolic() {
+        // An upsampling exporter's sizes: Cast(Shape(x), float) * 2.0, Floor, Cast(int64).
+        let shape = one("Shape", 13, &[], vec![f32(vec![s("b"), k(3), s("h")])]);
+        let as_float = one("Cast", 13, &[int("to", 1)], vec![Some(shape)]);
+        let scaled = one(
+            "Mul",
+            13,
+            &[],
+            vec![Some(as_float), floats(&[1.0, 1.0, 2.0])],
+        );
+        let floored = one("Floor", 13, &[], vec![Some(scaled)]);
+        let sizes = one("Cast", 13, &[int("to", 7)], vec![Some(floored)]);
+        let h2 = SymInt::sym("h").mul(&SymInt::Int(2)).unwrap();
+        assert_eq!(
+            sizes.value,
+            Some(TensorValue::Ints(vec![
+                SymInt::sym("b"),
+                SymInt::Int(3),
+                h2
+            ]))
+        );
+        // 7 / 2 as floats is 3.5: no longer integral, folded as a float.
+        let half = one("Div", 13, &[], vec![floats(&[7.0]), floats(&[2.0])]);
+        assert_eq!(half.value, Some(TensorValue::Floats(vec![3.5])));
+        let up = one("Ceil", 13, &[], vec![Some(half)]);
+        assert_eq!(up.value, Some(TensorValue::Floats(vec![4.0])));
+    }
+
+    #[test]
+    fn integer_division_truncates_and_pow_folds() {
+        let q = one("Div", 13, &[], vec![vec_i(&[-7, 7]), vec_i(&[2])]);
+        assert_eq!(known_vals(&q), vec![-3, 3]);
+        let p = one("Pow", 15, &[], vec![vec_i(&[3]), scalar_i(2)]);
+        assert_eq!(known_vals(&p), vec![9]);
+        // A symbolic value over a non-dividing float stays unknown, not guessed.
+        let n = Fact::with_value(
+            DType::Float32,
+            vec![k(1)],
+            TensorValue::Ints(vec![SymInt::sym("n")]),
+        );
+        let out = one("Div", 13, &[], vec![Some(n), floats(&[3.0])]);
+        assert_eq!(out.value, None);
+    }
+
+    #[test]
+    fn where_folds_floats_and_symbolic_ints() {
+        let cond = Some(Fact::with_value(
+            DType::Bool,
+            vec![k(2)],
+            TensorValue::Ints(vec![SymInt::Int(1), SymInt::Int(0)]),
+        ));
+        let out = one(
+            "Where",
+            16,
+            &[],
+            vec![cond.clone(), floats(&[0.5, 1.5]), floats(&[2.5])],
+        );
+        assert_eq!(out.value, Some(TensorValue::Floats(vec![0.5, 2.5])));
+        let a = Some(Fact::ints_1d(vec![SymInt::sym("n"), SymInt::Int(4)]));
+        let out = one("Where", 16, &[], vec![cond, a, vec_i(&[-1, -1])]);
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(-1)]))
+        );
+    }
+
+    #[test]
+    fn sizes_compare_greater_than_negative_numbers() {
+        // Where(Equal(target, -1), 1, target): the Expand "-1 keeps" idiom.
+        let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(-1)]));
+        let is_keep = one("Equal", 13, &[], vec![target.clone(), scalar_i(-1)]);
+        assert_eq!(known_vals(&is_keep), vec![0, 1]);
+        let out = one("Where", 16, &[], vec![Some(is_keep), scalar_i(1), target]);
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Ints(vec![SymInt::sym("b"), SymInt::Int(1)]))
+        );
+        // b - 1 may be anything: no answer.
+        let d = SymInt::sym("b").sub(&SymInt::Int(1)).unwrap();
+        let out = one(
+            "Less",
+            13,
+            &[],
+            vec![Some(Fact::ints_1d(vec![d])), scalar_i(-1)],
+        );
+        assert_eq!(out.value, None);
+    }
+
+    #[test]
+    fn cast_values() {
+        // 0.5 is true as a bool, though it truncates to 0 as an integer.
+        let b = one("Cast", 13, &[int("to", 9)], vec![floats(&[0.5, 0.0])]);
+        assert_eq!(known_vals(&b), vec![1, 0]);
+        let i = one("Cast", 13, &[int("to", 7)], vec![floats(&[-1.5, 2.9])]);
+        assert_eq!(known_vals(&i), vec![-1, 2]);
+        // Casting to string does not pretend to know the text.
+        let t = one("Cast", 13, &[int("to", 8)], vec![vec_i(&[1])]);
+        assert_eq!(t.value, None);
+        assert!(run("Cast", 13, &[int("to", 999)], vec![vec_i(&[1])], 1).is_err());
+    }
+
+    #[test]
+    fn comparisons_of_floats_give_booleans() {
+        let out = one("Less", 13, &[], vec![floats(&[0.5, 3.0]), floats(&[1.0])]);
+        assert_eq!(out.dtype, Some(DType::Bool));
+        assert_eq!(known_vals(&out), vec![1, 0]);
+    }
 }

@@ -2,9 +2,1887 @@
 //! Range, Reshape, Flatten, Squeeze, Unsqueeze, Expand, Concat, Split, Slice,
 //! Gather, Transpose, Tile, Pad and kin. Values fold through them.
 
-use super::OpEntry;
+use super::ctx::{InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, err, join};
+use super::elementwise::{integral, is_integer, non_negative};
+use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use super::{InferFn, OpEntry};
+use crate::dim::SymInt;
+use crate::ir::{DType, Dim};
+
+// ---------------------------------------------------------------- helpers
+
+/// A parameter that moved from an attribute to an input at some opset: it is
+/// absent (use the default), present with unknown data, or known.
+enum Param<T> {
+    Absent,
+    Unknown,
+    Known(T),
+}
+
+/// Integer parameter `attr` before opset `since`, input `input` from then on.
+fn ints_param(ctx: &InferCtx, attr: &str, input: usize, since: i64) -> Param<Vec<SymInt>> {
+    if ctx.opset < since {
+        return match ctx.attr_ints(attr) {
+            Some(v) => Param::Known(v.into_iter().map(SymInt::Int).collect()),
+            None => Param::Absent,
+        };
+    }
+    if ctx.input(input).is_none() {
+        return Param::Absent;
+    }
+    match ctx.ints(input) {
+        Some(v) => Param::Known(v),
+        None => Param::Unknown,
+    }
+}
+
+/// Like [`ints_param`] but every entry must be a known number.
+fn known_param(ctx: &InferCtx, attr: &str, input: usize, since: i64) -> Param<Vec<i64>> {
+    match ints_param(ctx, attr, input, since) {
+        Param::Absent => Param::Absent,
+        Param::Unknown => Param::Unknown,
+        Param::Known(v) => match v.iter().map(SymInt::as_int).collect() {
+            Some(k) => Param::Known(k),
+            None => Param::Unknown,
+        },
+    }
+}
+
+/// Normalizes a list of axes, rejecting repeats.
+fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let n = axis(a, rank)?;
+        if out.contains(&n) {
+            return err(format!("axis {a} is repeated"));
+        }
+        out.push(n);
+    }
+    Ok(out)
+}
+
+/// `n` fresh dimensions (sizes only known at run time).
+fn fresh_dims(ctx: &InferCtx, n: usize, hint: &str) -> Vec<Dim> {
+    (0..n).map(|_| ctx.fresh_dim(hint)).collect()
+}
+
+/// The length of input `i`, a 1-D shape vector whose data is unknown: the
+/// rank it gives. Absurd lengths (beyond what values carry) count as unknown.
+fn shape_len(ctx: &InferCtx, i: usize) -> Option<usize> {
+    match ctx.shape(i)?.as_slice() {
+        [n] => usize::try_from(n.known()?)
+            .ok()
+            .filter(|&n| n <= MAX_VALUE_ELEMENTS),
+        _ => None,
+    }
+}
+
+/// The product of some dimensions.
+fn product<'a>(dims: impl IntoIterator<Item = &'a Dim>) -> Result<SymInt> {
+    let mut n = SymInt::Int(1);
+    for d in dims {
+        n = n.mul(&d.to_symint())?;
+    }
+    Ok(n)
+}
+
+fn known_usize(shape: &[Dim]) -> Option<Vec<usize>> {
+    shape
+        .iter()
+        .map(|d| d.known().and_then(|n| usize::try_from(n).ok()))
+        .collect()
+}
+
+/// Input `i`'s data with its fully known dimensions, when both are known.
+fn dense(ctx: &InferCtx, i: usize) -> Option<(Vec<usize>, TensorValue)> {
+    let dims = known_usize(ctx.shape(i)?)?;
+    let v = ctx.value(i)?;
+    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+    (v.len() == n).then_some((dims, v))
+}
+
+/// Row-major strides of `dims`.
+fn strides(dims: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; dims.len()];
+    for k in (0..dims.len().saturating_sub(1)).rev() {
+        s[k] = s[k + 1] * dims[k + 1];
+    }
+    s
+}
+
+/// For every multi-index of `dims` (row-major), the source position `f`
+/// gives; `None` when the output is too big to carry or `f` fails.
+fn index_map(dims: &[usize], mut f: impl FnMut(&[usize]) -> Option<usize>) -> Option<Vec<usize>> {
+    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+    if n > MAX_VALUE_ELEMENTS {
+        return None;
+    }
+    let mut idx = vec![0usize; dims.len()];
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(f(&idx)?);
+        for k in (0..dims.len()).rev() {
+            idx[k] += 1;
+            if idx[k] < dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    Some(out)
+}
+
+/// The entries of `v` at `pos`.
+fn take(v: &TensorValue, pos: &[usize]) -> Option<TensorValue> {
+    fn pick<T: Clone>(x: &[T], pos: &[usize]) -> Option<Vec<T>> {
+        pos.iter().map(|&p| x.get(p).cloned()).collect()
+    }
+    Some(match v {
+        TensorValue::Ints(x) => TensorValue::Ints(pick(x, pos)?),
+        TensorValue::Floats(x) => TensorValue::Floats(pick(x, pos)?),
+        TensorValue::Strings(x) => TensorValue::Strings(pick(x, pos)?),
+    })
+}
+
+/// Rearranges input 0's data (when known) by a map from output multi-index
+/// to input multi-index; `out` must be fully known.
+fn fold_map(
+    ctx: &InferCtx,
+    out: &[Dim],
+    f: impl Fn(&[usize], &mut [usize]) -> Option<()>,
+) -> Option<TensorValue> {
+    let (in_dims, v) = dense(ctx, 0)?;
+    let out_dims = known_usize(out)?;
+    let st = strides(&in_dims);
+    let mut src = vec![0usize; in_dims.len()];
+    let pos = index_map(&out_dims, |o| {
+        f(o, &mut src)?;
+        Some(src.iter().zip(&st).map(|(i, s)| i * s).sum())
+    })?;
+    take(&v, &pos)
+}
+
+/// A fact for output data of `dtype`/`shape` with an optional folded value.
+fn out_fact(dtype: Option<DType>, shape: Option<Vec<Dim>>, value: Option<TensorValue>) -> Fact {
+    Fact {
+        value,
+        ..Fact::tensor(dtype, shape)
+    }
+}
+
+/// Input 0's data, when small, for ops that only change the shape.
+fn same_data(ctx: &InferCtx, shape: &Option<Vec<Dim>>) -> Option<TensorValue> {
+    let v = ctx.value(0)?;
+    let n = product(shape.as_ref()?).ok()?.as_int()?;
+    (usize::try_from(n).ok() == Some(v.len())).then_some(v)
+}
+
+/// Two sizes that must be equal (Concat's other axes): the known one wins.
+fn unify(a: &Dim, b: &Dim, what: &str) -> Result<Dim> {
+    match (a, b) {
+        (Dim::Known(x), Dim::Known(y)) if x != y => {
+            err(format!("{what}: sizes {x} and {y} differ"))
+        }
+        (Dim::Sym(_), Dim::Known(_)) => Ok(b.clone()),
+        _ => Ok(a.clone()),
+    }
+}
+
+fn to_dim(v: &SymInt, what: &str) -> Result<Dim> {
+    Dim::from_symint(v).ok_or_else(|| ShapeError(format!("{what} {v} is negative")))
+}
+
+// ---------------------------------------------------------------- constants
+
+/// Constant: one of its value attributes gives type, shape and data.
+fn constant(ctx: &mut InferCtx) -> Result<()> {
+    let ints = |v: Vec<i64>| TensorValue::Ints(v.into_iter().map(SymInt::Int).collect());
+    let vector = |n: usize| vec![Dim::Known(n as u64)];
+    let fact = if let Some(t) = ctx.attr_tensor("value") {
+        let mut f = ctx.tensors.fact_of(t)?;
+        let small = f
+            .elements()
+            .and_then(|n| n.as_int())
+            .is_some_and(|n| usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS));
+        if small && let Some(c) = &f.constant {
+            f.value = c.load().ok();
+        }
+        f
+    } else if let Some(s) = ctx
+        .attr("sparse_value")
+        .and_then(|a| a.sparse_tensor.as_ref())
+    {
+        let dtype = match &s.values {
+            Some(v) => ctx.tensors.fact_of(v)?.dtype,
+            None => None,
+        };
+        let shape = s
+            .dims
+            .iter()
+            .map(|&d| to_dim(&SymInt::Int(d), "sparse dimension"))
+            .collect::<Result<Vec<_>>>()?;
+        Fact::tensor(dtype, Some(shape))
+    } else if let Some(v) = ctx.attr_float("value_float") {
+        Fact::with_value(DType::Float32, vec![], TensorValue::Floats(vec![v]))
+    } else if let Some(v) = ctx.attr_floats("value_floats") {
+        Fact::with_value(DType::Float32, vector(v.len()), TensorValue::Floats(v))
+    } else if let Some(v) = ctx.attr_int("value_int") {
+        Fact::with_value(DType::Int64, vec![], ints(vec![v]))
+    } else if let Some(v) = ctx.attr_ints("value_ints") {
+        Fact::with_value(DType::Int64, vector(v.len()), ints(v))
+    } else if let Some(v) = ctx.attr_string("value_string") {
+        Fact::with_value(DType::String, vec![], TensorValue::Strings(vec![v]))
+    } else if let Some(v) = ctx.attr_strings("value_strings") {
+        Fact::with_value(DType::String, vector(v.len()), TensorValue::Strings(v))
+    } else {
+        return err("Constant has no value attribute");
+    };
+    ctx.set(0, fact);
+    Ok(())
+}
+
+/// ConstantOfShape: the shape is input 0's data; type and fill from `value`.
+fn constant_of_shape(ctx: &mut InferCtx) -> Result<()> {
+    let (dtype, fill) = match ctx.attr_tensor("value") {
+        Some(t) => {
+            let f = ctx.tensors.fact_of(t)?;
+            let fill = f.constant.as_ref().and_then(|c| c.load().ok());
+            (f.dtype, fill)
+        }
+        None => (Some(DType::Float32), Some(TensorValue::Floats(vec![0.0]))),
+    };
+    let shape = match ctx.ints(0) {
+        Some(v) => Some(
+            v.iter()
+                .map(|d| to_dim(d, "ConstantOfShape dimension"))
+                .collect::<Result<Vec<_>>>()?,
+        ),
+        None => shape_len(ctx, 0).map(|n| fresh_dims(ctx, n, "constant_of_shape")),
+    };
+    let value = shape.as_ref().and_then(|s| {
+        let n = usize::try_from(product(s).ok()?.as_int()?).ok()?;
+        if n > MAX_VALUE_ELEMENTS {
+            return None;
+        }
+        take(fill.as_ref()?, &vec![0; n])
+    });
+    ctx.set(0, out_fact(dtype, shape, value));
+    Ok(())
+}
+
+/// Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements.
+fn range(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.dtype(0).or(ctx.dtype(1)).or(ctx.dtype(2));
+    let float = !dtype.is_some_and(is_integer);
+    let scalar = |i: usize| ctx.value(i).filter(|v| v.len() == 1);
+    let (mut len, mut value) = (None, None);
+    if let (Some(s), Some(l), Some(d)) = (scalar(0), scalar(1), scalar(2)) {
+        let whole = |v: &TensorValue| integral(v, float).and_then(|v| v.first().cloned());
+        let real = |v: &TensorValue| v.as_floats().and_then(|v| v.first().copied());
+        if let (Some(s), Some(l), Some(d)) = (whole(&s), whole(&l), whole(&d)) {
+            // Whole-number bounds (of any type) count exactly, symbols included.
+            len = range_len(&s, &l, &d)?;
+            value = len
+                .as_ref()
+                .and_then(SymInt::as_int)
+                .filter(|&n| usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS))
+                .and_then(|n| {
+                    (0..n)
+                        .map(|k| d.mul(&SymInt::Int(k)).and_then(|x| x.add(&s)).ok())
+                        .collect::<Option<Vec<_>>>()
+                })
+                .map(TensorValue::Ints);
+        } else if let (true, Some(s), Some(l), Some(d)) = (float, real(&s), real(&l), real(&d)) {
+            if d == 0.0 {
+                return err("Range delta is 0");
+            }
+            let n = ((l - s) / d).ceil().max(0.0);
+            if n.is_finite() && n < 1e15 {
+                len = Some(SymInt::Int(n as i64));
+                if (n as usize) <= MAX_VALUE_ELEMENTS {
+                    value = Some(TensorValue::Floats(
+                        (0..n as usize).map(|k| s + k as f64 * d).collect(),
+                    ));
+                }
+            }
+        }
+    }
+    let n = match len {
+        Some(n) => dim(&n)?,
+        None => ctx.fresh_dim("range"),
+    };
+    ctx.set(0, out_fact(dtype, Some(vec![n]), value));
+    Ok(())
+}
+
+/// The element count of an integer Range, symbolic when the bounds are.
+fn range_len(s: &SymInt, l: &SymInt, d: &SymInt) -> Result<Option<SymInt>> {
+    let Some(step) = d.as_int() else {
+        return Ok(None);
+    };
+    if step == 0 {
+        return err("Range delta is 0");
+    }
+    let diff = l.sub(s)?;
+    if let Some(n) = diff.as_int() {
+        // ceil(n / step) for either sign of step, in i128 against overflow.
+        let (n, k) = (n as i128, step as i128);
+        let q = n / k + i128::from(n % k != 0 && (n < 0) == (k < 0));
+        let q =
+            SymInt::Int(i64::try_from(q).map_err(|_| ShapeError("Range size overflows".into()))?);
+        return Ok(Some(q.max_with(&SymInt::Int(0))));
+    }
+    // Count along a positive span: ceil(diff / step) = ceil(-diff / -step).
+    let (span, k) = if step > 0 {
+        (diff, step)
+    } else {
+        (
+            diff.neg()?,
+            step.checked_neg()
+                .ok_or_else(|| ShapeError("Range delta overflows".into()))?,
+        )
+    };
+    let n = span.ceil_div(k)?;
+    // A span made only of sizes is never negative, so it needs no clamp:
+    // Range(0, seq, 1) is `seq`.
+    if non_negative(&span) {
+        Ok(Some(n))
+    } else {
+        Ok(Some(n.max_with(&SymInt::Int(0))))
+    }
+}
+
+// ---------------------------------------------------------------- shapes
+
+/// Shape: the dimensions as an int64 vector (a slice of them from opset 15).
+fn shape_op(ctx: &mut InferCtx) -> Result<()> {
+    let Some(s) = ctx.shape(0).cloned() else {
+        let n = ctx.fresh_dim("rank");
+        ctx.set(0, Fact::new(DType::Int64, vec![n]));
+        return Ok(());
+    };
+    let r = s.len() as i64;
+    let norm = |v: i64| (if v < 0 { v.saturating_add(r) } else { v }).clamp(0, r) as usize;
+    let start = norm(ctx.attr_int_or("start", 0));
+    let end = norm(ctx.attr_int_or("end", r)).max(start);
+    let dims = s.get(start..end).unwrap_or_default();
+    ctx.set(0, Fact::ints_1d(dims.iter().map(Dim::to_symint).collect()));
+    Ok(())
+}
+
+/// Size: the element count as an int64 scalar.
+fn size(ctx: &mut InferCtx) -> Result<()> {
+    let n = ctx.require(0)?.elements();
+    ctx.set(
+        0,
+        out_fact(
+            Some(DType::Int64),
+            Some(vec![]),
+            n.map(|n| TensorValue::Ints(vec![n])),
+        ),
+    );
+    Ok(())
+}
+
+/// Reshape: 0 copies the input's size (unless `allowzero`), one -1 is inferred.
+fn reshape(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let target = match ints_param(ctx, "shape", 1, 5) {
+        Param::Known(v) => Some(v),
+        _ => None,
+    };
+    let allowzero = ctx.attr_int_or("allowzero", 0) != 0;
+    let shape = match target {
+        None => shape_len(ctx, 1).map(|n| fresh_dims(ctx, n, "reshape")),
+        Some(t) => Some(reshape_dims(ctx, &data, &t, allowzero)?),
+    };
+    let value = same_data(ctx, &shape);
+    ctx.set(0, out_fact(data.dtype, shape, value));
+    Ok(())
+}
+
+fn reshape_dims(ctx: &InferCtx, data: &Fact, t: &[SymInt], allowzero: bool) -> Result<Vec<Dim>> {
+    let mut out: Vec<Option<Dim>> = Vec::with_capacity(t.len());
+    let mut infer_at = None;
+    for (i, v) in t.iter().enumerate() {
+        out.push(match v.as_int() {
+            Some(0) if !allowzero => Some(match &data.shape {
+                Some(s) => s.get(i).cloned().ok_or_else(|| {
+                    ShapeError(format!(
+                        "Reshape copies dimension {i} of a rank-{} input",
+                        s.len()
+                    ))
+                })?,
+                None => ctx.fresh_dim("reshape"),
+            }),
+            Some(-1) => {
+                if infer_at.replace(i).is_some() {
+                    return err("Reshape has more than one -1");
+                }
+                None
+            }
+            _ => Some(to_dim(v, "Reshape dimension")?),
+        });
+    }
+    let total = data.elements();
+    let rest = product(out.iter().flatten())?;
+    match infer_at {
+        None => {
+            if let (Some(a), Some(b)) = (total.as_ref().and_then(SymInt::as_int), rest.as_int())
+                && a != b
+            {
+                return err(format!("cannot reshape {a} elements into {b}"));
+            }
+        }
+        Some(i) => {
+            let inferred = match total {
+                None => ctx.fresh_dim("reshape"),
+                Some(total) => match total.exact_div(&rest) {
+                    Some(q) => to_dim(&q, "Reshape dimension")?,
+                    None => match (total.as_int(), rest.as_int()) {
+                        (Some(a), Some(b)) => {
+                            return err(format!(
+                                "cannot reshape {a} elements into a multiple of {b}"
+                            ));
+                        }
+                        // Valid models divide exactly, so the floor is the size.
+                        (None, Some(b)) if b > 0 => {
+                            to_dim(&total.floor_div(b)?, "Reshape dimension")?
+                        }
+                        _ => ctx.fresh_dim("reshape"),
+                    },
+                },
+            };
+            if let Some(slot) = out.get_mut(i) {
+                *slot = Some(inferred);
+            }
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// Flatten: [prod(d[..axis]), prod(d[axis..])].
+fn flatten(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let shape = match &data.shape {
+        None => None,
+        Some(s) => {
+            // Unlike Unsqueeze's, a negative axis counts from the rank: -1 is r-1.
+            let a = ctx.attr_int_or("axis", 1);
+            let r = s.len() as i64;
+            let a = match if a < 0 { a + r } else { a } {
+                n if (0..=r).contains(&n) => n as usize,
+                _ => return err(format!("Flatten axis {a} is out of range for rank {r}")),
+            };
+            Some(vec![dim(&product(&s[..a])?)?, dim(&product(&s[a..])?)?])
+        }
+    };
+    let value = same_data(ctx, &shape);
+    ctx.set(0, out_fact(data.dtype, shape, value));
+    Ok(())
+}
+
+/// Squeeze: drops the listed size-1 axes, or every size-1 axis.
+fn squeeze(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let axes = known_param(ctx, "axes", 1, 13);
+    let shape = match (&data.shape, axes) {
+        (None, _) | (_, Param::Unknown) => None,
+        (Some(s), Param::Absent) => {
+            // A symbolic size may be 1 at run time: then the rank is unknown.
+            if s.iter().any(|d| d.known().is_none()) {
+                None
+            } else {
+                Some(s.iter().filter(|d| d.known() != Some(1)).cloned().collect())
+            }
+        }
+        (Some(s), Param::Known(a)) => {
+            let a = axes_of(&a, s.len())?;
+            for &k in &a {
+                if let Some(n) = s[k].known()
+                    && n != 1
+                {
+                    return err(format!("Squeeze axis {k} has size {n}, not 1"));
+                }
+            }
+            Some(
+                s.iter()
+                    .enumerate()
+                    .filter(|(k, _)| !a.contains(k))
+                    .map(|(_, d)| d.clone())
+                    .collect(),
+            )
+        }
+    };
+    let value = same_data(ctx, &shape);
+    ctx.set(0, out_fact(data.dtype, shape, value));
+    Ok(())
+}
+
+/// Unsqueeze: inserts size-1 axes at positions of the output.
+fn unsqueeze(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let shape = match (&data.shape, known_param(ctx, "axes", 1, 13)) {
+        (Some(s), Param::Known(a)) => {
+            let rank = s.len() + a.len();
+            let a = axes_of(&a, rank)?;
+            let mut rest = s.iter();
+            Some(
+                (0..rank)
+                    .map(|k| {
+                        if a.contains(&k) {
+                            Dim::Known(1)
+                        } else {
+                            rest.next().cloned().unwrap_or(Dim::Known(1))
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        (_, Param::Absent) => return err("Unsqueeze needs axes"),
+        _ => None,
+    };
+    let value = same_data(ctx, &shape);
+    ctx.set(0, out_fact(data.dtype, shape, value));
+    Ok(())
+}
+
+/// Expand: broadcasts the input against a shape given as data.
+fn expand(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let shape = match (&data.shape, ctx.ints(1)) {
+        (Some(s), Some(t)) => {
+            let t = t
+                .iter()
+                .map(|d| to_dim(d, "Expand dimension"))
+                .collect::<Result<Vec<_>>>()?;
+            Some(broadcast(s, &t)?)
+        }
+        (s, None) => {
+            match (s, shape_len(ctx, 1)) {
+                (Some(s), Some(n)) => {
+                    // A size > 1 survives whatever the target says there.
+                    let rank = n.max(s.len());
+                    Some(
+                        (0..rank)
+                            .map(
+                                |k| match (k + s.len()).checked_sub(rank).and_then(|j| s.get(j)) {
+                                    Some(d @ Dim::Known(v)) if *v != 1 => d.clone(),
+                                    _ => ctx.fresh_dim("expand"),
+                                },
+                            )
+                            .collect(),
+                    )
+                }
+                _ => None,
+            }
+        }
+        (None, Some(_)) => None,
+    };
+    let value = shape.as_ref().and_then(|out| {
+        let in_rank = data.rank()?;
+        let in_dims = known_usize(data.shape.as_ref()?)?;
+        let off = out.len().checked_sub(in_rank)?;
+        fold_map(ctx, out, |o, src| {
+            for (k, s) in src.iter_mut().enumerate() {
+                *s = if in_dims[k] == 1 { 0 } else { o[k + off] };
+            }
+            Some(())
+        })
+    });
+    ctx.set(0, out_fact(data.dtype, shape, value));
+    Ok(())
+}
+
+/// Concat: sizes along `axis` add up, the others must agree.
+fn concat(ctx: &mut InferCtx) -> Result<()> {
+    let present: Vec<usize> = (0..ctx.n_inputs())
+        .filter(|&i| ctx.input(i).is_some())
+        .collect();
+    if present.is_empty() {
+        return err("Concat needs at least one input");
+    }
+    let dtype = present.iter().find_map(|&i| ctx.dtype(i));
+    let Some(rank) = present.iter().find_map(|&i| ctx.rank(i)) else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    // Concat-1 had a default axis of 1; it is required since opset 4.
+    let a = axis(
+        ctx.attr_int_or("axis", if ctx.opset < 4 { 1 } else { 0 }),
+        rank,
+    )?;
+    // Sizes off the axis: the known ones win; none known is a fresh size.
+    let mut other: Vec<Option<Dim>> = vec![None; rank];
+    let mut along = Some(SymInt::Int(0));
+    for &i in &present {
+        let Some(s) = ctx.shape(i) else {
+            along = None;
+            continue;
+        };
+        if s.len() != rank {
+            return err(format!("Concat inputs have ranks {rank} and {}", s.len()));
+        }
+        for (k, d) in s.iter().enumerate() {
+            if k != a {
+                other[k] = Some(match &other[k] {
+                    Some(p) => unify(p, d, "Concat")?,
+                    None => d.clone(),
+                });
+            }
+        }
+        along = match along {
+            Some(n) => Some(n.add(&s[a].to_symint())?),
+            None => None,
+        };
+    }
+    let mut out: Vec<Dim> = other
+        .into_iter()
+        .enumerate()
+        .map(|(k, d)| match d {
+            Some(d) => d,
+            None if k == a => Dim::Known(0), // set below
+            None => ctx.fresh_dim("concat"),
+        })
+        .collect();
+    out[a] = match along {
+        Some(n) => dim(&n)?,
+        None => ctx.fresh_dim("concat"),
+    };
+    let value = concat_values(ctx, &present, a, &out);
+    ctx.set(0, out_fact(dtype, Some(out), value));
+    Ok(())
+}
+
+fn concat_values(ctx: &InferCtx, present: &[usize], a: usize, out: &[Dim]) -> Option<TensorValue> {
+    let parts: Vec<(Vec<usize>, TensorValue)> = present
+        .iter()
+        .map(|&i| dense(ctx, i))
+        .collect::<Option<_>>()?;
+    let out_dims = known_usize(out)?;
+    if out_dims.iter().try_fold(1usize, |x, &d| x.checked_mul(d))? > MAX_VALUE_ELEMENTS {
+        return None;
+    }
+    // Join all data into one flat list, then map output positions into it.
+    let mut all = parts.first()?.1.clone();
+    let mut bases = vec![0usize];
+    for (_, v) in &parts[1..] {
+        bases.push(all.len());
+        all = match (all, v) {
+            (TensorValue::Ints(mut x), TensorValue::Ints(y)) => {
+                x.extend(y.iter().cloned());
+                TensorValue::Ints(x)
+            }
+            (TensorValue::Strings(mut x), TensorValue::Strings(y)) => {
+                x.extend(y.iter().cloned());
+                TensorValue::Strings(x)
+            }
+            (x, y) => {
+                let mut x = x.as_floats()?;
+                x.extend(y.as_floats()?);
+                TensorValue::Floats(x)
+            }
+        };
+    }
+    let pos = index_map(&out_dims, |o| {
+        let mut j = *o.get(a)?;
+        for ((dims, _), base) in parts.iter().zip(&bases) {
+            if j < dims[a] {
+                let st = strides(dims);
+                let off: usize = o
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &x)| if k == a { j * st[k] } else { x * st[k] })
+                    .sum();
+                return Some(base + off);
+            }
+            j -= dims[a];
+        }
+        None
+    })?;
+    take(&all, &pos)
+}
+
+/// Split: one output per part along `axis`; parts from `split`, from
+/// `num_outputs` (opset 18, the last part may be smaller), or equal.
+fn split(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let n_out = ctx.n_outputs();
+    let Some(s) = data.shape.clone() else {
+        for i in 0..n_out {
+            ctx.set(i, Fact::tensor(data.dtype, None));
+        }
+        return Ok(());
+    };
+    let a = axis(ctx.attr_int_or("axis", 0), s.len())?;
+    let total = s[a].to_symint();
+    // Split-1 could take `split` as its second input; 2..=12 as an attribute.
+    let parts = if ctx.opset < 13 && ctx.opset >= 2 {
+        known_param(ctx, "split", 1, i64::MAX)
+    } else if ctx.opset < 2 && ctx.input(1).is_some() {
+        known_param(ctx, "split", 1, 1)
+    } else {
+        known_param(ctx, "split", 1, 13)
+    };
+    let sizes: Vec<Option<SymInt>> = match parts {
+        Param::Known(p) => {
+            if p.len() != n_out {
+                return err(format!("Split has {} parts for {n_out} outputs", p.len()));
+            }
+            let sum = p.iter().try_fold(0i64, |x, &y| x.checked_add(y));
+            if let (Some(sum), Some(t)) = (sum, total.as_int())
+                && sum != t
+            {
+                return err(format!("Split parts add up to {sum}, not {t}"));
+            }
+            p.into_iter().map(|v| Some(SymInt::Int(v))).collect()
+        }
+        Param::Unknown => vec![None; n_out],
+        Param::Absent => {
+            let n = ctx.attr_int("num_outputs").unwrap_or(n_out as i64);
+            if n <= 0 || n as usize != n_out {
+                return err(format!("Split into {n} parts with {n_out} outputs"));
+            }
+            equal_parts(&total, n, ctx.has_attr("num_outputs"))?
+        }
+    };
+    let mut offset = Some(0usize);
+    for (i, size) in sizes.iter().enumerate() {
+        let mut shape = s.clone();
+        shape[a] = match size {
+            Some(v) => to_dim(v, "Split part")?,
+            None => ctx.fresh_dim("split"),
+        };
+        let start = offset;
+        offset = match (offset, size.as_ref().and_then(SymInt::as_int)) {
+            (Some(o), Some(v)) => usize::try_from(v).ok().and_then(|v| o.checked_add(v)),
+            _ => None,
+        };
+        let value = start.and_then(|start| {
+            fold_map(ctx, &shape, |o, src| {
+                src.copy_from_slice(o);
+                src[a] = o[a] + start;
+                Some(())
+            })
+        });
+        ctx.set(i, out_fact(data.dtype, Some(shape), value));
+    }
+    Ok(())
+}
+
+/// `n` equal parts of `total`; with `uneven` (num_outputs) the parts are
+/// ceil(total/n) and the last one takes the rest.
+fn equal_parts(total: &SymInt, n: i64, uneven: bool) -> Result<Vec<Option<SymInt>>> {
+    let n_usize = n as usize;
+    if let Some(t) = total.as_int() {
+        if uneven {
+            let chunk = SymInt::Int(t).ceil_div(n)?.as_int().unwrap_or(0);
+            let mut left = t;
+            return Ok((0..n_usize)
+                .map(|_| {
+                    let v = chunk.min(left).max(0);
+                    left -= v;
+                    Some(SymInt::Int(v))
+                })
+                .collect());
+        }
+        if t % n != 0 {
+            return err(format!("cannot split {t} into {n} equal parts"));
+        }
+        return Ok(vec![Some(SymInt::Int(t / n)); n_usize]);
+    }
+    Ok(match total.exact_div(&SymInt::Int(n)) {
+        Some(q) => vec![Some(q); n_usize],
+        None if !uneven => vec![Some(total.floor_div(n)?); n_usize],
+        None => vec![None; n_usize],
+    })
+}
+
+/// Indices this far out are "to the end" (INT_MAX, INT64_MAX in exports).
+const BIG: i64 = i32::MAX as i64;
+
+/// Slice: starts/ends/axes as attributes before opset 10, inputs after.
+fn slice(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let Some(s) = data.shape.clone() else {
+        ctx.set(0, Fact::tensor(data.dtype, None));
+        return Ok(());
+    };
+    let rank = s.len();
+    let starts = ints_param(ctx, "starts", 1, 10);
+    let ends = ints_param(ctx, "ends", 2, 10);
+    let axes = known_param(ctx, "axes", 3, 10);
+    let steps = known_param(ctx, "steps", 4, 10);
+    let axes = match axes {
+        Param::Known(a) => Some(axes_of(&a, rank)?),
+        Param::Absent => None,
+        Param::Unknown => {
+            // Any axis may change.
+            let shape = fresh_dims(ctx, rank, "slice");
+            ctx.set(0, Fact::tensor(data.dtype, Some(shape)));
+            return Ok(());
+        }
+    };
+    let (Param::Known(starts), Param::Known(ends)) = (starts, ends) else {
+        let mut shape = s.clone();
+        match &axes {
+            Some(a) => a.iter().for_each(|&k| shape[k] = ctx.fresh_dim("slice")),
+            None => shape = fresh_dims(ctx, rank, "slice"),
+        }
+        ctx.set(0, Fact::tensor(data.dtype, Some(shape)));
+        return Ok(());
+    };
+    let axes = axes.unwrap_or_else(|| (0..starts.len()).collect());
+    let steps = match steps {
+        Param::Known(v) => Some(v),
+        Param::Absent => Some(vec![1; starts.len()]),
+        Param::Unknown => None,
+    };
+    if ends.len() != starts.len()
+        || axes.len() != starts.len()
+        || steps.as_ref().is_some_and(|v| v.len() != starts.len())
+    {
+        return err("Slice starts, ends, axes and steps differ in length");
+    }
+    let mut shape = s.clone();
+    // Per output axis: (first input index, step), for folding.
+    let mut walk: Vec<Option<(i64, i64)>> = vec![Some((0, 1)); rank];
+    for (j, &a) in axes.iter().enumerate() {
+        let Some(step) = steps.as_ref().map(|v| v[j]) else {
+            shape[a] = ctx.fresh_dim("slice");
+            walk[a] = None;
+            continue;
+        };
+        if step == 0 {
+            return err("Slice step is 0");
+        }
+        let (d, w) = slice_axis(&s[a], &starts[j], &ends[j], step)?;
+        shape[a] = d;
+        walk[a] = w;
+    }
+    let value = fold_map(ctx, &shape, |o, src| {
+        for (k, x) in src.iter_mut().enumerate() {
+            let (first, step) = walk[k]?;
+            *x = usize::try_from(first.checked_add((o[k] as i64).checked_mul(step)?)?).ok()?;
+        }
+        Some(())
+    });
+    ctx.set(0, out_fact(data.dtype, Some(shape), value));
+    Ok(())
+}
+
+/// One sliced axis: its new size, and (first index, step) when known.
+fn slice_axis(
+    d: &Dim,
+    start: &SymInt,
+    end: &SymInt,
+    step: i64,
+) -> Result<(Dim, Option<(i64, i64)>)> {
+    if let (Some(n), Some(s), Some(e)) = (d.known(), start.as_int(), end.as_int()) {
+        // The spec's clamping, in i128 so that INT64 extremes cannot overflow.
+        let (n, s, e, st) = (n as i128, s as i128, e as i128, step as i128);
+        let s = if s < 0 { s + n } else { s };
+        let e = if e < 0 { e + n } else { e };
+        let (s, e) = if st > 0 {
+            (s.clamp(0, n), e.clamp(0, n))
+        } else {
+            (s.clamp(0, (n - 1).max(0)), e.clamp(-1, n - 1))
+        };
+        let len = if st > 0 {
+            (e - s + st - 1) / st
+        } else {
+            (s - e + (-st) - 1) / (-st)
+        }
+        .max(0);
+        let len = u64::try_from(len).map_err(|_| ShapeError("Slice size overflows".into()))?;
+        return Ok((Dim::Known(len), Some((s as i64, step))));
+    }
+    // A symbolic size (or bounds): assume the literal bounds lie within the
+    // axis, as every exporter's sizes do; "to the end" markers map to it.
+    let d = d.to_symint();
+    let at = |v: &SymInt, far: SymInt, near_end: SymInt| -> Result<SymInt> {
+        Ok(match v.as_int() {
+            Some(x) if x >= BIG => far,
+            Some(x) if x <= -BIG => near_end,
+            Some(x) if x < 0 => d.add(v)?,
+            _ => v.clone(),
+        })
+    };
+    let len = if step > 0 {
+        let s = at(start, d.clone(), SymInt::Int(0))?;
+        let e = at(end, d.clone(), SymInt::Int(0))?;
+        e.sub(&s)?.ceil_div(step)?
+    } else {
+        let last = d.sub(&SymInt::Int(1))?;
+        let s = at(start, last, SymInt::Int(-1))?;
+        let e = at(end, d.clone(), SymInt::Int(-1))?;
+        s.sub(&e)?.ceil_div(
+            step.checked_neg()
+                .ok_or_else(|| ShapeError("Slice step overflows".into()))?,
+        )?
+    };
+    let len = match len.as_int() {
+        Some(n) if n < 0 => SymInt::Int(0),
+        _ => len,
+    };
+    Ok((dim(&len)?, None))
+}
+
+/// Gather: the indexed axis is replaced by the indices' shape.
+fn gather(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let idx_shape = ctx.shape(1).cloned();
+    let (Some(s), Some(q)) = (data.shape.clone(), idx_shape) else {
+        ctx.set(0, Fact::tensor(data.dtype, None));
+        return Ok(());
+    };
+    let a = axis(ctx.attr_int_or("axis", 0), s.len())?;
+    let mut shape = s[..a].to_vec();
+    shape.extend(q.iter().cloned());
+    shape.extend(s[a + 1..].iter().cloned());
+    let indices = ctx.known_ints(1);
+    // Resolve negative indices; known out-of-range ones are an error.
+    let resolved: Option<Vec<usize>> = match (&indices, s[a].known()) {
+        (Some(ix), Some(n)) => Some(
+            ix.iter()
+                .map(|&i| {
+                    let j = if i < 0 {
+                        i as i128 + n as i128
+                    } else {
+                        i as i128
+                    };
+                    usize::try_from(j)
+                        .ok()
+                        .filter(|&j| (j as u64) < n)
+                        .ok_or_else(|| {
+                            ShapeError(format!("Gather index {i} is out of range for size {n}"))
+                        })
+                })
+                .collect::<Result<_>>()?,
+        ),
+        _ => None,
+    };
+    let q_rank = q.len();
+    let value = resolved.and_then(|ix| {
+        let q_strides = strides(&known_usize(&q)?);
+        fold_map(ctx, &shape, |o, src| {
+            src[..a].copy_from_slice(&o[..a]);
+            let flat = o[a..a + q_rank]
+                .iter()
+                .zip(&q_strides)
+                .map(|(i, st)| i * st)
+                .sum::<usize>();
+            src[a] = *ix.get(flat)?;
+            src[a + 1..].copy_from_slice(&o[a + q_rank..]);
+            Some(())
+        })
+    });
+    ctx.set(0, out_fact(data.dtype, Some(shape), value));
+    Ok(())
+}
+
+/// Transpose: dimensions permuted by `perm` (reversed by default).
+fn transpose(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let Some(s) = data.shape.clone() else {
+        ctx.set(0, Fact::tensor(data.dtype, None));
+        return Ok(());
+    };
+    let perm: Vec<usize> = match ctx.attr_ints("perm") {
+        Some(p) => {
+            if p.len() != s.len() {
+                return err(format!(
+                    "Transpose perm has {} entries for rank {}",
+                    p.len(),
+                    s.len()
+                ));
+            }
+            axes_of(&p, s.len())?
+        }
+        None => (0..s.len()).rev().collect(),
+    };
+    let shape: Vec<Dim> = perm.iter().map(|&p| s[p].clone()).collect();
+    let value = fold_map(ctx, &shape, |o, src| {
+        for (k, &p) in perm.iter().enumerate() {
+            src[p] = o[k];
+        }
+        Some(())
+    });
+    ctx.set(0, out_fact(data.dtype, Some(shape), value));
+    Ok(())
+}
+
+/// Tile: each size times its repeat count.
+fn tile(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let Some(s) = data.shape.clone() else {
+        ctx.set(0, Fact::tensor(data.dtype, None));
+        return Ok(());
+    };
+    let shape = match ctx.ints(1) {
+        Some(r) => {
+            if r.len() != s.len() {
+                return err(format!("Tile has {} repeats for rank {}", r.len(), s.len()));
+            }
+            s.iter()
+                .zip(&r)
+                .map(|(d, r)| to_dim(&d.to_symint().mul(r)?, "Tile size"))
+                .collect::<Result<Vec<_>>>()?
+        }
+        None => fresh_dims(ctx, s.len(), "tile"),
+    };
+    let in_dims = known_usize(&s);
+    let value = in_dims.and_then(|in_dims| {
+        fold_map(ctx, &shape, |o, src| {
+            for (k, x) in src.iter_mut().enumerate() {
+                *x = o[k].checked_rem(in_dims[k])?;
+            }
+            Some(())
+        })
+    });
+    ctx.set(0, out_fact(data.dtype, Some(shape), value));
+    Ok(())
+}
+
+/// Pad: begin and end pads per axis (attribute before opset 11; input
+/// after, with an `axes` input from 18).
+fn pad(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let Some(s) = data.shape.clone() else {
+        ctx.set(0, Fact::tensor(data.dtype, None));
+        return Ok(());
+    };
+    let rank = s.len();
+    let pads = if ctx.opset < 2 {
+        ints_param(ctx, "paddings", 1, i64::MAX)
+    } else {
+        ints_param(ctx, "pads", 1, 11)
+    };
+    let axes: Vec<usize> = match known_param(ctx, "axes", 3, 18) {
+        Param::Known(a) if ctx.opset >= 18 => axes_of(&a, rank)?,
+        Param::Unknown if ctx.opset >= 18 => {
+            ctx.set(
+                0,
+                Fact::tensor(data.dtype, Some(fresh_dims(ctx, rank, "pad"))),
+            );
+            return Ok(());
+        }
+        _ => (0..rank).collect(),
+    };
+    let mut shape = s.clone();
+    match pads {
+        Param::Known(p) => {
+            if p.len() != 2 * axes.len() {
+                return err(format!("Pad has {} pads for {} axes", p.len(), axes.len()));
+            }
+            for (j, &a) in axes.iter().enumerate() {
+                let v = s[a].to_symint().add(&p[j])?.add(&p[j + axes.len()])?;
+                shape[a] = to_dim(&v, "padded size")?;
+            }
+        }
+        Param::Unknown => axes.iter().for_each(|&a| shape[a] = ctx.fresh_dim("pad")),
+        Param::Absent => return err("Pad needs pads"),
+    }
+    ctx.set(0, Fact::tensor(data.dtype, Some(shape)));
+    Ok(())
+}
+
+/// CenterCropPad: the listed axes take the sizes given as data.
+fn center_crop_pad(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let Some(s) = data.shape.clone() else {
+        ctx.set(0, Fact::tensor(data.dtype, None));
+        return Ok(());
+    };
+    let axes = match ctx.attr_ints("axes") {
+        Some(a) => axes_of(&a, s.len())?,
+        None => (0..s.len()).collect(),
+    };
+    let mut shape = s.clone();
+    match ctx.ints(1) {
+        Some(v) => {
+            if v.len() != axes.len() {
+                return err(format!(
+                    "CenterCropPad has {} sizes for {} axes",
+                    v.len(),
+                    axes.len()
+                ));
+            }
+            for (&a, v) in axes.iter().zip(&v) {
+                shape[a] = to_dim(v, "CenterCropPad size")?;
+            }
+        }
+        None => axes.iter().for_each(|&a| shape[a] = ctx.fresh_dim("crop")),
+    }
+    ctx.set(0, Fact::tensor(data.dtype, Some(shape)));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- others
+
+/// Same type and shape as input 0 (Trilu, CumSum, ReverseSequence...).
+fn same(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    ctx.set(0, x.reshaped(x.shape.clone()));
+    Ok(())
+}
+
+/// EyeLike: the input's 2-D shape; type from `dtype` or the input.
+fn eye_like(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    if let Some(r) = x.rank()
+        && r != 2
+    {
+        return err(format!("EyeLike needs a 2-D input, got rank {r}"));
+    }
+    let dtype = match ctx.attr_int("dtype") {
+        Some(c) => Some(dtype_code(c)?),
+        None => x.dtype,
+    };
+    ctx.set(0, Fact::tensor(dtype, x.shape.clone()));
+    Ok(())
+}
+
+fn dtype_code(c: i64) -> Result<DType> {
+    i32::try_from(c)
+        .ok()
+        .and_then(DType::from_onnx_code)
+        .ok_or_else(|| ShapeError(format!("unknown element type {c}")))
+}
+
+/// BitCast: same shape, another type of the same width.
+fn bit_cast(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let to = dtype_code(
+        ctx.attr_int("to")
+            .ok_or_else(|| ShapeError("BitCast needs `to`".into()))?,
+    )?;
+    if let Some(from) = x.dtype
+        && from.bits() != to.bits()
+    {
+        return err(format!("BitCast from {from} to {to} changes the width"));
+    }
+    ctx.set(0, Fact::tensor(Some(to), x.shape.clone()));
+    Ok(())
+}
+
+/// OneHot: a new axis of size `depth` at `axis`; type of `values`.
+fn one_hot(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.dtype(2);
+    let depth = ctx
+        .floats(1)
+        .filter(|v| v.len() == 1)
+        .and_then(|v| v.first().copied());
+    let shape = match ctx.shape(0).cloned() {
+        Some(s) => {
+            let a = axis_inclusive(ctx.attr_int_or("axis", -1), s.len())?;
+            let d = match depth {
+                Some(d) if (1.0..1e15).contains(&d) => Dim::Known(d as u64),
+                Some(d) => return err(format!("OneHot depth {d} is not positive")),
+                None => ctx.fresh_dim("depth"),
+            };
+            let mut out = s;
+            out.insert(a, d);
+            Some(out)
+        }
+        None => None,
+    };
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// DepthToSpace / SpaceToDepth on NCHW with `blocksize`.
+fn depth_space(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let b = ctx
+        .attr_int("blocksize")
+        .ok_or_else(|| ShapeError("needs blocksize".into()))?;
+    if b <= 0 {
+        return err(format!("blocksize {b} is not positive"));
+    }
+    let shape = match &x.shape {
+        None => None,
+        Some(s) if s.len() != 4 => {
+            return err(format!("{} needs a 4-D input, got [{}]", ctx.op, join(s)));
+        }
+        Some(s) => {
+            let bb = SymInt::Int(
+                b.checked_mul(b)
+                    .ok_or_else(|| ShapeError("blocksize overflows".into()))?,
+            );
+            let b = SymInt::Int(b);
+            let div = |v: &Dim, k: &SymInt| -> Result<Dim> {
+                let v = v.to_symint();
+                match v.exact_div(k) {
+                    Some(q) => dim(&q),
+                    None if v.is_known() => {
+                        err(format!("{} size {v} is not a multiple of {k}", ctx.op))
+                    }
+                    None => dim(&v.floor_div(k.as_int().unwrap_or(1))?),
+                }
+            };
+            let mul = |v: &Dim, k: &SymInt| -> Result<Dim> { dim(&v.to_symint().mul(k)?) };
+            Some(if ctx.op == "DepthToSpace" {
+                vec![
+                    s[0].clone(),
+                    div(&s[1], &bb)?,
+                    mul(&s[2], &b)?,
+                    mul(&s[3], &b)?,
+                ]
+            } else {
+                vec![
+                    s[0].clone(),
+                    mul(&s[1], &bb)?,
+                    div(&s[2], &b)?,
+                    div(&s[3], &b)?,
+                ]
+            })
+        }
+    };
+    ctx.set(0, Fact::tensor(x.dtype, shape));
+    Ok(())
+}
+
+/// Det: batch of square matrices [*, M, M] to [*].
+fn det(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let shape = match &x.shape {
+        None => None,
+        Some(s) if s.len() < 2 => return err(format!("Det needs rank >= 2, got [{}]", join(s))),
+        Some(s) => {
+            let n = s.len();
+            unify(&s[n - 2], &s[n - 1], "Det of a non-square matrix")?;
+            Some(s[..n - 2].to_vec())
+        }
+    };
+    ctx.set(0, Fact::tensor(x.dtype, shape));
+    Ok(())
+}
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    Vec::new()
+    let table: [(&'static str, InferFn); 28] = [
+        ("Constant", constant),
+        ("ConstantOfShape", constant_of_shape),
+        ("Range", range),
+        ("Shape", shape_op),
+        ("Size", size),
+        ("Reshape", reshape),
+        ("Flatten", flatten),
+        ("Squeeze", squeeze),
+        ("Unsqueeze", unsqueeze),
+        ("Expand", expand),
+        ("Concat", concat),
+        ("Split", split),
+        ("Slice", slice),
+        ("Gather", gather),
+        ("Transpose", transpose),
+        ("Tile", tile),
+        ("Pad", pad),
+        ("CenterCropPad", center_crop_pad),
+        ("EyeLike", eye_like),
+        ("OneHot", one_hot),
+        ("Trilu", same),
+        ("CumSum", same),
+        ("CumProd", same),
+        ("ReverseSequence", same),
+        ("BitCast", bit_cast),
+        ("DepthToSpace", depth_space),
+        ("SpaceToDepth", depth_space),
+        ("Det", det),
+    ];
+    table.iter().map(|(op, f)| ("", *op, *f)).collect()
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+    use crate::shape::ctx::{SubgraphInfer, TensorDecoder};
+
+    struct Nothing;
+    impl SubgraphInfer for Nothing {
+        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
+            err("no subgraphs here")
+        }
+    }
+    impl TensorDecoder for Nothing {
+        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
+            err("no tensors here")
+        }
+    }
+
+    pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            i: Some(v),
+            ..Default::default()
+        }
+    }
+    pub(in crate::shape) fn ints(name: &str, v: &[i64]) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            ints: v.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    /// Runs `op` (ai.onnx at `opset`, any family) on `inputs`; returns its outputs.
+    pub(in crate::shape) fn run(
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_out: usize,
+    ) -> Result<Vec<Fact>> {
+        let f = super::super::registry("", op)
+            .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
+        let fresh = Cell::new(0);
+        let mut ctx = InferCtx::new(
+            op, "", opset, attrs, inputs, n_out, &Nothing, &Nothing, &fresh,
+        );
+        f(&mut ctx)?;
+        Ok(ctx.outputs)
+    }
+    pub(in crate::shape) fn one(
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+    ) -> Fact {
+        run(op, opset, attrs, inputs, 1).expect("inference succeeds")[0].clone()
+    }
+
+    pub(in crate::shape) fn s(n: &str) -> Dim {
+        Dim::symbol(n)
+    }
+    pub(in crate::shape) fn k(n: u64) -> Dim {
+        Dim::Known(n)
+    }
+    pub(in crate::shape) fn f32(dims: Vec<Dim>) -> Option<Fact> {
+        Some(Fact::new(DType::Float32, dims))
+    }
+    /// A 1-D int64 tensor with known data.
+    pub(in crate::shape) fn vec_i(v: &[i64]) -> Option<Fact> {
+        Some(Fact::ints_1d(v.iter().map(|&x| SymInt::Int(x)).collect()))
+    }
+    pub(in crate::shape) fn scalar_i(v: i64) -> Option<Fact> {
+        Some(Fact::with_value(
+            DType::Int64,
+            vec![],
+            TensorValue::Ints(vec![SymInt::Int(v)]),
+        ))
+    }
+    pub(in crate::shape) fn known_vals(f: &Fact) -> Vec<i64> {
+        f.value
+            .as_ref()
+            .and_then(TensorValue::as_known_ints)
+            .expect("a known value")
+    }
+
+    #[test]
+    fn shape_gather_concat_reshape_gives_reshape_a_symbolic_shape() {
+        // x: [batch, seq, 768] viewed as heads: Reshape(x, Concat(Shape(x)[0:2], [12, 64])).
+        let x = f32(vec![s("batch"), s("seq"), k(768)]);
+        let shape = one("Shape", 21, &[], vec![x.clone()]);
+        let bs = one("Gather", 13, &[], vec![Some(shape), vec_i(&[0, 1])]);
+        let target = one(
+            "Concat",
+            13,
+            &[int("axis", 0)],
+            vec![Some(bs), vec_i(&[12, 64])],
+        );
+        let out = one("Reshape", 14, &[], vec![x, Some(target)]);
+        assert_eq!(out.shape, Some(vec![s("batch"), s("seq"), k(12), k(64)]));
+    }
+
+    #[test]
+    fn shape_start_end_select_a_range_of_dimensions() {
+        let x = f32(vec![k(2), s("n"), k(5), k(7)]);
+        let out = one(
+            "Shape",
+            15,
+            &[int("start", 1), int("end", -1)],
+            vec![x.clone()],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(5)]))
+        );
+        // A start past the end gives an empty vector, not an error.
+        let out = one("Shape", 15, &[int("start", 3), int("end", 1)], vec![x]);
+        assert_eq!(out.shape, Some(vec![k(0)]));
+    }
+
+    #[test]
+    fn reshape_infers_minus_one_symbolically_and_rejects_bad_counts() {
+        // [batch, seq, 768] -> [0, -1]: the -1 is seq*768 exactly.
+        let x = f32(vec![s("batch"), s("seq"), k(768)]);
+        let out = one("Reshape", 14, &[], vec![x, vec_i(&[0, -1])]);
+        let seq768 = SymInt::sym("seq").mul(&SymInt::Int(768)).unwrap();
+        assert_eq!(out.shape, Some(vec![s("batch"), Dim::Sym(seq768)]));
+        // allowzero keeps a literal 0 as a size.
+        let out = one(
+            "Reshape",
+            14,
+            &[int("allowzero", 1)],
+            vec![f32(vec![k(0), k(3)]), vec_i(&[3, 0])],
+        );
+        assert_eq!(out.shape, Some(vec![k(3), k(0)]));
+        // 12 elements do not make rows of 5; nor can two sizes be inferred.
+        assert!(
+            run(
+                "Reshape",
+                14,
+                &[],
+                vec![f32(vec![k(3), k(4)]), vec_i(&[5, -1])],
+                1
+            )
+            .is_err()
+        );
+        assert!(
+            run(
+                "Reshape",
+                14,
+                &[],
+                vec![f32(vec![k(3), k(4)]), vec_i(&[-1, -1])],
+                1
+            )
+            .is_err()
+        );
+        // Before opset 5 the target is the `shape` attribute.
+        let out = one(
+            "Reshape",
+            4,
+            &[ints("shape", &[-1])],
+            vec![f32(vec![k(3), k(4)])],
+        );
+        assert_eq!(out.shape, Some(vec![k(12)]));
+    }
+
+    #[test]
+    fn reshape_with_unknown_target_keeps_its_rank() {
+        let target = Some(Fact::new(DType::Int64, vec![k(3)]));
+        let out = one("Reshape", 14, &[], vec![f32(vec![k(6)]), target]);
+        assert_eq!(out.rank(), Some(3));
+        assert!(out.shape.unwrap().iter().all(|d| d.known().is_none()));
+    }
+
+    #[test]
+    fn slice_of_symbolic_axes() {
+        let x = f32(vec![s("batch"), s("seq"), k(64)]);
+        // x[:, -1:, :] keeps one position; x[:, 1:, :] drops one.
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![x.clone(), vec_i(&[-1]), vec_i(&[i64::MAX]), vec_i(&[1])],
+        );
+        assert_eq!(out.shape, Some(vec![s("batch"), k(1), k(64)]));
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![x.clone(), vec_i(&[1]), vec_i(&[i64::MAX]), vec_i(&[1])],
+        );
+        let seq1 = SymInt::sym("seq").sub(&SymInt::Int(1)).unwrap();
+        assert_eq!(out.shape, Some(vec![s("batch"), Dim::Sym(seq1), k(64)]));
+        // x[:, ::-1, :] reverses the whole axis.
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![
+                x,
+                vec_i(&[-1]),
+                vec_i(&[i64::MIN]),
+                vec_i(&[1]),
+                vec_i(&[-1]),
+            ],
+        );
+        assert_eq!(out.shape, Some(vec![s("batch"), s("seq"), k(64)]));
+    }
+
+    #[test]
+    fn slice_clamps_and_folds_values() {
+        let v = vec_i(&[10, 20, 30, 40, 50]);
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![v.clone(), vec_i(&[-3]), vec_i(&[100])],
+        );
+        assert_eq!(known_vals(&out), vec![30, 40, 50]);
+        let out = one(
+            "Slice",
+            13,
+            &[],
+            vec![
+                v.clone(),
+                vec_i(&[4]),
+                vec_i(&[-100]),
+                vec_i(&[0]),
+                vec_i(&[-2]),
+            ],
+        );
+        assert_eq!(known_vals(&out), vec![50, 30, 10]);
+        // Opset 1-9: attributes.
+        let out = one(
+            "Slice",
+            9,
+            &[ints("starts", &[1]), ints("ends", &[3])],
+            vec![v.clone()],
+        );
+        assert_eq!(known_vals(&out), vec![20, 30]);
+        assert!(
+            run(
+                "Slice",
+                13,
+                &[],
+                vec![v, vec_i(&[0]), vec_i(&[1]), vec_i(&[0]), vec_i(&[0])],
+                1
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn squeeze_and_unsqueeze() {
+        // With no axes, a symbolic size might be 1: the rank is unknown.
+        let out = one("Squeeze", 13, &[], vec![f32(vec![k(1), s("n")])]);
+        assert_eq!(out.shape, None);
+        let out = one(
+            "Squeeze",
+            13,
+            &[],
+            vec![f32(vec![k(1), s("n")]), vec_i(&[0])],
+        );
+        assert_eq!(out.shape, Some(vec![s("n")]));
+        assert!(
+            run(
+                "Squeeze",
+                11,
+                &[ints("axes", &[1])],
+                vec![f32(vec![k(1), k(3)])],
+                1
+            )
+            .is_err()
+        );
+        // Unsqueeze's axes index the output: -1 is the new last axis.
+        let out = one("Unsqueeze", 13, &[], vec![scalar_i(7), vec_i(&[0])]);
+        assert_eq!(out.shape, Some(vec![k(1)]));
+        assert_eq!(known_vals(&out), vec![7]);
+        let out = one(
+            "Unsqueeze",
+            11,
+            &[ints("axes", &[0, -1])],
+            vec![f32(vec![s("n")])],
+        );
+        assert_eq!(out.shape, Some(vec![k(1), s("n"), k(1)]));
+        assert!(
+            run(
+                "Unsqueeze",
+                13,
+                &[],
+                vec![f32(vec![k(2)]), vec_i(&[0, 0])],
+                1
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn concat_adds_along_the_axis_and_checks_the_others() {
+        let out = one(
+            "Concat",
+            13,
+            &[int("axis", 1)],
+            vec![f32(vec![s("b"), s("p")]), f32(vec![s("b"), s("q")])],
+        );
+        let pq = SymInt::sym("p").add(&SymInt::sym("q")).unwrap();
+        assert_eq!(out.shape, Some(vec![s("b"), Dim::Sym(pq)]));
+        // An input of unknown shape: the axis size becomes unknown, the others stay.
+        let out = one(
+            "Concat",
+            13,
+            &[int("axis", 0)],
+            vec![Some(Fact::unknown()), f32(vec![k(2), s("n")])],
+        );
+        assert_eq!(out.rank(), Some(2));
+        assert_eq!(out.shape.as_ref().map(|v| v[1].clone()), Some(s("n")));
+        assert!(out.shape.unwrap()[0].known().is_none());
+        assert!(
+            run(
+                "Concat",
+                13,
+                &[int("axis", 0)],
+                vec![f32(vec![k(1), k(2)]), f32(vec![k(1), k(3)])],
+                1
+            )
+            .is_err()
+        );
+        // 2-D values fold along axis 1.
+        let a = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(1)],
+            TensorValue::Ints(vec![1.into(), 2.into()]),
+        );
+        let b = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(2)],
+            TensorValue::Ints(vec![3.into(), 4.into(), 5.into(), 6.into()]),
+        );
+        let out = one("Concat", 13, &[int("axis", -1)], vec![Some(a), Some(b)]);
+        assert_eq!(known_vals(&out), vec![1, 3, 4, 2, 5, 6]);
+    }
+
+    #[test]
+    fn gather_folds_and_checks_indices() {
+        let m = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(3)],
+            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+        );
+        // Column -1 of a 2x3 matrix, as a [2] vector.
+        let out = one(
+            "Gather",
+            13,
+            &[int("axis", 1)],
+            vec![Some(m.clone()), scalar_i(-1)],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![3, 6]);
+        assert!(run("Gather", 13, &[], vec![Some(m), vec_i(&[2])], 1).is_err());
+    }
+
+    #[test]
+    fn range_counts_symbolically() {
+        // Float bounds that are whole numbers count exactly too.
+        let half = Some(Fact::with_value(
+            DType::Float32,
+            vec![],
+            TensorValue::Floats(vec![0.5]),
+        ));
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![
+                Some(Fact::with_value(
+                    DType::Float32,
+                    vec![],
+                    TensorValue::Floats(vec![0.0]),
+                )),
+                Some(Fact::with_value(
+                    DType::Float32,
+                    vec![],
+                    TensorValue::Floats(vec![2.0]),
+                )),
+                half,
+            ],
+        );
+        assert_eq!(out.shape, Some(vec![k(4)]));
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Floats(vec![0.0, 0.5, 1.0, 1.5]))
+        );
+        let seq = Some(Fact::with_value(
+            DType::Int64,
+            vec![],
+            TensorValue::Ints(vec![SymInt::sym("seq")]),
+        ));
+        let out = one("Range", 11, &[], vec![scalar_i(0), seq, scalar_i(1)]);
+        assert_eq!(out.shape, Some(vec![s("seq")]));
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![scalar_i(10), scalar_i(6), scalar_i(-3)],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![10, 7]);
+        // An empty range, not a negative size.
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![scalar_i(5), scalar_i(1), scalar_i(1)],
+        );
+        assert_eq!(out.shape, Some(vec![k(0)]));
+    }
+
+    #[test]
+    fn expand_broadcasts_symbolic_sizes() {
+        let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(1)]));
+        let out = one("Expand", 13, &[], vec![f32(vec![k(1), s("n")]), target]);
+        assert_eq!(out.shape, Some(vec![s("b"), s("n")]));
+        let out = one("Expand", 13, &[], vec![vec_i(&[4, 5]), vec_i(&[2, 1])]);
+        assert_eq!(known_vals(&out), vec![4, 5, 4, 5]);
+    }
+
+    #[test]
+    fn split_variants() {
+        // num_outputs (opset 18): 7 in 3 parts is 3, 3, 1.
+        let outs = run(
+            "Split",
+            18,
+            &[int("num_outputs", 3)],
+            vec![f32(vec![k(7)])],
+            3,
+        )
+        .unwrap();
+        let sizes: Vec<_> = outs
+            .iter()
+            .map(|f| f.shape.clone().unwrap()[0].clone())
+            .collect();
+        assert_eq!(sizes, vec![k(3), k(3), k(1)]);
+        // Equal parts of a symbolic size: 2*n in 2 is n.
+        let two_n = Dim::Sym(SymInt::sym("n").mul(&SymInt::Int(2)).unwrap());
+        let outs = run("Split", 13, &[], vec![f32(vec![two_n])], 2).unwrap();
+        assert_eq!(outs[1].shape, Some(vec![s("n")]));
+        // Sizes from the attribute (opset 11) and folded values.
+        let outs = run(
+            "Split",
+            11,
+            &[ints("split", &[1, 2])],
+            vec![vec_i(&[7, 8, 9])],
+            2,
+        )
+        .unwrap();
+        assert_eq!(known_vals(&outs[1]), vec![8, 9]);
+        assert!(run("Split", 13, &[], vec![f32(vec![k(5)]), vec_i(&[1, 2])], 2).is_err());
+    }
+
+    #[test]
+    fn transpose_and_tile_fold() {
+        let m = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(3)],
+            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+        );
+        let out = one("Transpose", 13, &[], vec![Some(m)]);
+        assert_eq!(out.shape, Some(vec![k(3), k(2)]));
+        assert_eq!(known_vals(&out), vec![1, 4, 2, 5, 3, 6]);
+        let out = one("Tile", 13, &[], vec![vec_i(&[1, 2]), vec_i(&[2])]);
+        assert_eq!(known_vals(&out), vec![1, 2, 1, 2]);
+        assert!(
+            run(
+                "Transpose",
+                13,
+                &[ints("perm", &[0, 0])],
+                vec![f32(vec![k(1), k(2)])],
+                1
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn pad_reads_pads_from_where_the_opset_keeps_them() {
+        let x = f32(vec![s("n"), k(4)]);
+        let out = one("Pad", 2, &[ints("pads", &[0, 1, 0, 2])], vec![x.clone()]);
+        assert_eq!(out.shape, Some(vec![s("n"), k(7)]));
+        let out = one("Pad", 13, &[], vec![x.clone(), vec_i(&[1, 0, 1, 0])]);
+        let n2 = SymInt::sym("n").add(&SymInt::Int(2)).unwrap();
+        assert_eq!(out.shape, Some(vec![Dim::Sym(n2), k(4)]));
+        // Opset 18: pads for the listed axes only.
+        let out = one(
+            "Pad",
+            18,
+            &[],
+            vec![x.clone(), vec_i(&[1, 1]), None, vec_i(&[-1])],
+        );
+        assert_eq!(out.shape, Some(vec![s("n"), k(6)]));
+        // Cropping below zero is inconsistent.
+        assert!(run("Pad", 13, &[], vec![x, vec_i(&[0, -3, 0, -2])], 1).is_err());
+    }
+
+    #[test]
+    fn flatten_depth_to_space_det() {
+        let x = f32(vec![s("b"), k(3), k(4), k(5)]);
+        let out = one("Flatten", 13, &[int("axis", -1)], vec![x.clone()]);
+        let b60 = SymInt::sym("b").mul(&SymInt::Int(60)).unwrap();
+        assert_eq!(
+            out.shape,
+            Some(vec![Dim::Sym(b60.floor_div(5).unwrap()), k(5)])
+        );
+        let out = one("Flatten", 13, &[int("axis", 0)], vec![x]);
+        assert_eq!(out.shape, Some(vec![k(1), Dim::Sym(b60)]));
+        let out = one(
+            "DepthToSpace",
+            13,
+            &[int("blocksize", 2)],
+            vec![f32(vec![s("b"), k(8), s("h"), k(3)])],
+        );
+        let h2 = SymInt::sym("h").mul(&SymInt::Int(2)).unwrap();
+        assert_eq!(out.shape, Some(vec![s("b"), k(2), Dim::Sym(h2), k(6)]));
+        assert!(
+            run(
+                "SpaceToDepth",
+                13,
+                &[int("blocksize", 2)],
+                vec![f32(vec![k(1), k(1), k(3), k(4)])],
+                1
+            )
+            .is_err()
+        );
+        let out = one("Det", 11, &[], vec![f32(vec![s("b"), k(3), k(3)])]);
+        assert_eq!(out.shape, Some(vec![s("b")]));
+        assert!(run("Det", 11, &[], vec![f32(vec![k(3), k(2)])], 1).is_err());
+    }
+
+    #[test]
+    fn constant_of_shape_and_size_fold() {
+        let target = Some(Fact::ints_1d(vec![SymInt::sym("n"), SymInt::Int(2)]));
+        let out = one("ConstantOfShape", 9, &[], vec![target]);
+        assert_eq!(out.dtype, Some(DType::Float32));
+        assert_eq!(out.shape, Some(vec![s("n"), k(2)]));
+        let out = one("ConstantOfShape", 9, &[], vec![vec_i(&[2])]);
+        assert_eq!(out.value, Some(TensorValue::Floats(vec![0.0, 0.0])));
+        assert!(run("ConstantOfShape", 9, &[], vec![vec_i(&[-1])], 1).is_err());
+        let out = one("Size", 13, &[], vec![f32(vec![s("n"), k(2)])]);
+        let n2 = SymInt::sym("n").mul(&SymInt::Int(2)).unwrap();
+        assert_eq!(out.value, Some(TensorValue::Ints(vec![n2])));
+    }
+
+    #[test]
+    fn constant_scalar_and_list_attributes() {
+        let out = one("Constant", 13, &[ints("value_ints", &[3, 4])], vec![]);
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![3, 4]);
+        let out = one("Constant", 13, &[int("value_int", 5)], vec![]);
+        assert_eq!((out.dtype, out.shape), (Some(DType::Int64), Some(vec![])));
+        assert!(run("Constant", 13, &[], vec![], 1).is_err());
+    }
+
+    #[test]
+    fn one_hot_crop_bitcast_eyelike() {
+        // OneHot: depth 10 inserted before the last axis (axis -2 of the output).
+        let values = Some(Fact::new(DType::Int32, vec![k(2)]));
+        let out = one(
+            "OneHot",
+            11,
+            &[int("axis", -2)],
+            vec![f32(vec![s("b"), k(4)]), scalar_i(10), values],
+        );
+        assert_eq!(
+            (out.dtype, out.shape),
+            (Some(DType::Int32), Some(vec![s("b"), k(10), k(4)]))
+        );
+        // CenterCropPad on the listed axes only.
+        let out = one(
+            "CenterCropPad",
+            18,
+            &[ints("axes", &[1])],
+            vec![f32(vec![s("b"), k(9)]), vec_i(&[4])],
+        );
+        assert_eq!(out.shape, Some(vec![s("b"), k(4)]));
+        let bitcast = |to: i64| run("BitCast", 26, &[int("to", to)], vec![f32(vec![s("n")])], 1);
+        assert_eq!(bitcast(6).unwrap()[0].dtype, Some(DType::Int32));
+        assert!(bitcast(7).is_err(), "float32 to int64 changes the width");
+        assert!(run("EyeLike", 9, &[], vec![f32(vec![k(3)])], 1).is_err());
+    }
 }
