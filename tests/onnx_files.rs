@@ -373,17 +373,36 @@ fn deeply_nested_subgraphs_are_an_error_not_a_stack_overflow() {
     );
 }
 
+/// The nine model-zoo "light" models the onnx package ships: every tensor
+/// gets a fully known shape, every layer has a rule, nothing is unanalysed.
 #[test]
-fn light_resnet50_loads_and_infers_every_shape() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/onnx/light_resnet50.onnx"
-    );
-    let (code, out, err) = c3(&["shapes", path, "--format", "json"]);
-    assert_eq!(code, 0, "{err}");
+fn light_models_are_fully_analysed() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/onnx");
+    let mut models: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
+        .collect();
+    models.sort();
+    assert_eq!(models.len(), 9);
+    for m in &models {
+        let path = m.to_str().unwrap();
+        let (code, out, err) = c3(&["shapes", path, "--format", "json"]);
+        assert_eq!(code, 0, "{path}: {err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        for (name, t) in j["tensors"].as_object().unwrap() {
+            let shape = t["shape"].as_array().unwrap_or_else(|| panic!("{path}: {name} has no shape"));
+            assert!(shape.iter().all(serde_json::Value::is_u64), "{path}: {name} is {shape:?}");
+        }
+        let (code, out, err) = c3(&["estimate", path, "--format", "json", "--strict"]);
+        assert_eq!(code, 0, "{path}: {err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j["unsupported"], serde_json::json!([]), "{path}");
+        assert!(j["total"]["flops"].as_u64().unwrap() > 0, "{path}");
+    }
+    // ResNet50: the input and the 1000 class probabilities.
+    let (_, out, _) = c3(&["shapes", &format!("{dir}/light_resnet50.onnx"), "--format", "json"]);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(
-        j["tensors"]["gpu_0/data_0"]["shape"],
-        serde_json::json!([1, 3, 224, 224])
-    );
+    assert_eq!(j["tensors"]["gpu_0/data_0"]["shape"], serde_json::json!([1, 3, 224, 224]));
+    assert_eq!(j["tensors"]["gpu_0/softmax_1"]["shape"], serde_json::json!([1, 1000]));
 }
