@@ -1,9 +1,1053 @@
 //! Indexing, selection and resampling: GatherElements/ND, Scatter*, TopK,
-//! NonZero, Unique, Resize, GridSample, signal, random and string operators.
+//! NonZero, Unique, Resize, GridSample, signal, random and string operators,
+//! plus the ai.onnx.ml and ai.onnx.preview.training operators.
+//!
+//! Sizes that depend on data (NonZero's count, Unique's, NMS's selection)
+//! are fresh symbols unless the data itself is known, in which case they are
+//! counted.
 
-use super::OpEntry;
+use std::collections::HashSet;
+
+use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err, join};
+use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use super::{InferFn, OpEntry};
+use crate::dim::SymInt;
+use crate::ir::{DType, Dim};
+
+// ---------------------------------------------------------------- helpers
+
+/// A scalar (or one-element) input's value, possibly symbolic.
+fn scalar(ctx: &InferCtx, i: usize) -> Option<SymInt> {
+    match ctx.ints(i)?.as_slice() {
+        [x] => Some(x.clone()),
+        _ => None,
+    }
+}
+
+/// The element type an attribute names by its ONNX code, else `default`.
+fn dtype_attr(ctx: &InferCtx, name: &str, default: Option<DType>) -> Result<Option<DType>> {
+    match ctx.attr_int(name) {
+        None => Ok(default),
+        Some(code) => i32::try_from(code)
+            .ok()
+            .and_then(DType::from_onnx_code)
+            .map(Some)
+            .ok_or_else(|| ShapeError(format!("`{name}` names unknown element type {code}"))),
+    }
+}
+
+/// A dimension from a value when it is known, else a fresh symbol.
+fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Result<Dim> {
+    match v {
+        Some(v) => dim(v),
+        None => Ok(ctx.fresh_dim(hint)),
+    }
+}
+
+/// `n` fresh symbols.
+fn fresh_dims(ctx: &InferCtx, n: usize, hint: &str) -> Vec<Dim> {
+    (0..n).map(|_| ctx.fresh_dim(hint)).collect()
+}
+
+/// Output 0 is input 0's type and shape.
+fn like_input(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    ctx.set(0, x.reshaped(x.shape.clone()));
+    Ok(())
+}
+
+/// Output 0 has input 0's shape and the given type.
+fn same_shape_as(ctx: &mut InferCtx, dtype: Option<DType>) -> Result<()> {
+    let shape = ctx.require(0)?.shape.clone();
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// One element of a known tensor, hashable, for counting distinct values.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Elem {
+    Int(i64),
+    /// Bits of the value, with -0.0 folded into 0.0 (they compare equal).
+    Float(u64),
+    Str(String),
+}
+
+/// The known elements of input `i`; `None` when any is symbolic or unknown.
+fn elems(ctx: &InferCtx, i: usize) -> Option<Vec<Elem>> {
+    match ctx.value(i)? {
+        TensorValue::Ints(v) => v.iter().map(|x| x.as_int().map(Elem::Int)).collect(),
+        TensorValue::Floats(v) => Some(
+            v.iter()
+                .map(|f| Elem::Float(if *f == 0.0 { 0 } else { f.to_bits() }))
+                .collect(),
+        ),
+        TensorValue::Strings(v) => Some(v.into_iter().map(Elem::Str).collect()),
+    }
+}
+
+fn is_nonzero(e: &Elem) -> bool {
+    match e {
+        Elem::Int(i) => *i != 0,
+        Elem::Float(b) => *b != 0,
+        Elem::Str(s) => !s.is_empty(),
+    }
+}
+
+/// The known sizes of a shape.
+fn known_dims(s: &[Dim]) -> Option<Vec<u64>> {
+    s.iter().map(Dim::known).collect()
+}
+
+// ---------------------------------------------------------------- gather / scatter
+
+/// GatherElements: the output takes the indices' shape and the data's type.
+fn gather_elements(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    if let (Some(r), Some(q)) = (ctx.rank(0), ctx.rank(1)) {
+        if r != q {
+            return err(format!(
+                "data (rank {r}) and indices (rank {q}) must have the same rank"
+            ));
+        }
+        axis(ctx.attr_int_or("axis", 0), r)?;
+    }
+    let shape = ctx.shape(1).cloned();
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// GatherND: `indices.shape[:-1] + data.shape[batch_dims + k:]`, with `k`
+/// the indices' last dimension.
+fn gather_nd(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let mut shape = None;
+    if let (Some(d), Some(ix)) = (ctx.shape(0), ctx.shape(1)) {
+        let Some((last, outer)) = ix.split_last() else {
+            return err("GatherND indices must have rank 1 or more");
+        };
+        let b = ctx.attr_int_or("batch_dims", 0);
+        let b = usize::try_from(b)
+            .ok()
+            .filter(|&b| b < d.len().min(ix.len()))
+            .ok_or_else(|| {
+                ShapeError(format!(
+                    "batch_dims {b} must be below both ranks ({} and {})",
+                    d.len(),
+                    ix.len()
+                ))
+            })?;
+        if let Some(k) = last.known() {
+            let end = usize::try_from(k)
+                .ok()
+                .and_then(|k| k.checked_add(b))
+                .filter(|&e| e <= d.len())
+                .ok_or_else(|| {
+                    ShapeError(format!(
+                        "indices address {k} dimensions after {b} batch dimensions of data [{}]",
+                        join(d)
+                    ))
+                })?;
+            let mut s = outer.to_vec();
+            s.extend_from_slice(&d[end..]);
+            shape = Some(s);
+        }
+    }
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// Scatter, ScatterElements, ScatterND, TensorScatter: the data, updated in
+/// place, keeps its shape. Ranks that cannot go together are errors.
+fn scatter(ctx: &mut InferCtx) -> Result<()> {
+    let (a, b) = match ctx.op {
+        // indices and updates have the data's rank.
+        "Scatter" | "ScatterElements" => (1, 2),
+        // update has the cache's rank.
+        "TensorScatter" => (0, 1),
+        _ => (0, 0),
+    };
+    for i in [a, b] {
+        if let (Some(r), Some(q)) = (ctx.rank(0), ctx.rank(i))
+            && r != q
+        {
+            return err(format!("input {} has rank {q}, the data rank {r}", i + 1));
+        }
+    }
+    if let Some(r) = ctx.rank(0) {
+        match ctx.op {
+            "Scatter" | "ScatterElements" => {
+                axis(ctx.attr_int_or("axis", 0), r)?;
+            }
+            "TensorScatter" => {
+                axis(ctx.attr_int_or("axis", -2), r)?;
+            }
+            _ => {}
+        }
+    }
+    like_input(ctx)
+}
+
+// ---------------------------------------------------------------- selection
+
+/// TopK: the axis shrinks to `k` (attribute before opset 10, input after).
+fn top_k(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let k = if ctx.opset < 10 {
+        ctx.attr_int("k").map(SymInt::Int)
+    } else {
+        scalar(ctx, 1)
+    };
+    let mut shape = None;
+    if let Some(s) = ctx.shape(0) {
+        let a = axis(ctx.attr_int_or("axis", -1), s.len())?;
+        let kd = dim_or_fresh(ctx, k.as_ref(), "topk")?;
+        let mut s = s.clone();
+        if let Some(slot) = s.get_mut(a) {
+            if let (Some(k), Some(n)) = (kd.known(), slot.known())
+                && k > n
+            {
+                return err(format!("k = {k} exceeds the axis size {n}"));
+            }
+            *slot = kd;
+        }
+        shape = Some(s);
+    }
+    ctx.set(0, Fact::tensor(dtype, shape.clone()));
+    ctx.set(1, Fact::tensor(Some(DType::Int64), shape));
+    Ok(())
+}
+
+/// NonZero: `[rank, count]`; the count (and the indices) are known when the
+/// input's data is.
+fn non_zero(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?;
+    let Some(s) = x.shape.clone() else {
+        ctx.set(0, Fact::tensor(Some(DType::Int64), None));
+        return Ok(());
+    };
+    let rank = s.len() as u64;
+    let data = known_dims(&s).zip(elems(ctx, 0));
+    let Some((dims, data)) = data else {
+        let n = ctx.fresh_dim("nonzero");
+        ctx.set(0, Fact::new(DType::Int64, vec![Dim::Known(rank), n]));
+        return Ok(());
+    };
+    let hits: Vec<usize> = (0..data.len()).filter(|&i| is_nonzero(&data[i])).collect();
+    let shape = vec![Dim::Known(rank), Dim::Known(hits.len() as u64)];
+    let mut fact = Fact::new(DType::Int64, shape);
+    if hits.len().saturating_mul(s.len()) <= MAX_VALUE_ELEMENTS {
+        // Row d holds coordinate d of every hit, in row-major order.
+        let mut rows = vec![Vec::with_capacity(hits.len()); s.len()];
+        for &flat in &hits {
+            let mut rest = flat as u64;
+            for (d, &n) in dims.iter().enumerate().rev() {
+                if n > 0 {
+                    rows[d].push(SymInt::Int((rest % n) as i64));
+                    rest /= n;
+                }
+            }
+        }
+        fact.value = Some(TensorValue::Ints(rows.concat()));
+    }
+    ctx.set(0, fact);
+    Ok(())
+}
+
+/// How many distinct elements (no axis) or slices along `axis` the known
+/// data of input 0 has.
+fn distinct_count(ctx: &InferCtx, ax: Option<usize>) -> Option<u64> {
+    let data = elems(ctx, 0)?;
+    let Some(a) = ax else {
+        return Some(data.iter().collect::<HashSet<_>>().len() as u64);
+    };
+    let dims = known_dims(ctx.shape(0)?)?;
+    let n = *dims.get(a)? as usize;
+    let inner: u64 = dims.get(a + 1..)?.iter().product();
+    let inner = inner as usize;
+    let outer: u64 = dims.get(..a)?.iter().product();
+    let slices: HashSet<Vec<&Elem>> = (0..n)
+        .map(|i| {
+            (0..outer as usize)
+                .flat_map(|o| (0..inner).map(move |j| (o * n + i) * inner + j))
+                .filter_map(|k| data.get(k))
+                .collect()
+        })
+        .collect();
+    Some(slices.len() as u64)
+}
+
+/// Unique: Y, indices, inverse_indices, counts. The number of unique values
+/// is counted when the data is known, else a fresh symbol.
+fn unique(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let ax = match (ctx.attr_int("axis"), x.rank()) {
+        (Some(a), Some(r)) => Some(Some(axis(a, r)?)),
+        // An axis over an unknown rank: the slices cannot be described.
+        (Some(_), None) => None,
+        (None, _) => Some(None),
+    };
+    let u = match ax.and_then(|a| distinct_count(ctx, a)) {
+        Some(n) => Dim::Known(n),
+        None => ctx.fresh_dim("unique"),
+    };
+    let (y, inverse) = match (ax, &x.shape) {
+        (Some(None), _) => {
+            let n = match x.elements() {
+                Some(n) => Some(vec![dim(&n)?]),
+                None => None,
+            };
+            (Some(vec![u.clone()]), n)
+        }
+        (Some(Some(a)), Some(s)) => {
+            let mut y = s.clone();
+            let n = y.get(a).cloned();
+            if let Some(slot) = y.get_mut(a) {
+                *slot = u.clone();
+            }
+            (Some(y), n.map(|n| vec![n]))
+        }
+        _ => (None, None),
+    };
+    ctx.set(0, Fact::tensor(x.dtype, y));
+    ctx.set(1, Fact::new(DType::Int64, vec![u.clone()]));
+    ctx.set(2, Fact::tensor(Some(DType::Int64), inverse));
+    ctx.set(3, Fact::new(DType::Int64, vec![u]));
+    Ok(())
+}
+
+/// Compress: the selected axis (or the flattened input) keeps as many
+/// entries as the condition has true values.
+fn compress(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let ax = match (ctx.attr_int("axis"), x.rank()) {
+        (Some(a), Some(r)) => Some(axis(a, r)?),
+        (Some(_), None) => {
+            ctx.set(0, Fact::tensor(x.dtype, None));
+            return Ok(());
+        }
+        (None, _) => None,
+    };
+    // Entries past the axis length are discarded, so count only those.
+    let limit = match ax {
+        Some(a) => x.shape.as_ref().and_then(|s| s.get(a)).and_then(Dim::known),
+        None => x.elements().and_then(|n| n.as_int()).map(|n| n as u64),
+    };
+    let count = elems(ctx, 1).map(|c| {
+        let take = limit.map_or(c.len(), |l| c.len().min(l as usize));
+        c.iter().take(take).filter(|e| is_nonzero(e)).count() as u64
+    });
+    let n = count.map_or_else(|| ctx.fresh_dim("compress"), Dim::Known);
+    let shape = match ax {
+        None => Some(vec![n]),
+        Some(a) => x.shape.map(|mut s| {
+            if let Some(slot) = s.get_mut(a) {
+                *slot = n;
+            }
+            s
+        }),
+    };
+    ctx.set(0, Fact::tensor(x.dtype, shape));
+    Ok(())
+}
+
+/// NonMaxSuppression: `[selected, 3]` int64 triples; how many are selected
+/// depends on the boxes.
+fn non_max_suppression(ctx: &mut InferCtx) -> Result<()> {
+    let n = ctx.fresh_dim("nms");
+    ctx.set(0, Fact::new(DType::Int64, vec![n, Dim::Known(3)]));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- resampling
+
+/// `floor(d * scale)`, symbolic when the scale is a simple fraction.
+fn scaled_dim(ctx: &InferCtx, d: &Dim, scale: f64) -> Result<Dim> {
+    if !scale.is_finite() || scale < 0.0 {
+        return err(format!(
+            "resize scale {scale} must be finite and non-negative"
+        ));
+    }
+    match d {
+        // In float64, as the reference implementation computes it.
+        Dim::Known(n) => {
+            let v = (*n as f64 * scale).floor();
+            if v >= u64::MAX as f64 {
+                return err("resized dimension overflows");
+            }
+            Ok(Dim::Known(v as u64))
+        }
+        Dim::Sym(s) => {
+            // A scale p/q (2, 0.5, 1.5...) stays exact: floor(s*p/q).
+            for q in 1..=16i64 {
+                let p = scale * q as f64;
+                if (p - p.round()).abs() < 1e-6 * q as f64 && p.round() < i64::MAX as f64 {
+                    let v = s.mul(&SymInt::Int(p.round() as i64))?.floor_div(q)?;
+                    return dim(&v);
+                }
+            }
+            Ok(ctx.fresh_dim("resize"))
+        }
+    }
+}
+
+/// Sizes under `keep_aspect_ratio_policy` not_larger / not_smaller: one
+/// scale for every listed axis, the output rounded half up.
+fn aspect_sizes(
+    ctx: &InferCtx,
+    in_shape: &[Dim],
+    axes: &[usize],
+    sizes: &[SymInt],
+    larger: bool,
+) -> Result<Vec<Option<Dim>>> {
+    let ratios: Option<Vec<f64>> = axes
+        .iter()
+        .zip(sizes)
+        .map(|(&a, s)| Some(s.as_int()? as f64 / in_shape.get(a)?.known()? as f64))
+        .collect();
+    let Some(ratios) = ratios else {
+        return Ok(axes.iter().map(|_| Some(ctx.fresh_dim("resize"))).collect());
+    };
+    let pick = if larger { f64::max } else { f64::min };
+    let scale = ratios.iter().copied().reduce(pick).unwrap_or(1.0);
+    axes.iter()
+        .map(|&a| {
+            let n = in_shape.get(a).and_then(Dim::known).unwrap_or(0);
+            let v = (scale * n as f64 + 0.5).floor();
+            if !v.is_finite() || v < 0.0 {
+                return err(format!("resize gives dimension {v}"));
+            }
+            Ok(Some(Dim::Known(v as u64)))
+        })
+        .collect()
+}
+
+/// Whether optional input `i` is given and not an empty placeholder.
+fn given(ctx: &InferCtx, i: usize) -> bool {
+    ctx.input(i)
+        .is_some_and(|f| f.elements() != Some(SymInt::Int(0)))
+}
+
+/// Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): sizes when given,
+/// else `floor(d * scale)`; axes (18+) select which dimensions the scales
+/// or sizes refer to.
+fn resize(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let Some(in_shape) = x.shape.clone() else {
+        ctx.set(0, Fact::tensor(x.dtype, None));
+        return Ok(());
+    };
+    let r = in_shape.len();
+    let axes: Vec<usize> = match ctx.attr_ints("axes") {
+        Some(a) if ctx.opset >= 18 => a.iter().map(|&a| axis(a, r)).collect::<Result<_>>()?,
+        _ => (0..r).collect(),
+    };
+    // Where the scales live: an attribute (Upsample-7), input 1 (Upsample-9,
+    // Resize-10) or input 2 (Resize-11+, with sizes as input 3).
+    let (scales_at, sizes_at) = match (ctx.op, ctx.opset) {
+        ("Upsample", ..=8) => (None, None),
+        ("Upsample", _) | (_, ..=10) => (Some(1), None),
+        _ => (Some(2), Some(3)),
+    };
+    let listed = |n: usize| -> Result<()> {
+        if n != axes.len() {
+            return err(format!(
+                "{} has {n} entries for {} axes",
+                if sizes_at.is_some_and(|i| given(ctx, i)) {
+                    "sizes"
+                } else {
+                    "scales"
+                },
+                axes.len()
+            ));
+        }
+        Ok(())
+    };
+    let new: Vec<Option<Dim>> = if let Some(i) = sizes_at.filter(|&i| given(ctx, i)) {
+        match ctx.ints(i) {
+            Some(sizes) => {
+                listed(sizes.len())?;
+                match ctx
+                    .attr_string_or("keep_aspect_ratio_policy", "stretch")
+                    .as_str()
+                {
+                    "not_larger" => aspect_sizes(ctx, &in_shape, &axes, &sizes, false)?,
+                    "not_smaller" => aspect_sizes(ctx, &in_shape, &axes, &sizes, true)?,
+                    _ => sizes
+                        .iter()
+                        .map(|s| dim(s).map(Some))
+                        .collect::<Result<_>>()?,
+                }
+            }
+            None => axes.iter().map(|_| None).collect(),
+        }
+    } else {
+        let scales = match scales_at {
+            None => ctx.attr_floats("scales"),
+            Some(i) => ctx.floats(i),
+        };
+        match scales {
+            Some(sc) => {
+                listed(sc.len())?;
+                axes.iter()
+                    .zip(&sc)
+                    .map(|(&a, &s)| match in_shape.get(a) {
+                        Some(d) => scaled_dim(ctx, d, s).map(Some),
+                        None => Ok(None),
+                    })
+                    .collect::<Result<_>>()?
+            }
+            None => axes.iter().map(|_| None).collect(),
+        }
+    };
+    let mut out = in_shape;
+    for (&a, d) in axes.iter().zip(new) {
+        let d = d.unwrap_or_else(|| ctx.fresh_dim("resize"));
+        if let Some(slot) = out.get_mut(a) {
+            *slot = d;
+        }
+    }
+    ctx.set(0, Fact::tensor(x.dtype, Some(out)));
+    Ok(())
+}
+
+/// GridSample: `[N, C, *grid.shape[1:-1]]`.
+fn grid_sample(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let mut shape = None;
+    if let (Some(x), Some(g)) = (ctx.shape(0), ctx.shape(1)) {
+        if x.len() < 3 || g.len() != x.len() {
+            return err(format!(
+                "X [{}] and grid [{}] must have the same rank, 3 or more",
+                join(x),
+                join(g)
+            ));
+        }
+        let spatial = x.len() - 2;
+        if let Some(last) = g.last().and_then(Dim::known)
+            && last != spatial as u64
+        {
+            return err(format!(
+                "grid's last dimension is {last}, X has {spatial} spatial dimensions"
+            ));
+        }
+        let mut s = x[..2].to_vec();
+        s.extend_from_slice(&g[1..g.len() - 1]);
+        shape = Some(s);
+    }
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// AffineGrid: size `[N, C, H, W]` gives `[N, H, W, 2]`, `[N, C, D, H, W]`
+/// gives `[N, D, H, W, 3]`.
+fn affine_grid(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let size = match ctx.ints(1) {
+        Some(v) => Some(v.iter().map(dim).collect::<Result<Vec<_>>>()?),
+        // The size's length still gives the rank.
+        None => ctx
+            .shape(1)
+            .and_then(|s| s.first())
+            .and_then(Dim::known)
+            .map(|n| fresh_dims(ctx, n as usize, "grid")),
+    };
+    let shape = match size {
+        None => None,
+        Some(s) if s.len() == 4 || s.len() == 5 => {
+            let mut out = vec![s[0].clone()];
+            out.extend_from_slice(&s[2..]);
+            out.push(Dim::Known(s.len() as u64 - 2));
+            Some(out)
+        }
+        Some(s) => {
+            return err(format!(
+                "AffineGrid size has {} entries, not 4 or 5",
+                s.len()
+            ));
+        }
+    };
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// Col2Im: `[N, C * prod(block), L]` becomes `[N, C, *image_shape]`.
+fn col2im(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let Some(s) = ctx.shape(0).cloned() else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    let [n, cb, _] = s.as_slice() else {
+        return err(format!("Col2Im input [{}] must have rank 3", join(&s)));
+    };
+    let image: Vec<Dim> = match ctx.ints(1) {
+        Some(v) => v.iter().map(dim).collect::<Result<_>>()?,
+        None => match ctx.shape(1).and_then(|s| s.first()).and_then(Dim::known) {
+            Some(k) => fresh_dims(ctx, k as usize, "col2im"),
+            None => {
+                ctx.set(0, Fact::tensor(dtype, None));
+                return Ok(());
+            }
+        },
+    };
+    let c = match ctx.ints(2) {
+        Some(block) => {
+            let mut prod = SymInt::Int(1);
+            for b in &block {
+                prod = prod.mul(b)?;
+            }
+            match cb.to_symint().exact_div(&prod) {
+                Some(c) => dim(&c)?,
+                None if cb.known().is_some() && prod.is_known() => {
+                    return err(format!(
+                        "input channels {cb} are not a multiple of the block size {prod}"
+                    ));
+                }
+                None => ctx.fresh_dim("col2im"),
+            }
+        }
+        None => ctx.fresh_dim("col2im"),
+    };
+    let mut out = vec![n.clone(), c];
+    out.extend(image);
+    ctx.set(0, Fact::tensor(dtype, Some(out)));
+    Ok(())
+}
+
+/// RoiAlign and MaxRoiPool: `[num_rois, C, out_h, out_w]`.
+fn roi_pool(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let (h, w) = if ctx.op == "MaxRoiPool" {
+        match ctx.attr_ints("pooled_shape").as_deref() {
+            Some(&[h, w]) => (h, w),
+            _ => return err("MaxRoiPool needs `pooled_shape` with two entries"),
+        }
+    } else {
+        (
+            ctx.attr_int_or("output_height", 1),
+            ctx.attr_int_or("output_width", 1),
+        )
+    };
+    let rois = ctx
+        .shape(1)
+        .and_then(|s| s.first())
+        .or_else(|| ctx.shape(2).and_then(|s| s.first()))
+        .cloned()
+        .unwrap_or_else(|| ctx.fresh_dim("rois"));
+    let c = match ctx.shape(0) {
+        Some(s) if s.len() == 4 => s[1].clone(),
+        Some(s) => return err(format!("X [{}] must have rank 4", join(s))),
+        None => ctx.fresh_dim("channels"),
+    };
+    let shape = vec![rois, c, dim(&SymInt::Int(h))?, dim(&SymInt::Int(w))?];
+    ctx.set(0, Fact::tensor(dtype, Some(shape)));
+    Ok(())
+}
+
+/// ImageDecoder: `[H, W, channels]` uint8; H and W are in the image bytes.
+fn image_decoder(ctx: &mut InferCtx) -> Result<()> {
+    let channels = if ctx.attr_string_or("pixel_format", "RGB") == "Grayscale" {
+        1
+    } else {
+        3
+    };
+    let shape = vec![
+        ctx.fresh_dim("height"),
+        ctx.fresh_dim("width"),
+        Dim::Known(channels),
+    ];
+    ctx.set(0, Fact::new(DType::Uint8, shape));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- strings
+
+/// StringSplit: substrings `[*X, max_splits]`, lengths `[*X]`.
+fn string_split(ctx: &mut InferCtx) -> Result<()> {
+    let shape = ctx.require(0)?.shape.clone();
+    let subs = shape.clone().map(|mut s| {
+        s.push(ctx.fresh_dim("splits"));
+        s
+    });
+    ctx.set(0, Fact::tensor(Some(DType::String), subs));
+    ctx.set(1, Fact::tensor(Some(DType::Int64), shape));
+    Ok(())
+}
+
+/// StringNormalizer: same shape unless stop words may remove entries
+/// (`[C]` → `[C']`, `[1, C]` → `[1, C']`).
+fn string_normalizer(ctx: &mut InferCtx) -> Result<()> {
+    let shape = ctx.require(0)?.shape.clone();
+    let stops = ctx.attr_strings("stopwords").unwrap_or_default();
+    let shape = match shape {
+        Some(s) if !stops.is_empty() => match s.len() {
+            1 => Some(vec![ctx.fresh_dim("strings")]),
+            2 => Some(vec![Dim::Known(1), ctx.fresh_dim("strings")]),
+            _ => {
+                return err(format!(
+                    "StringNormalizer input [{}] must be [C] or [1, C]",
+                    join(&s)
+                ));
+            }
+        },
+        s => s,
+    };
+    ctx.set(0, Fact::tensor(Some(DType::String), shape));
+    Ok(())
+}
+
+/// StringConcat broadcasts its two inputs.
+fn string_concat(ctx: &mut InferCtx) -> Result<()> {
+    let shape = match (ctx.shape(0), ctx.shape(1)) {
+        (Some(a), Some(b)) => Some(broadcast(a, b)?),
+        _ => None,
+    };
+    ctx.set(0, Fact::tensor(Some(DType::String), shape));
+    Ok(())
+}
+
+fn regex_full_match(ctx: &mut InferCtx) -> Result<()> {
+    same_shape_as(ctx, Some(DType::Bool))
+}
+
+// ---------------------------------------------------------------- signal
+
+/// DFT (17: axis attribute; 20: axis input, default -2): the axis becomes
+/// the transform length (halved plus one for a one-sided forward
+/// transform); the last dimension is 2 (complex), or 1 for an inverse
+/// one-sided transform (real).
+fn dft(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let Some(s) = ctx.shape(0).cloned() else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    let r = s.len();
+    if r < 2 {
+        return err(format!("DFT input [{}] needs rank 2 or more", join(&s)));
+    }
+    let a = if ctx.opset >= 20 {
+        match ctx.input(2) {
+            // `None`: an axis known only at run time.
+            Some(_) => scalar(ctx, 2).and_then(|a| a.as_int()),
+            None => Some(-2),
+        }
+    } else {
+        Some(ctx.attr_int_or("axis", 1))
+    };
+    let Some(a) = a else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    // The last dimension holds real/imaginary parts and is no signal axis.
+    let a = axis(a, r)?;
+    if a == r - 1 {
+        return err("DFT axis cannot be the last (complex) dimension");
+    }
+    let inverse = ctx.attr_int_or("inverse", 0) != 0;
+    let onesided = ctx.attr_int_or("onesided", 0) != 0;
+    let n = if ctx.input(1).is_some() {
+        scalar(ctx, 1)
+    } else if onesided && inverse {
+        // IRFFT restores the full signal from its one-sided spectrum.
+        Some(
+            s[a].to_symint()
+                .sub(&SymInt::Int(1))?
+                .mul(&SymInt::Int(2))?,
+        )
+    } else {
+        Some(s[a].to_symint())
+    };
+    let n = match n {
+        Some(n) if onesided && !inverse => Some(n.floor_div(2)?.add(&SymInt::Int(1))?),
+        n => n,
+    };
+    let mut out = s;
+    out[a] = dim_or_fresh(ctx, n.as_ref(), "dft")?;
+    out[r - 1] = Dim::Known(if onesided && inverse { 1 } else { 2 });
+    ctx.set(0, Fact::tensor(dtype, Some(out)));
+    Ok(())
+}
+
+/// STFT: `[batch, frames, bins, 2]` with `frames = (len - frame_length) /
+/// frame_step + 1` and `bins = frame_length / 2 + 1` when one-sided.
+fn stft(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let Some(s) = ctx.shape(0).cloned() else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    let [batch, len, _] = s.as_slice() else {
+        return err(format!("STFT signal [{}] must have rank 3", join(&s)));
+    };
+    let step = scalar(ctx, 1).and_then(|v| v.as_int());
+    if step.is_some_and(|v| v <= 0) {
+        return err("STFT frame_step must be positive");
+    }
+    let frame = match ctx.input(3) {
+        Some(_) => scalar(ctx, 3),
+        None => ctx.shape(2).and_then(|w| w.first()).map(Dim::to_symint),
+    };
+    let frames = match (&frame, step) {
+        (Some(f), Some(k)) => Some(len.to_symint().sub(f)?.floor_div(k)?.add(&SymInt::Int(1))?),
+        _ => None,
+    };
+    let bins = match &frame {
+        Some(f) if ctx.attr_int_or("onesided", 1) != 0 => {
+            Some(f.floor_div(2)?.add(&SymInt::Int(1))?)
+        }
+        f => f.clone(),
+    };
+    let out = vec![
+        batch.clone(),
+        dim_or_fresh(ctx, frames.as_ref(), "frames")?,
+        dim_or_fresh(ctx, bins.as_ref(), "bins")?,
+        Dim::Known(2),
+    ];
+    ctx.set(0, Fact::tensor(dtype, Some(out)));
+    Ok(())
+}
+
+/// Blackman/Hamming/Hann windows: `[size]` of `output_datatype`.
+fn window(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "output_datatype", Some(DType::Float32))?;
+    let n = dim_or_fresh(ctx, scalar(ctx, 0).as_ref(), "window")?;
+    ctx.set(0, Fact::tensor(dtype, Some(vec![n])));
+    Ok(())
+}
+
+/// MelWeightMatrix: `[dft_length / 2 + 1, num_mel_bins]`.
+fn mel_weight_matrix(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "output_datatype", Some(DType::Float32))?;
+    let bins = match scalar(ctx, 1) {
+        Some(n) => Some(n.floor_div(2)?.add(&SymInt::Int(1))?),
+        None => None,
+    };
+    let shape = vec![
+        dim_or_fresh(ctx, bins.as_ref(), "bins")?,
+        dim_or_fresh(ctx, scalar(ctx, 0).as_ref(), "mel")?,
+    ];
+    ctx.set(0, Fact::tensor(dtype, Some(shape)));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- random
+
+/// RandomNormal/RandomUniform: shape and type from attributes.
+fn random(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "dtype", Some(DType::Float32))?;
+    let shape = ctx
+        .attr_ints("shape")
+        .ok_or_else(|| ShapeError(format!("{} needs `shape`", ctx.op)))?;
+    let shape = shape
+        .iter()
+        .map(|&d| dim(&SymInt::Int(d)))
+        .collect::<Result<Vec<_>>>()?;
+    ctx.set(0, Fact::tensor(dtype, Some(shape)));
+    Ok(())
+}
+
+/// RandomNormalLike, RandomUniformLike, Bernoulli: the input's shape; the
+/// `dtype` attribute's type, else the input's.
+fn random_like(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "dtype", ctx.require(0)?.dtype)?;
+    same_shape_as(ctx, dtype)
+}
+
+/// Multinomial: `[batch, sample_size]` of `dtype` (int32 by default).
+fn multinomial(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "dtype", Some(DType::Int32))?;
+    let batch = match ctx.shape(0) {
+        Some(s) if s.len() == 2 => s[0].clone(),
+        Some(s) => {
+            return err(format!(
+                "Multinomial input [{}] must be [batch, classes]",
+                join(s)
+            ));
+        }
+        None => ctx.fresh_dim("batch"),
+    };
+    let n = dim(&SymInt::Int(ctx.attr_int_or("sample_size", 1)))?;
+    ctx.set(0, Fact::tensor(dtype, Some(vec![batch, n])));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- text
+
+/// TfIdfVectorizer: `[max(ngram_indexes) + 1]`, with the batch in front for
+/// 2-D input.
+fn tfidf(ctx: &mut InferCtx) -> Result<()> {
+    ctx.require(0)?;
+    let idx = ctx.attr_ints("ngram_indexes").unwrap_or_default();
+    let width = idx.iter().max().map_or(Ok(0), |&m| {
+        m.checked_add(1)
+            .filter(|&w| w >= 0)
+            .ok_or_else(|| ShapeError(format!("ngram index {m} is invalid")))
+    })?;
+    let width = Dim::Known(width as u64);
+    let shape = match ctx.shape(0) {
+        None => None,
+        Some(s) if s.len() == 1 => Some(vec![width]),
+        Some(s) if s.len() == 2 => Some(vec![s[0].clone(), width]),
+        Some(s) => {
+            return err(format!(
+                "TfIdfVectorizer input [{}] must be 1-D or 2-D",
+                join(s)
+            ));
+        }
+    };
+    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- ai.onnx.ml
+
+/// ArrayFeatureExtractor: the last dimension becomes the number of indices.
+fn array_feature_extractor(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let shape = match (ctx.shape(0), ctx.input(1).and_then(Fact::elements)) {
+        (Some(s), Some(k)) if s.len() >= 2 => {
+            let mut s = s.clone();
+            let last = s.len() - 1;
+            s[last] = dim(&k)?;
+            Some(s)
+        }
+        _ => None,
+    };
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// LabelEncoder: the input's shape, the type of the `values_*` attribute.
+fn label_encoder(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = if let Some(t) = ctx.attr_tensor("values_tensor") {
+        ctx.tensors.fact_of(t)?.dtype
+    } else if ctx.has_attr("values_strings") {
+        Some(DType::String)
+    } else if ctx.has_attr("values_int64s") {
+        Some(DType::Int64)
+    } else if ctx.has_attr("values_floats") {
+        Some(DType::Float32)
+    } else {
+        None
+    };
+    same_shape_as(ctx, dtype)
+}
+
+/// Element-wise ml operators whose result is float (Normalizer, Scaler).
+fn ml_float_map(ctx: &mut InferCtx) -> Result<()> {
+    same_shape_as(ctx, Some(DType::Float32))
+}
+
+/// Regressors: `[N, targets]`; TreeEnsemble keeps the input's type.
+fn regressor(ctx: &mut InferCtx) -> Result<()> {
+    let (targets, dtype) = match ctx.op {
+        "TreeEnsemble" => (ctx.attr_int("n_targets"), ctx.require(0)?.dtype),
+        "TreeEnsembleRegressor" => (ctx.attr_int("n_targets"), Some(DType::Float32)),
+        _ => (Some(ctx.attr_int_or("targets", 1)), Some(DType::Float32)),
+    };
+    let n = match ctx.shape(0) {
+        Some(s) if s.len() == 2 => s[0].clone(),
+        // 1-D input is one sample.
+        Some(s) if s.len() == 1 => Dim::Known(1),
+        Some(s) => return err(format!("{} input [{}] must be [N, F]", ctx.op, join(s))),
+        None => ctx.fresh_dim("batch"),
+    };
+    let t = match targets {
+        Some(t) => dim(&SymInt::Int(t))?,
+        None => return err(format!("{} needs `n_targets`", ctx.op)),
+    };
+    ctx.set(0, Fact::tensor(dtype, Some(vec![n, t])));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- training
+
+/// Adagrad, Momentum, Adam: inputs R, T, then groups of n tensors (X, G and
+/// one or two state tensors); every output has the shape of its X.
+fn optimizer(ctx: &mut InferCtx) -> Result<()> {
+    let groups = if ctx.op == "Adam" { 4 } else { 3 };
+    let rest = ctx.n_inputs().saturating_sub(2);
+    if rest == 0 || !rest.is_multiple_of(groups) {
+        return err(format!(
+            "{} takes R, T and {groups} groups of tensors, not {} inputs",
+            ctx.op,
+            ctx.n_inputs()
+        ));
+    }
+    let n = rest / groups;
+    for j in 0..ctx.n_outputs() {
+        // Output j updates X (or the state of) tensor j mod n.
+        let f = ctx.input(2 + j % n).cloned().unwrap_or_else(Fact::unknown);
+        ctx.set(j, f.reshaped(f.shape.clone()));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- table
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    Vec::new()
+    let std: [(&'static str, InferFn); 36] = [
+        ("GatherElements", gather_elements),
+        ("GatherND", gather_nd),
+        ("Scatter", scatter),
+        ("ScatterElements", scatter),
+        ("ScatterND", scatter),
+        ("TensorScatter", scatter),
+        ("TopK", top_k),
+        ("NonZero", non_zero),
+        ("Unique", unique),
+        ("Compress", compress),
+        ("NonMaxSuppression", non_max_suppression),
+        ("Resize", resize),
+        ("Upsample", resize),
+        ("GridSample", grid_sample),
+        ("AffineGrid", affine_grid),
+        ("Col2Im", col2im),
+        ("RoiAlign", roi_pool),
+        ("MaxRoiPool", roi_pool),
+        ("ImageDecoder", image_decoder),
+        ("StringSplit", string_split),
+        ("StringNormalizer", string_normalizer),
+        ("StringConcat", string_concat),
+        ("RegexFullMatch", regex_full_match),
+        ("DFT", dft),
+        ("STFT", stft),
+        ("BlackmanWindow", window),
+        ("HammingWindow", window),
+        ("HannWindow", window),
+        ("MelWeightMatrix", mel_weight_matrix),
+        ("RandomNormal", random),
+        ("RandomUniform", random),
+        ("RandomNormalLike", random_like),
+        ("RandomUniformLike", random_like),
+        ("Bernoulli", random_like),
+        ("Multinomial", multinomial),
+        ("TfIdfVectorizer", tfidf),
+    ];
+    let ml: [(&'static str, InferFn); 9] = [
+        ("ArrayFeatureExtractor", array_feature_extractor),
+        ("Binarizer", like_input),
+        ("Imputer", like_input),
+        ("LabelEncoder", label_encoder),
+        ("Normalizer", ml_float_map),
+        ("Scaler", ml_float_map),
+        ("TreeEnsemble", regressor),
+        ("TreeEnsembleRegressor", regressor),
+        ("LinearRegressor", regressor),
+    ];
+    let training: [(&'static str, InferFn); 3] = [
+        ("Adagrad", optimizer),
+        ("Momentum", optimizer),
+        ("Adam", optimizer),
+    ];
+    let mut out: Vec<OpEntry> = std.iter().map(|(o, f)| ("", *o, *f)).collect();
+    out.extend(ml.iter().map(|(o, f)| ("ai.onnx.ml", *o, *f)));
+    out.extend(
+        training
+            .iter()
+            .map(|(o, f)| ("ai.onnx.preview.training", *o, *f)),
+    );
+    out
 }
