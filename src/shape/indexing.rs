@@ -93,6 +93,15 @@ fn is_nonzero(e: &Elem) -> bool {
     }
 }
 
+/// Input `i`'s known sizes and data, when the data fills the shape (so
+/// positions computed from the sizes are in the data).
+fn shaped_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<Elem>)> {
+    let dims = known_dims(ctx.shape(i)?)?;
+    let data = elems(ctx, i)?;
+    let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
+    (total == data.len() as u64).then_some((dims, data))
+}
+
 /// The known sizes of a shape.
 fn known_dims(s: &[Dim]) -> Option<Vec<u64>> {
     s.iter().map(Dim::known).collect()
@@ -226,8 +235,7 @@ fn non_zero(ctx: &mut InferCtx) -> Result<()> {
         return Ok(());
     };
     let rank = s.len() as u64;
-    let data = known_dims(&s).zip(elems(ctx, 0));
-    let Some((dims, data)) = data else {
+    let Some((dims, data)) = shaped_data(ctx, 0) else {
         let n = ctx.fresh_dim("nonzero");
         ctx.set(0, Fact::new(DType::Int64, vec![Dim::Known(rank), n]));
         return Ok(());
@@ -256,11 +264,10 @@ fn non_zero(ctx: &mut InferCtx) -> Result<()> {
 /// How many distinct elements (no axis) or slices along `axis` the known
 /// data of input 0 has.
 fn distinct_count(ctx: &InferCtx, ax: Option<usize>) -> Option<u64> {
-    let data = elems(ctx, 0)?;
     let Some(a) = ax else {
-        return Some(data.iter().collect::<HashSet<_>>().len() as u64);
+        return Some(elems(ctx, 0)?.iter().collect::<HashSet<_>>().len() as u64);
     };
-    let dims = known_dims(ctx.shape(0)?)?;
+    let (dims, data) = shaped_data(ctx, 0)?;
     let n = *dims.get(a)? as usize;
     let inner: u64 = dims.get(a + 1..)?.iter().product();
     let inner = inner as usize;
@@ -1050,4 +1057,359 @@ pub fn ops() -> Vec<OpEntry> {
             .map(|(o, f)| ("ai.onnx.preview.training", *o, *f)),
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::super::ctx::{SubgraphInfer, TensorDecoder};
+    use super::super::registry;
+    use super::*;
+    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+
+    /// These operators have no subgraphs or tensor attributes to decode.
+    struct Nothing;
+    impl SubgraphInfer for Nothing {
+        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
+            err("no subgraphs here")
+        }
+    }
+    impl TensorDecoder for Nothing {
+        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
+            err("no tensors here")
+        }
+    }
+
+    fn attr(name: &str) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            ..Default::default()
+        }
+    }
+    fn int(name: &str, v: i64) -> AttributeProto {
+        AttributeProto {
+            i: Some(v),
+            ..attr(name)
+        }
+    }
+    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+        AttributeProto {
+            ints: v.to_vec(),
+            ..attr(name)
+        }
+    }
+    fn floats(name: &str, v: &[f32]) -> AttributeProto {
+        AttributeProto {
+            floats: v.to_vec(),
+            ..attr(name)
+        }
+    }
+    fn string(name: &str, v: &str) -> AttributeProto {
+        AttributeProto {
+            s: Some(v.as_bytes().to_vec().into()),
+            ..attr(name)
+        }
+    }
+
+    fn k(n: u64) -> Dim {
+        Dim::Known(n)
+    }
+    fn sym(s: &str) -> Dim {
+        Dim::symbol(s)
+    }
+    fn f32s(dims: Vec<Dim>) -> Option<Fact> {
+        Some(Fact::new(DType::Float32, dims))
+    }
+    fn i64s(dims: Vec<Dim>, v: &[i64]) -> Option<Fact> {
+        let vals = TensorValue::Ints(v.iter().map(|&x| SymInt::Int(x)).collect());
+        Some(Fact::with_value(DType::Int64, dims, vals))
+    }
+    fn floats_value(v: &[f64]) -> Option<Fact> {
+        let n = v.len() as u64;
+        Some(Fact::with_value(
+            DType::Float32,
+            vec![k(n)],
+            TensorValue::Floats(v.to_vec()),
+        ))
+    }
+
+    fn run_in(
+        domain: &str,
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_out: usize,
+    ) -> Result<Vec<Fact>> {
+        let fresh = Cell::new(0);
+        let f = registry(domain, op).ok_or_else(|| ShapeError(format!("{op} not registered")))?;
+        let mut ctx = InferCtx::new(
+            op, domain, opset, attrs, inputs, n_out, &Nothing, &Nothing, &fresh,
+        );
+        f(&mut ctx)?;
+        Ok(ctx.outputs)
+    }
+    fn run(
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_out: usize,
+    ) -> Result<Vec<Fact>> {
+        run_in("", op, opset, attrs, inputs, n_out)
+    }
+    fn shape(f: &Fact) -> Vec<Dim> {
+        f.shape.clone().unwrap_or_default()
+    }
+    fn is_fresh(d: &Dim) -> bool {
+        matches!(d, Dim::Sym(_))
+    }
+
+    #[test]
+    fn top_k_reads_k_from_attribute_or_input_and_keeps_batch() {
+        // Opset 9: k is an attribute; the batch symbol flows through.
+        let out = run(
+            "TopK",
+            9,
+            &[int("k", 5)],
+            vec![f32s(vec![sym("b"), k(10)])],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("b"), k(5)]);
+        assert_eq!(out[1].dtype, Some(DType::Int64));
+        // Opset 10+: k is input 1.
+        let x = f32s(vec![sym("b"), k(10)]);
+        let out = run("TopK", 11, &[], vec![x.clone(), i64s(vec![k(1)], &[3])], 2).unwrap();
+        assert_eq!(shape(&out[1]), vec![sym("b"), k(3)]);
+        // k known only at run time: a fresh symbol on the axis.
+        let out = run("TopK", 11, &[], vec![x.clone(), f32s(vec![k(1)])], 2).unwrap();
+        assert!(is_fresh(&shape(&out[0])[1]));
+        // k larger than the axis is an inconsistent model.
+        assert!(run("TopK", 11, &[], vec![x, i64s(vec![k(1)], &[11])], 2).is_err());
+    }
+
+    #[test]
+    fn resize_scales_stay_symbolic_and_sizes_win_over_empty_scales() {
+        let x = f32s(vec![sym("n"), k(3), sym("h"), k(5)]);
+        // Resize-13: floor(h * 2) = 2h; floor(5 * 0.5) = 2.
+        let out = run(
+            "Resize",
+            13,
+            &[],
+            vec![x.clone(), None, floats_value(&[1.0, 1.0, 2.0, 0.5])],
+            1,
+        )
+        .unwrap();
+        let two_h = Dim::Sym(SymInt::sym("h").mul(&SymInt::Int(2)).unwrap());
+        assert_eq!(shape(&out[0]), vec![sym("n"), k(3), two_h, k(2)]);
+        // Resize-10 keeps scales at input 1; 0.5 on a symbol is floor(h/2).
+        let out = run(
+            "Resize",
+            10,
+            &[],
+            vec![x.clone(), floats_value(&[1.0, 1.0, 0.5, 1.0])],
+            1,
+        )
+        .unwrap();
+        let half_h = Dim::Sym(SymInt::sym("h").floor_div(2).unwrap());
+        assert_eq!(shape(&out[0])[2], half_h);
+        // Resize-11 with an empty scales placeholder: the sizes apply.
+        let out = run(
+            "Resize",
+            11,
+            &[],
+            vec![
+                x.clone(),
+                None,
+                floats_value(&[]),
+                i64s(vec![k(4)], &[1, 3, 7, 9]),
+            ],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(7), k(9)]);
+        // Scales that do not match the rank are an error.
+        assert!(run("Resize", 13, &[], vec![x, None, floats_value(&[2.0])], 1).is_err());
+    }
+
+    #[test]
+    fn resize_axes_and_aspect_policy() {
+        let x = f32s(vec![k(1), k(1), k(2), k(4)]);
+        let sizes = i64s(vec![k(2)], &[1, 3]);
+        // not_larger: scale = min(1/2, 3/4) = 0.5 -> [1, 2].
+        let attrs = [
+            ints("axes", &[2, 3]),
+            string("keep_aspect_ratio_policy", "not_larger"),
+        ];
+        let out = run("Resize", 18, &attrs, vec![x.clone(), None, None, sizes], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(1), k(2)]);
+        // Upsample-7 keeps its scales in an attribute.
+        let out = run(
+            "Upsample",
+            7,
+            &[floats("scales", &[1.0, 1.0, 2.0, 3.0])],
+            vec![x],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(4), k(12)]);
+    }
+
+    #[test]
+    fn non_zero_counts_and_folds_known_data() {
+        // [[1, 0], [0, 3]]: hits at (0, 0) and (1, 1).
+        let x = i64s(vec![k(2), k(2)], &[1, 0, 0, 3]);
+        let out = run("NonZero", 13, &[], vec![x], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(2), k(2)]);
+        let want: Vec<SymInt> = [0, 1, 0, 1].iter().map(|&v| SymInt::Int(v)).collect();
+        assert_eq!(out[0].value, Some(TensorValue::Ints(want)));
+        // Unknown data: a fresh count.
+        let out = run("NonZero", 13, &[], vec![f32s(vec![sym("b"), k(4)])], 1).unwrap();
+        assert_eq!(shape(&out[0])[0], k(2));
+        assert!(is_fresh(&shape(&out[0])[1]));
+    }
+
+    #[test]
+    fn unique_counts_known_data_and_keeps_other_dims() {
+        // [2, 1, 2, 3] has 3 distinct values; inverse indices cover all 4.
+        let x = i64s(vec![k(4)], &[2, 1, 2, 3]);
+        let out = run("Unique", 11, &[], vec![x], 4).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(3)]);
+        assert_eq!(shape(&out[2]), vec![k(4)]);
+        assert_eq!(shape(&out[3]), vec![k(3)]);
+        // Along axis 1 of [b, 5] unknown data: [b, u], inverse [5].
+        let out = run(
+            "Unique",
+            11,
+            &[int("axis", -1)],
+            vec![f32s(vec![sym("b"), k(5)])],
+            4,
+        )
+        .unwrap();
+        let y = shape(&out[0]);
+        assert_eq!(y[0], sym("b"));
+        assert!(is_fresh(&y[1]));
+        assert_eq!(shape(&out[2]), vec![k(5)]);
+    }
+
+    #[test]
+    fn compress_counts_a_known_condition() {
+        let cond = Some(Fact::with_value(
+            DType::Bool,
+            vec![k(3)],
+            TensorValue::Ints(vec![SymInt::Int(1), SymInt::Int(0), SymInt::Int(1)]),
+        ));
+        let x = f32s(vec![k(3), sym("w")]);
+        let out = run("Compress", 11, &[int("axis", 0)], vec![x, cond], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(2), sym("w")]);
+    }
+
+    #[test]
+    fn gather_nd_with_batch_dims_and_bad_index_depth() {
+        // data [b, 3, 4], indices [b, 5, 1], batch_dims 1 -> [b, 5, 4].
+        let data = f32s(vec![sym("b"), k(3), k(4)]);
+        let idx = Some(Fact::new(DType::Int64, vec![sym("b"), k(5), k(1)]));
+        let out = run(
+            "GatherND",
+            13,
+            &[int("batch_dims", 1)],
+            vec![data.clone(), idx],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("b"), k(5), k(4)]);
+        // Indexing 4 dimensions of a rank-3 tensor cannot work.
+        let idx = Some(Fact::new(DType::Int64, vec![k(2), k(4)]));
+        assert!(run("GatherND", 13, &[], vec![data, idx], 1).is_err());
+    }
+
+    #[test]
+    fn gather_elements_needs_equal_ranks() {
+        let data = f32s(vec![k(3), k(3)]);
+        let idx = Some(Fact::new(DType::Int64, vec![k(2)]));
+        assert!(run("GatherElements", 13, &[], vec![data, idx], 1).is_err());
+    }
+
+    #[test]
+    fn dft_default_axis_and_symbolic_one_sided_length() {
+        // Opset 20 without an axis input: axis -2, the signal axis n.
+        let x = f32s(vec![sym("b"), sym("n"), k(1)]);
+        let out = run("DFT", 20, &[int("onesided", 1)], vec![x.clone()], 1).unwrap();
+        let bins = SymInt::sym("n")
+            .floor_div(2)
+            .unwrap()
+            .add(&SymInt::Int(1))
+            .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("b"), Dim::Sym(bins), k(2)]);
+        // The last (complex) dimension is not a valid axis.
+        assert!(run("DFT", 17, &[int("axis", 2)], vec![x], 1).is_err());
+    }
+
+    #[test]
+    fn stft_frames_follow_a_symbolic_signal_length() {
+        let signal = f32s(vec![k(1), sym("L"), k(1)]);
+        let step = i64s(vec![], &[4]);
+        let len = i64s(vec![], &[16]);
+        let out = run("STFT", 17, &[], vec![signal, step, None, len], 1).unwrap();
+        let frames = SymInt::sym("L")
+            .sub(&SymInt::Int(16))
+            .unwrap()
+            .floor_div(4)
+            .unwrap()
+            .add(&SymInt::Int(1))
+            .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), Dim::Sym(frames), k(9), k(2)]);
+    }
+
+    #[test]
+    fn affine_grid_takes_a_symbolic_size() {
+        // size from Shape: [N, 3, H, W] -> grid [N, H, W, 2].
+        let size = Some(Fact::ints_1d(vec![
+            SymInt::sym("N"),
+            SymInt::Int(3),
+            SymInt::sym("H"),
+            SymInt::sym("W"),
+        ]));
+        let theta = f32s(vec![sym("N"), k(2), k(3)]);
+        let out = run("AffineGrid", 20, &[], vec![theta, size], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("N"), sym("H"), sym("W"), k(2)]);
+    }
+
+    #[test]
+    fn col2im_channels_must_divide_by_the_block() {
+        let x = f32s(vec![k(1), k(7), k(25)]);
+        let image = i64s(vec![k(2)], &[5, 5]);
+        let block = i64s(vec![k(2)], &[2, 2]);
+        assert!(run("Col2Im", 18, &[], vec![x, image, block], 1).is_err());
+    }
+
+    #[test]
+    fn optimizers_copy_each_tensor_shape_and_check_input_count() {
+        let r = f32s(vec![]);
+        let t = i64s(vec![], &[0]);
+        let x = f32s(vec![sym("p")]);
+        let inputs = vec![r.clone(), t.clone(), x.clone(), x.clone(), x.clone()];
+        let out = run_in("ai.onnx.preview.training", "Adagrad", 1, &[], inputs, 2).unwrap();
+        assert_eq!(shape(&out[1]), vec![sym("p")]);
+        // Adam needs four tensors per parameter.
+        let inputs = vec![r, t, x.clone(), x.clone(), x];
+        assert!(run_in("ai.onnx.preview.training", "Adam", 1, &[], inputs, 3).is_err());
+    }
+
+    #[test]
+    fn tree_ensemble_gives_one_column_per_target() {
+        let x = Some(Fact::new(DType::Float64, vec![sym("n"), k(2)]));
+        let out = run_in(
+            "ai.onnx.ml",
+            "TreeEnsemble",
+            5,
+            &[int("n_targets", 4)],
+            vec![x],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float64, vec![sym("n"), k(4)]));
+    }
 }
