@@ -107,21 +107,196 @@ fn known_dims(s: &[Dim]) -> Option<Vec<u64>> {
     s.iter().map(Dim::known).collect()
 }
 
+// ---------------------------------------------------------------- folding
+//
+// Shape vectors are sometimes edited with Gather/Scatter ops (an exporter
+// writing `shape[i] = n`); with known indices these fold like Gather does.
+
+/// Input `i`'s known sizes and integer data (entries may be symbolic), when
+/// the data fills the shape.
+fn int_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<SymInt>)> {
+    let dims = known_dims(ctx.shape(i)?)?;
+    let TensorValue::Ints(v) = ctx.value(i)? else {
+        return None;
+    };
+    let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
+    (total == v.len() as u64).then_some((dims, v))
+}
+
+/// Input `i`'s known sizes and known index values.
+fn index_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<i64>)> {
+    let (dims, v) = int_data(ctx, i)?;
+    let v = v.iter().map(SymInt::as_int).collect::<Option<Vec<_>>>()?;
+    Some((dims, v))
+}
+
+/// Row-major strides of known sizes.
+fn strides(dims: &[u64]) -> Vec<u64> {
+    let mut out = vec![1u64; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        out[d] = out[d + 1].saturating_mul(dims[d + 1]);
+    }
+    out
+}
+
+/// An index into a dimension of size `n`, negative counting from the end;
+/// `None` when out of range.
+fn wrap(i: i64, n: u64) -> Option<u64> {
+    let n = i64::try_from(n).ok()?;
+    let j = if i < 0 { i.checked_add(n)? } else { i };
+    (0..n).contains(&j).then_some(j as u64)
+}
+
+/// The flat data position an index tuple (addressing the leading
+/// dimensions) starts at.
+fn nd_offset(tuple: &[i64], dims: &[u64], st: &[u64]) -> Option<usize> {
+    let mut off = 0u64;
+    for ((&t, &n), &s) in tuple.iter().zip(dims).zip(st) {
+        off = off.checked_add(wrap(t, n)?.checked_mul(s)?)?;
+    }
+    usize::try_from(off).ok()
+}
+
+/// For GatherElements/ScatterElements: the flat data position that element
+/// `p` of the indices addresses (its own coordinates, with `index` on the
+/// axis).
+fn element_target(
+    p: usize,
+    ix_dims: &[u64],
+    data_dims: &[u64],
+    a: usize,
+    index: i64,
+) -> Option<usize> {
+    let ist = strides(ix_dims);
+    let dst = strides(data_dims);
+    let mut off = 0u64;
+    for d in 0..ix_dims.len() {
+        let n = *data_dims.get(d)?;
+        let c = if d == a {
+            wrap(index, n)?
+        } else {
+            let c = (p as u64).checked_div(ist[d])? % ix_dims[d].max(1);
+            (c < n).then_some(c)?
+        };
+        off = off.checked_add(c.checked_mul(*dst.get(d)?)?)?;
+    }
+    usize::try_from(off).ok()
+}
+
+/// A scatter reduction of the old and new value.
+fn combine(reduction: &str, old: &SymInt, new: &SymInt) -> Option<SymInt> {
+    match reduction {
+        "none" => Some(new.clone()),
+        "add" => old.add(new).ok(),
+        "mul" => old.mul(new).ok(),
+        "max" => Some(old.max_with(new)),
+        "min" => Some(old.min_with(new)),
+        _ => None,
+    }
+}
+
+fn reduction(ctx: &InferCtx) -> String {
+    ctx.attr_string_or("reduction", "none")
+}
+
+fn fold_gather_elements(ctx: &InferCtx, a: usize) -> Option<TensorValue> {
+    let (dd, data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let out = idx
+        .iter()
+        .enumerate()
+        .map(|(p, &i)| data.get(element_target(p, &id, &dd, a, i)?).cloned())
+        .collect::<Option<Vec<_>>>()?;
+    Some(TensorValue::Ints(out))
+}
+
+/// GatherND without batch dimensions: each index tuple picks a slice.
+fn fold_gather_nd(ctx: &InferCtx) -> Option<TensorValue> {
+    if ctx.attr_int_or("batch_dims", 0) != 0 {
+        return None;
+    }
+    let (dd, data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
+    let slice = usize::try_from(dd.get(k..)?.iter().product::<u64>()).ok()?;
+    let st = strides(&dd);
+    if (idx.len() / k).checked_mul(slice)? > MAX_VALUE_ELEMENTS {
+        return None;
+    }
+    let mut out = Vec::new();
+    for tuple in idx.chunks_exact(k) {
+        let off = nd_offset(tuple, &dd, &st)?;
+        out.extend_from_slice(data.get(off..off.checked_add(slice)?)?);
+    }
+    Some(TensorValue::Ints(out))
+}
+
+/// ScatterND: each index tuple's slice of the data takes an update slice.
+fn fold_scatter_nd(ctx: &InferCtx) -> Option<TensorValue> {
+    let (dd, mut data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let (_, upd) = int_data(ctx, 2)?;
+    let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
+    let slice = usize::try_from(dd.get(k..)?.iter().product::<u64>()).ok()?;
+    let st = strides(&dd);
+    let how = reduction(ctx);
+    if upd.len() != (idx.len() / k).checked_mul(slice)? {
+        return None;
+    }
+    for (tuple, new) in idx.chunks_exact(k).zip(upd.chunks(slice.max(1))) {
+        let off = nd_offset(tuple, &dd, &st)?;
+        for (e, n) in new.iter().enumerate() {
+            let slot = data.get_mut(off.checked_add(e)?)?;
+            *slot = combine(&how, slot, n)?;
+        }
+    }
+    Some(TensorValue::Ints(data))
+}
+
+/// Scatter/ScatterElements: element p of the updates goes where element p
+/// of the indices points.
+fn fold_scatter_elements(ctx: &InferCtx, a: usize) -> Option<TensorValue> {
+    let (dd, mut data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let (ud, upd) = int_data(ctx, 2)?;
+    if ud != id {
+        return None;
+    }
+    let how = if ctx.op == "Scatter" {
+        "none".to_string()
+    } else {
+        reduction(ctx)
+    };
+    for (p, (&i, n)) in idx.iter().zip(&upd).enumerate() {
+        let slot = data.get_mut(element_target(p, &id, &dd, a, i)?)?;
+        *slot = combine(&how, slot, n)?;
+    }
+    Some(TensorValue::Ints(data))
+}
+
 // ---------------------------------------------------------------- gather / scatter
 
 /// GatherElements: the output takes the indices' shape and the data's type.
 fn gather_elements(ctx: &mut InferCtx) -> Result<()> {
     let dtype = ctx.require(0)?.dtype;
+    let mut value = None;
     if let (Some(r), Some(q)) = (ctx.rank(0), ctx.rank(1)) {
         if r != q {
             return err(format!(
                 "data (rank {r}) and indices (rank {q}) must have the same rank"
             ));
         }
-        axis(ctx.attr_int_or("axis", 0), r)?;
+        let a = axis(ctx.attr_int_or("axis", 0), r)?;
+        value = fold_gather_elements(ctx, a);
     }
     let shape = ctx.shape(1).cloned();
-    ctx.set(0, Fact::tensor(dtype, shape));
+    ctx.set(
+        0,
+        Fact {
+            value,
+            ..Fact::tensor(dtype, shape)
+        },
+    );
     Ok(())
 }
 
@@ -161,7 +336,14 @@ fn gather_nd(ctx: &mut InferCtx) -> Result<()> {
             shape = Some(s);
         }
     }
-    ctx.set(0, Fact::tensor(dtype, shape));
+    let value = shape.as_ref().and_then(|_| fold_gather_nd(ctx));
+    ctx.set(
+        0,
+        Fact {
+            value,
+            ..Fact::tensor(dtype, shape)
+        },
+    );
     Ok(())
 }
 
@@ -182,18 +364,24 @@ fn scatter(ctx: &mut InferCtx) -> Result<()> {
             return err(format!("input {} has rank {q}, the data rank {r}", i + 1));
         }
     }
+    let mut value = None;
     if let Some(r) = ctx.rank(0) {
         match ctx.op {
             "Scatter" | "ScatterElements" => {
-                axis(ctx.attr_int_or("axis", 0), r)?;
+                let a = axis(ctx.attr_int_or("axis", 0), r)?;
+                value = fold_scatter_elements(ctx, a);
             }
             "TensorScatter" => {
                 axis(ctx.attr_int_or("axis", -2), r)?;
             }
-            _ => {}
+            _ => value = fold_scatter_nd(ctx),
         }
     }
-    like_input(ctx)
+    like_input(ctx)?;
+    if let Some(o) = ctx.outputs.get_mut(0) {
+        o.value = value;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------- selection
@@ -1164,6 +1352,73 @@ mod tests {
     }
     fn is_fresh(d: &Dim) -> bool {
         matches!(d, Dim::Sym(_))
+    }
+
+    fn ints_of(f: &Fact) -> Option<Vec<SymInt>> {
+        f.value.as_ref().and_then(TensorValue::as_ints)
+    }
+    fn known(v: &[i64]) -> Option<Vec<SymInt>> {
+        Some(v.iter().map(|&x| SymInt::Int(x)).collect())
+    }
+
+    #[test]
+    fn scatter_nd_edits_a_shape_vector() {
+        // shape [1, 2, 3] with entry 1 set to the symbol `batch`.
+        let data = i64s(vec![k(3)], &[1, 2, 3]);
+        let idx = i64s(vec![k(1), k(1)], &[1]);
+        let upd = Some(Fact::ints_1d(vec![SymInt::sym("batch")]));
+        let out = run(
+            "ScatterND",
+            18,
+            &[],
+            vec![data.clone(), idx.clone(), upd],
+            1,
+        )
+        .unwrap();
+        let want = vec![SymInt::Int(1), SymInt::sym("batch"), SymInt::Int(3)];
+        assert_eq!(ints_of(&out[0]), Some(want));
+        // With reduction add, 2 + 5 = 7.
+        let upd = i64s(vec![k(1)], &[5]);
+        let out = run(
+            "ScatterND",
+            18,
+            &[string("reduction", "add")],
+            vec![data, idx, upd],
+            1,
+        )
+        .unwrap();
+        assert_eq!(ints_of(&out[0]), known(&[1, 7, 3]));
+    }
+
+    #[test]
+    fn scatter_and_gather_elements_fold_with_negative_indices() {
+        // [[1, 2], [3, 4]] gathered on axis 1 by [[0, 0], [-1, 0]].
+        let data = i64s(vec![k(2), k(2)], &[1, 2, 3, 4]);
+        let idx = i64s(vec![k(2), k(2)], &[0, 0, -1, 0]);
+        let out = run(
+            "GatherElements",
+            13,
+            &[int("axis", 1)],
+            vec![data.clone(), idx],
+            1,
+        )
+        .unwrap();
+        assert_eq!(ints_of(&out[0]), known(&[1, 1, 4, 3]));
+        // Scatter [9] to row 1 of column 0: [[1, 2], [9, 4]].
+        let idx = i64s(vec![k(1), k(1)], &[1]);
+        let upd = i64s(vec![k(1), k(1)], &[9]);
+        let out = run("ScatterElements", 13, &[], vec![data, idx, upd], 1).unwrap();
+        assert_eq!(ints_of(&out[0]), known(&[1, 2, 9, 4]));
+    }
+
+    #[test]
+    fn gather_nd_folds_the_spec_example() {
+        // data [[0, 1], [2, 3]], indices [[0, 0], [1, 1]] -> [0, 3].
+        let data = i64s(vec![k(2), k(2)], &[0, 1, 2, 3]);
+        let idx = i64s(vec![k(2), k(2)], &[0, 0, 1, 1]);
+        let out = run("GatherND", 13, &[], vec![data, idx], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(2)]);
+        assert_eq!(ints_of(&out[0]), known(&[0, 3]));
     }
 
     #[test]
