@@ -1134,6 +1134,26 @@ fn ml_float_map(ctx: &mut InferCtx) -> Result<()> {
     same_shape_as(ctx, Some(DType::Float32))
 }
 
+/// The batch of an ml operator's `[N, F]` input (a 1-D input is one
+/// sample); `None` when the input's shape is unknown.
+fn ml_batch(ctx: &InferCtx, i: usize) -> Result<Option<Dim>> {
+    match ctx.shape(i).map(Vec::as_slice) {
+        Some([n, _]) => Ok(Some(n.clone())),
+        Some([_]) => Ok(Some(Dim::Known(1))),
+        Some(s) => err(format!(
+            "{} input [{}] must be [N, F] or [F]",
+            ctx.op,
+            join(s)
+        )),
+        None => Ok(None),
+    }
+}
+
+/// `[N, width]` when both are known.
+fn batch_by(n: Option<Dim>, width: Option<usize>) -> Option<Vec<Dim>> {
+    Some(vec![n?, Dim::Known(width? as u64)])
+}
+
 /// Regressors: `[N, targets]`; TreeEnsemble keeps the input's type.
 fn regressor(ctx: &mut InferCtx) -> Result<()> {
     let (targets, dtype) = match ctx.op {
@@ -1141,19 +1161,78 @@ fn regressor(ctx: &mut InferCtx) -> Result<()> {
         "TreeEnsembleRegressor" => (ctx.attr_int("n_targets"), Some(DType::Float32)),
         _ => (Some(ctx.attr_int_or("targets", 1)), Some(DType::Float32)),
     };
-    let n = match ctx.shape(0) {
-        Some(s) if s.len() == 2 => s[0].clone(),
-        // 1-D input is one sample.
-        Some(s) if s.len() == 1 => Dim::Known(1),
-        Some(s) => return err(format!("{} input [{}] must be [N, F]", ctx.op, join(s))),
-        None => ctx.fresh_dim("batch"),
+    let targets = match targets {
+        Some(t) => Some(usize::try_from(t).map_err(|_| ShapeError(format!("{t} targets")))?),
+        None => None,
     };
-    let t = match targets {
-        Some(t) => dim(&SymInt::Int(t))?,
-        None => return err(format!("{} needs `n_targets`", ctx.op)),
-    };
-    ctx.set(0, Fact::tensor(dtype, Some(vec![n, t])));
+    let shape = batch_by(ml_batch(ctx, 0)?, targets);
+    ctx.set(0, Fact::tensor(dtype, shape));
     Ok(())
+}
+
+/// Classifiers: labels `[N]` (strings or int64, as the class labels are),
+/// scores `[N, classes]` where the attributes tell the class count.
+fn classifier(ctx: &mut InferCtx) -> Result<()> {
+    let strings = ctx.attr_strings("classlabels_strings").unwrap_or_default();
+    let ints = ctx.attr_ints("classlabels_ints").unwrap_or_default();
+    let (labels, n_labels) = if strings.is_empty() {
+        (DType::Int64, ints.len())
+    } else {
+        (DType::String, strings.len())
+    };
+    let classes = match ctx.op {
+        // One intercept for two labels is a binary model with two scores.
+        "LinearClassifier" => match ctx.attr_floats("intercepts").unwrap_or_default().len() {
+            1 if n_labels == 2 => Some(2),
+            n => Some(n),
+        },
+        "TreeEnsembleClassifier" => Some(n_labels),
+        _ => None,
+    };
+    let n = ml_batch(ctx, 0)?;
+    ctx.set(0, Fact::tensor(Some(labels), n.clone().map(|n| vec![n])));
+    ctx.set(1, Fact::tensor(Some(DType::Float32), batch_by(n, classes)));
+    Ok(())
+}
+
+/// FeatureVectorizer: inputs side by side, `[N, sum(inputdimensions)]`.
+fn feature_vectorizer(ctx: &mut InferCtx) -> Result<()> {
+    let width = ctx
+        .attr_ints("inputdimensions")
+        .map(|d| {
+            d.iter()
+                .try_fold(0usize, |acc, &w| acc.checked_add(usize::try_from(w).ok()?))
+                .ok_or_else(|| ShapeError("invalid inputdimensions".into()))
+        })
+        .transpose()?;
+    let shape = batch_by(ml_batch(ctx, 0)?, width);
+    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
+    Ok(())
+}
+
+/// OneHotEncoder: one float per category after the input's dimensions.
+fn one_hot_encoder(ctx: &mut InferCtx) -> Result<()> {
+    let cats = ctx
+        .attr_ints("cats_int64s")
+        .map(|c| c.len())
+        .or_else(|| ctx.attr_strings("cats_strings").map(|c| c.len()))
+        .unwrap_or(0);
+    let shape = ctx.require(0)?.shape.clone().map(|mut s| {
+        s.push(Dim::Known(cats as u64));
+        s
+    });
+    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
+    Ok(())
+}
+
+/// CategoryMapper maps strings to int64 and int64 to strings.
+fn category_mapper(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = match ctx.require(0)?.dtype {
+        Some(DType::String) => Some(DType::Int64),
+        Some(DType::Int64) => Some(DType::String),
+        _ => None,
+    };
+    same_shape_as(ctx, dtype)
 }
 
 // ---------------------------------------------------------------- training
@@ -1221,9 +1300,15 @@ pub fn ops() -> Vec<OpEntry> {
         ("Multinomial", multinomial),
         ("TfIdfVectorizer", tfidf),
     ];
-    let ml: [(&'static str, InferFn); 9] = [
+    let ml: [(&'static str, InferFn); 15] = [
         ("ArrayFeatureExtractor", array_feature_extractor),
         ("Binarizer", like_input),
+        ("CategoryMapper", category_mapper),
+        ("FeatureVectorizer", feature_vectorizer),
+        ("LinearClassifier", classifier),
+        ("OneHotEncoder", one_hot_encoder),
+        ("SVMClassifier", classifier),
+        ("TreeEnsembleClassifier", classifier),
         ("Imputer", like_input),
         ("LabelEncoder", label_encoder),
         ("Normalizer", ml_float_map),
@@ -1651,6 +1736,30 @@ mod tests {
         // Adam needs four tensors per parameter.
         let inputs = vec![r, t, x.clone(), x.clone(), x];
         assert!(run_in("ai.onnx.preview.training", "Adam", 1, &[], inputs, 3).is_err());
+    }
+
+    #[test]
+    fn binary_linear_classifier_gives_two_scores() {
+        // One intercept with two labels is a binary model: scores [n, 2].
+        let x = f32s(vec![sym("n"), k(3)]);
+        let attrs = [
+            ints("classlabels_ints", &[0, 1]),
+            floats("intercepts", &[0.5]),
+        ];
+        let out = run_in(
+            "ai.onnx.ml",
+            "LinearClassifier",
+            1,
+            &attrs,
+            vec![x.clone()],
+            2,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int64, vec![sym("n")]));
+        assert_eq!(shape(&out[1]), vec![sym("n"), k(2)]);
+        // A regressor without its optional n_targets: width unknown, no error.
+        let out = run_in("ai.onnx.ml", "TreeEnsembleRegressor", 1, &[], vec![x], 1).unwrap();
+        assert_eq!(out[0].shape, None);
     }
 
     #[test]
