@@ -44,9 +44,13 @@ fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Result<Dim> {
     }
 }
 
-/// `n` fresh symbols.
-fn fresh_dims(ctx: &InferCtx, n: usize, hint: &str) -> Vec<Dim> {
-    (0..n).map(|_| ctx.fresh_dim(hint)).collect()
+/// Ranks beyond this are not believed when a tensor's length gives a rank
+/// (a hostile model must not make us allocate billions of symbols).
+const MAX_RANK: u64 = 64;
+
+/// `n` fresh symbols, for a rank read from a tensor's length.
+fn fresh_dims(ctx: &InferCtx, n: u64, hint: &str) -> Option<Vec<Dim>> {
+    (n <= MAX_RANK).then(|| (0..n).map(|_| ctx.fresh_dim(hint)).collect())
 }
 
 /// Output 0 is input 0's type and shape.
@@ -628,7 +632,18 @@ fn given(ctx: &InferCtx, i: usize) -> bool {
 fn resize(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
     let Some(in_shape) = x.shape.clone() else {
-        ctx.set(0, Fact::tensor(x.dtype, None));
+        // Sizes for every axis (no axes, stretched) are the output shape
+        // whatever the input's.
+        let all = ctx.op == "Resize"
+            && ctx.opset >= 11
+            && given(ctx, 3)
+            && !(ctx.opset >= 18 && ctx.has_attr("axes"))
+            && ctx.attr_string_or("keep_aspect_ratio_policy", "stretch") == "stretch";
+        let shape = match ctx.ints(3) {
+            Some(sizes) if all => Some(sizes.iter().map(dim).collect::<Result<Vec<_>>>()?),
+            _ => None,
+        };
+        ctx.set(0, Fact::tensor(x.dtype, shape));
         return Ok(());
     };
     let r = in_shape.len();
@@ -744,7 +759,7 @@ fn affine_grid(ctx: &mut InferCtx) -> Result<()> {
             .shape(1)
             .and_then(|s| s.first())
             .and_then(Dim::known)
-            .map(|n| fresh_dims(ctx, n as usize, "grid")),
+            .and_then(|n| fresh_dims(ctx, n, "grid")),
     };
     let shape = match size {
         None => None,
@@ -777,8 +792,13 @@ fn col2im(ctx: &mut InferCtx) -> Result<()> {
     };
     let image: Vec<Dim> = match ctx.ints(1) {
         Some(v) => v.iter().map(dim).collect::<Result<_>>()?,
-        None => match ctx.shape(1).and_then(|s| s.first()).and_then(Dim::known) {
-            Some(k) => fresh_dims(ctx, k as usize, "col2im"),
+        None => match ctx
+            .shape(1)
+            .and_then(|s| s.first())
+            .and_then(Dim::known)
+            .and_then(|k| fresh_dims(ctx, k, "col2im"))
+        {
+            Some(dims) => dims,
             None => {
                 ctx.set(0, Fact::tensor(dtype, None));
                 return Ok(());
@@ -1572,6 +1592,24 @@ mod tests {
         assert_eq!(shape(&out[0]), vec![k(1), k(3), k(7), k(9)]);
         // Scales that do not match the rank are an error.
         assert!(run("Resize", 13, &[], vec![x, None, floats_value(&[2.0])], 1).is_err());
+    }
+
+    #[test]
+    fn resize_sizes_give_the_shape_of_an_unknown_input() {
+        let x = Some(Fact::tensor(Some(DType::Float32), None));
+        let sizes = i64s(vec![k(4)], &[1, 3, 8, 8]);
+        let out = run("Resize", 13, &[], vec![x.clone(), None, None, sizes], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(8), k(8)]);
+        // An empty sizes placeholder says nothing.
+        let out = run(
+            "Resize",
+            13,
+            &[],
+            vec![x, None, None, i64s(vec![k(0)], &[])],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0].shape, None);
     }
 
     #[test]
