@@ -102,8 +102,18 @@ fn is_nonzero(e: &Elem) -> bool {
 fn shaped_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<Elem>)> {
     let dims = known_dims(ctx.shape(i)?)?;
     let data = elems(ctx, i)?;
-    let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
-    (total == data.len() as u64).then_some((dims, data))
+    fills(&dims, data.len()).then_some((dims, data))
+}
+
+/// Whether `len` values are exactly a tensor of sizes `dims`.
+fn fills(dims: &[u64], len: usize) -> bool {
+    product(dims) == Some(len as u64)
+}
+
+/// The element count of known sizes; `None` on overflow (a zero size does
+/// not make the other sizes small).
+fn product(dims: &[u64]) -> Option<u64> {
+    dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
 }
 
 /// The known sizes of a shape.
@@ -123,8 +133,7 @@ fn int_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<SymInt>)> {
     let TensorValue::Ints(v) = ctx.value(i)? else {
         return None;
     };
-    let total = dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
-    (total == v.len() as u64).then_some((dims, v))
+    fills(&dims, v.len()).then_some((dims, v))
 }
 
 /// Input `i`'s known sizes and known index values.
@@ -222,7 +231,7 @@ fn fold_gather_nd(ctx: &InferCtx) -> Option<TensorValue> {
     let (dd, data) = int_data(ctx, 0)?;
     let (id, idx) = index_data(ctx, 1)?;
     let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
-    let slice = usize::try_from(dd.get(k..)?.iter().product::<u64>()).ok()?;
+    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
     let st = strides(&dd);
     if (idx.len() / k).checked_mul(slice)? > MAX_VALUE_ELEMENTS {
         return None;
@@ -241,7 +250,7 @@ fn fold_scatter_nd(ctx: &InferCtx) -> Option<TensorValue> {
     let (id, idx) = index_data(ctx, 1)?;
     let (_, upd) = int_data(ctx, 2)?;
     let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
-    let slice = usize::try_from(dd.get(k..)?.iter().product::<u64>()).ok()?;
+    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
     let st = strides(&dd);
     let how = reduction(ctx);
     if upd.len() != (idx.len() / k).checked_mul(slice)? {
@@ -460,10 +469,13 @@ fn distinct_count(ctx: &InferCtx, ax: Option<usize>) -> Option<u64> {
         return Some(elems(ctx, 0)?.iter().collect::<HashSet<_>>().len() as u64);
     };
     let (dims, data) = shaped_data(ctx, 0)?;
+    // Empty data says nothing useful (and its axis may still be huge).
+    if data.is_empty() {
+        return None;
+    }
     let n = *dims.get(a)? as usize;
-    let inner: u64 = dims.get(a + 1..)?.iter().product();
-    let inner = inner as usize;
-    let outer: u64 = dims.get(..a)?.iter().product();
+    let inner = product(dims.get(a + 1..)?)? as usize;
+    let outer = product(dims.get(..a)?)?;
     let slices: HashSet<Vec<&Elem>> = (0..n)
         .map(|i| {
             (0..outer as usize)
