@@ -1156,7 +1156,8 @@ fn label_encoder(ctx: &mut InferCtx) -> Result<()> {
     } else if ctx.has_attr("values_floats") {
         Some(DType::Float32)
     } else {
-        None
+        // ai.onnx.ml 1 maps strings to int64 and back, like CategoryMapper.
+        return category_mapper(ctx);
     };
     same_shape_as(ctx, dtype)
 }
@@ -1290,6 +1291,25 @@ fn optimizer(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+/// Gradient: output i is the gradient with respect to `xs[i]`, whose value
+/// is input i, so it has that input's type and shape.
+fn gradient(ctx: &mut InferCtx) -> Result<()> {
+    if let Some(xs) = ctx.attr_strings("xs")
+        && xs.len() < ctx.n_outputs()
+    {
+        return err(format!(
+            "Gradient has {} outputs for {} tensors in xs",
+            ctx.n_outputs(),
+            xs.len()
+        ));
+    }
+    for i in 0..ctx.n_outputs() {
+        let f = ctx.input(i).cloned().unwrap_or_else(Fact::unknown);
+        ctx.set(i, f.reshaped(f.shape.clone()));
+    }
+    Ok(())
+}
+
 // ---------------------------------------------------------------- table
 
 /// This family's operators.
@@ -1349,8 +1369,9 @@ pub fn ops() -> Vec<OpEntry> {
         ("TreeEnsembleRegressor", regressor),
         ("LinearRegressor", regressor),
     ];
-    let training: [(&'static str, InferFn); 3] = [
+    let training: [(&'static str, InferFn); 4] = [
         ("Adagrad", optimizer),
+        ("Gradient", gradient),
         ("Momentum", optimizer),
         ("Adam", optimizer),
     ];
@@ -1810,6 +1831,31 @@ mod tests {
         // A regressor without its optional n_targets: width unknown, no error.
         let out = run_in("ai.onnx.ml", "TreeEnsembleRegressor", 1, &[], vec![x], 1).unwrap();
         assert_eq!(out[0].shape, None);
+    }
+
+    #[test]
+    fn gradient_outputs_take_their_xs_shapes() {
+        let a = f32s(vec![sym("n"), k(3)]);
+        let b = f32s(vec![k(3)]);
+        let c = f32s(vec![k(7)]);
+        let attrs = [AttributeProto {
+            strings: vec![
+                "A".as_bytes().to_vec().into(),
+                "B".as_bytes().to_vec().into(),
+            ],
+            ..attr("xs")
+        }];
+        let out = run_in(
+            "ai.onnx.preview.training",
+            "Gradient",
+            1,
+            &attrs,
+            vec![a, b, c],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("n"), k(3)]);
+        assert_eq!(shape(&out[1]), vec![k(3)]);
     }
 
     #[test]
