@@ -1859,6 +1859,49 @@ mod tests {
     }
 
     #[test]
+    fn odd_inputs_never_panic() {
+        // Errors are fine; panics are not. Every op meets missing inputs,
+        // scalars, unknown ranks, zero and huge sizes, and odd values.
+        let huge = k(u64::MAX / 2);
+        let cases: Vec<Vec<Option<Fact>>> = vec![
+            vec![],
+            vec![None, None, None, None],
+            vec![Some(Fact::unknown()); 5],
+            vec![f32s(vec![]); 5],
+            vec![f32s(vec![k(0), huge.clone(), huge.clone()]); 5],
+            vec![
+                i64s(vec![k(0), huge.clone()], &[]),
+                i64s(vec![k(1)], &[-5]),
+                i64s(vec![k(2), k(1)], &[7, -9]),
+                i64s(vec![huge.clone()], &[]),
+            ],
+            vec![
+                i64s(vec![k(2), k(2)], &[1, 2, 3, 4]),
+                i64s(vec![k(2), k(2)], &[i64::MIN, i64::MAX, 0, -1]),
+                i64s(vec![k(2), k(2)], &[5, 6, 7, 8]),
+                i64s(vec![k(1)], &[i64::MAX]),
+            ],
+            vec![f32s(vec![sym("a"), sym("b"), sym("c"), sym("d")]); 5],
+        ];
+        let attrs = [
+            int("axis", 1),
+            int("batch_dims", 1),
+            int("k", i64::MAX),
+            ints("axes", &[-1]),
+            floats("scales", &[f32::NAN]),
+        ];
+        for (domain, op, _) in ops() {
+            for opset in [7, 11, 20] {
+                for inputs in &cases {
+                    for a in [&attrs[..], &[]] {
+                        let _ = run_in(domain, op, opset, a, inputs.clone(), 4);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn tree_ensemble_gives_one_column_per_target() {
         let x = Some(Fact::new(DType::Float64, vec![sym("n"), k(2)]));
         let out = run_in(
