@@ -588,12 +588,18 @@ fn scaled_dim(ctx: &InferCtx, d: &Dim, scale: f64) -> Result<Dim> {
             Ok(Dim::Known(v as u64))
         }
         Dim::Sym(s) => {
-            // A scale p/q (2, 0.5, 1.5...) stays exact: floor(s*p/q).
+            // A float scale near p/q (2, 0.5, 1.5...) stays exact:
+            // floor(s*p/q). A float just below p/q (0.7 as f32) floors
+            // multiples of q one lower, which is floor((s*p - 1)/q).
             for q in 1..=16i64 {
-                let p = scale * q as f64;
-                if (p - p.round()).abs() < 1e-6 * q as f64 && p.round() < i64::MAX as f64 {
-                    let v = s.mul(&SymInt::Int(p.round() as i64))?.floor_div(q)?;
-                    return dim(&v);
+                let exact = scale * q as f64;
+                let p = exact.round();
+                if (exact - p).abs() < 1e-6 * q as f64 && p < i64::MAX as f64 {
+                    let mut n = s.mul(&SymInt::Int(p as i64))?;
+                    if exact < p {
+                        n = n.sub(&SymInt::Int(1))?;
+                    }
+                    return dim(&n.floor_div(q)?);
                 }
             }
             Ok(ctx.fresh_dim("resize"))
@@ -1643,6 +1649,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out[0].shape, None);
+    }
+
+    #[test]
+    fn resize_scale_just_below_a_fraction_floors_like_known_sizes() {
+        // 0.7 as f32 is 0.69999998...: floor(10 * 0.7f32) = 6, not 7. The
+        // symbolic form must agree when the symbol is 10.
+        let scale = f64::from(0.7f32);
+        let x = f32s(vec![sym("h")]);
+        let out = run("Resize", 13, &[], vec![x, None, floats_value(&[scale])], 1).unwrap();
+        let Dim::Sym(h) = &shape(&out[0])[0] else {
+            panic!("symbolic expected")
+        };
+        let at = |v: i64| h.eval_with(&|_| Some(v)).unwrap();
+        for v in [1, 5, 9, 10, 11, 20, 33] {
+            assert_eq!(at(v), (v as f64 * scale).floor() as i64, "h = {v}");
+        }
     }
 
     #[test]
