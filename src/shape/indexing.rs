@@ -1,9 +1,1940 @@
 //! Indexing, selection and resampling: GatherElements/ND, Scatter*, TopK,
-//! NonZero, Unique, Resize, GridSample, signal, random and string operators.
+//! NonZero, Unique, Resize, GridSample, signal, random and string operators,
+//! plus the ai.onnx.ml and ai.onnx.preview.training operators.
+//!
+//! Sizes that depend on data (NonZero's count, Unique's, NMS's selection)
+//! are fresh symbols unless the data itself is known, in which case they are
+//! counted.
 
-use super::OpEntry;
+use std::collections::HashSet;
+
+use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err, join};
+use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use super::{InferFn, OpEntry};
+use crate::dim::SymInt;
+use crate::ir::{DType, Dim};
+
+// ---------------------------------------------------------------- helpers
+
+/// A scalar (or one-element) input's value, possibly symbolic.
+fn scalar(ctx: &InferCtx, i: usize) -> Option<SymInt> {
+    match ctx.ints(i)?.as_slice() {
+        [x] => Some(x.clone()),
+        _ => None,
+    }
+}
+
+/// The element type an attribute names by its ONNX code, else `default`.
+fn dtype_attr(ctx: &InferCtx, name: &str, default: Option<DType>) -> Result<Option<DType>> {
+    match ctx.attr_int(name) {
+        None => Ok(default),
+        Some(code) => i32::try_from(code)
+            .ok()
+            .and_then(DType::from_onnx_code)
+            .map(Some)
+            .ok_or_else(|| ShapeError(format!("`{name}` names unknown element type {code}"))),
+    }
+}
+
+/// A dimension from a value when it is known, else a fresh symbol.
+fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Result<Dim> {
+    match v {
+        Some(v) => dim(v),
+        None => Ok(ctx.fresh_dim(hint)),
+    }
+}
+
+/// Ranks beyond this are not believed when a tensor's length gives a rank
+/// (a hostile model must not make us allocate billions of symbols).
+const MAX_RANK: u64 = 64;
+
+/// `n` fresh symbols, for a rank read from a tensor's length.
+fn fresh_dims(ctx: &InferCtx, n: u64, hint: &str) -> Option<Vec<Dim>> {
+    (n <= MAX_RANK).then(|| (0..n).map(|_| ctx.fresh_dim(hint)).collect())
+}
+
+/// Output 0 is input 0's type and shape.
+fn like_input(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    ctx.set(0, x.reshaped(x.shape.clone()));
+    Ok(())
+}
+
+/// Output 0 has input 0's shape and the given type.
+fn same_shape_as(ctx: &mut InferCtx, dtype: Option<DType>) -> Result<()> {
+    let shape = ctx.require(0)?.shape.clone();
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// One element of a known tensor, hashable, for counting distinct values.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Elem {
+    Int(i64),
+    /// Bits of the value, with -0.0 folded into 0.0 (they compare equal).
+    Float(u64),
+    Str(String),
+}
+
+/// The known elements of input `i`; `None` when any is symbolic or unknown.
+fn elems(ctx: &InferCtx, i: usize) -> Option<Vec<Elem>> {
+    match ctx.value(i)? {
+        TensorValue::Ints(v) => v.iter().map(|x| x.as_int().map(Elem::Int)).collect(),
+        TensorValue::Floats(v) => Some(
+            v.iter()
+                .map(|f| Elem::Float(if *f == 0.0 { 0 } else { f.to_bits() }))
+                .collect(),
+        ),
+        TensorValue::Strings(v) => Some(v.into_iter().map(Elem::Str).collect()),
+    }
+}
+
+fn is_nonzero(e: &Elem) -> bool {
+    match e {
+        Elem::Int(i) => *i != 0,
+        Elem::Float(b) => *b != 0,
+        Elem::Str(s) => !s.is_empty(),
+    }
+}
+
+/// Input `i`'s known sizes and data, when the data fills the shape (so
+/// positions computed from the sizes are in the data).
+fn shaped_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<Elem>)> {
+    let dims = known_dims(ctx.shape(i)?)?;
+    let data = elems(ctx, i)?;
+    fills(&dims, data.len()).then_some((dims, data))
+}
+
+/// Whether `len` values are exactly a tensor of sizes `dims`.
+fn fills(dims: &[u64], len: usize) -> bool {
+    product(dims) == Some(len as u64)
+}
+
+/// The element count of known sizes; `None` on overflow (a zero size does
+/// not make the other sizes small).
+fn product(dims: &[u64]) -> Option<u64> {
+    dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+}
+
+/// The known sizes of a shape.
+fn known_dims(s: &[Dim]) -> Option<Vec<u64>> {
+    s.iter().map(Dim::known).collect()
+}
+
+// ---------------------------------------------------------------- folding
+//
+// Shape vectors are sometimes edited with Gather/Scatter ops (an exporter
+// writing `shape[i] = n`); with known indices these fold like Gather does.
+
+/// Input `i`'s known sizes and integer data (entries may be symbolic), when
+/// the data fills the shape.
+fn int_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<SymInt>)> {
+    let dims = known_dims(ctx.shape(i)?)?;
+    let TensorValue::Ints(v) = ctx.value(i)? else {
+        return None;
+    };
+    fills(&dims, v.len()).then_some((dims, v))
+}
+
+/// Input `i`'s known sizes and known index values.
+fn index_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<i64>)> {
+    let (dims, v) = int_data(ctx, i)?;
+    let v = v.iter().map(SymInt::as_int).collect::<Option<Vec<_>>>()?;
+    Some((dims, v))
+}
+
+/// Row-major strides of known sizes.
+fn strides(dims: &[u64]) -> Vec<u64> {
+    let mut out = vec![1u64; dims.len()];
+    for d in (0..dims.len().saturating_sub(1)).rev() {
+        out[d] = out[d + 1].saturating_mul(dims[d + 1]);
+    }
+    out
+}
+
+/// An index into a dimension of size `n`, negative counting from the end;
+/// `None` when out of range.
+fn wrap(i: i64, n: u64) -> Option<u64> {
+    let n = i64::try_from(n).ok()?;
+    let j = if i < 0 { i.checked_add(n)? } else { i };
+    (0..n).contains(&j).then_some(j as u64)
+}
+
+/// The flat data position an index tuple (addressing the leading
+/// dimensions) starts at.
+fn nd_offset(tuple: &[i64], dims: &[u64], st: &[u64]) -> Option<usize> {
+    let mut off = 0u64;
+    for ((&t, &n), &s) in tuple.iter().zip(dims).zip(st) {
+        off = off.checked_add(wrap(t, n)?.checked_mul(s)?)?;
+    }
+    usize::try_from(off).ok()
+}
+
+/// For GatherElements/ScatterElements: the flat data position that element
+/// `p` of the indices addresses (its own coordinates, with `index` on the
+/// axis).
+fn element_target(
+    p: usize,
+    ix_dims: &[u64],
+    data_dims: &[u64],
+    a: usize,
+    index: i64,
+) -> Option<usize> {
+    let ist = strides(ix_dims);
+    let dst = strides(data_dims);
+    let mut off = 0u64;
+    for d in 0..ix_dims.len() {
+        let n = *data_dims.get(d)?;
+        let c = if d == a {
+            wrap(index, n)?
+        } else {
+            let c = (p as u64).checked_div(ist[d])? % ix_dims[d].max(1);
+            (c < n).then_some(c)?
+        };
+        off = off.checked_add(c.checked_mul(*dst.get(d)?)?)?;
+    }
+    usize::try_from(off).ok()
+}
+
+/// A scatter reduction of the old and new value.
+fn combine(reduction: &str, old: &SymInt, new: &SymInt) -> Option<SymInt> {
+    match reduction {
+        "none" => Some(new.clone()),
+        "add" => old.add(new).ok(),
+        "mul" => old.mul(new).ok(),
+        "max" => Some(old.max_with(new)),
+        "min" => Some(old.min_with(new)),
+        _ => None,
+    }
+}
+
+fn reduction(ctx: &InferCtx) -> String {
+    ctx.attr_string_or("reduction", "none")
+}
+
+fn fold_gather_elements(ctx: &InferCtx, a: usize) -> Option<TensorValue> {
+    let (dd, data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let out = idx
+        .iter()
+        .enumerate()
+        .map(|(p, &i)| data.get(element_target(p, &id, &dd, a, i)?).cloned())
+        .collect::<Option<Vec<_>>>()?;
+    Some(TensorValue::Ints(out))
+}
+
+/// GatherND without batch dimensions: each index tuple picks a slice.
+fn fold_gather_nd(ctx: &InferCtx) -> Option<TensorValue> {
+    if ctx.attr_int_or("batch_dims", 0) != 0 {
+        return None;
+    }
+    let (dd, data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
+    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
+    let st = strides(&dd);
+    if (idx.len() / k).checked_mul(slice)? > MAX_VALUE_ELEMENTS {
+        return None;
+    }
+    let mut out = Vec::new();
+    for tuple in idx.chunks_exact(k) {
+        let off = nd_offset(tuple, &dd, &st)?;
+        out.extend_from_slice(data.get(off..off.checked_add(slice)?)?);
+    }
+    Some(TensorValue::Ints(out))
+}
+
+/// ScatterND: each index tuple's slice of the data takes an update slice.
+fn fold_scatter_nd(ctx: &InferCtx) -> Option<TensorValue> {
+    let (dd, mut data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let (_, upd) = int_data(ctx, 2)?;
+    let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
+    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
+    let st = strides(&dd);
+    let how = reduction(ctx);
+    if upd.len() != (idx.len() / k).checked_mul(slice)? {
+        return None;
+    }
+    for (tuple, new) in idx.chunks_exact(k).zip(upd.chunks(slice.max(1))) {
+        let off = nd_offset(tuple, &dd, &st)?;
+        for (e, n) in new.iter().enumerate() {
+            let slot = data.get_mut(off.checked_add(e)?)?;
+            *slot = combine(&how, slot, n)?;
+        }
+    }
+    Some(TensorValue::Ints(data))
+}
+
+/// Scatter/ScatterElements: element p of the updates goes where element p
+/// of the indices points.
+fn fold_scatter_elements(ctx: &InferCtx, a: usize) -> Option<TensorValue> {
+    let (dd, mut data) = int_data(ctx, 0)?;
+    let (id, idx) = index_data(ctx, 1)?;
+    let (ud, upd) = int_data(ctx, 2)?;
+    if ud != id {
+        return None;
+    }
+    let how = if ctx.op == "Scatter" {
+        "none".to_string()
+    } else {
+        reduction(ctx)
+    };
+    for (p, (&i, n)) in idx.iter().zip(&upd).enumerate() {
+        let slot = data.get_mut(element_target(p, &id, &dd, a, i)?)?;
+        *slot = combine(&how, slot, n)?;
+    }
+    Some(TensorValue::Ints(data))
+}
+
+// ---------------------------------------------------------------- gather / scatter
+
+/// GatherElements: the output takes the indices' shape and the data's type.
+fn gather_elements(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let mut value = None;
+    if let (Some(r), Some(q)) = (ctx.rank(0), ctx.rank(1)) {
+        if r != q {
+            return err(format!(
+                "data (rank {r}) and indices (rank {q}) must have the same rank"
+            ));
+        }
+        let a = axis(ctx.attr_int_or("axis", 0), r)?;
+        value = fold_gather_elements(ctx, a);
+    }
+    let shape = ctx.shape(1).cloned();
+    ctx.set(
+        0,
+        Fact {
+            value,
+            ..Fact::tensor(dtype, shape)
+        },
+    );
+    Ok(())
+}
+
+/// GatherND: `indices.shape[:-1] + data.shape[batch_dims + k:]`, with `k`
+/// the indices' last dimension.
+fn gather_nd(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let mut shape = None;
+    if let (Some(d), Some(ix)) = (ctx.shape(0), ctx.shape(1)) {
+        let Some((last, outer)) = ix.split_last() else {
+            return err("GatherND indices must have rank 1 or more");
+        };
+        let b = ctx.attr_int_or("batch_dims", 0);
+        let b = usize::try_from(b)
+            .ok()
+            .filter(|&b| b < d.len().min(ix.len()))
+            .ok_or_else(|| {
+                ShapeError(format!(
+                    "batch_dims {b} must be below both ranks ({} and {})",
+                    d.len(),
+                    ix.len()
+                ))
+            })?;
+        if let Some(k) = last.known() {
+            let end = usize::try_from(k)
+                .ok()
+                .and_then(|k| k.checked_add(b))
+                .filter(|&e| e <= d.len())
+                .ok_or_else(|| {
+                    ShapeError(format!(
+                        "indices address {k} dimensions after {b} batch dimensions of data [{}]",
+                        join(d)
+                    ))
+                })?;
+            let mut s = outer.to_vec();
+            s.extend_from_slice(&d[end..]);
+            shape = Some(s);
+        }
+    }
+    let value = shape.as_ref().and_then(|_| fold_gather_nd(ctx));
+    ctx.set(
+        0,
+        Fact {
+            value,
+            ..Fact::tensor(dtype, shape)
+        },
+    );
+    Ok(())
+}
+
+/// Scatter, ScatterElements, ScatterND, TensorScatter: the data, updated in
+/// place, keeps its shape. Ranks that cannot go together are errors.
+fn scatter(ctx: &mut InferCtx) -> Result<()> {
+    let (a, b) = match ctx.op {
+        // indices and updates have the data's rank.
+        "Scatter" | "ScatterElements" => (1, 2),
+        // update has the cache's rank.
+        "TensorScatter" => (0, 1),
+        _ => (0, 0),
+    };
+    for i in [a, b] {
+        if let (Some(r), Some(q)) = (ctx.rank(0), ctx.rank(i))
+            && r != q
+        {
+            return err(format!("input {} has rank {q}, the data rank {r}", i + 1));
+        }
+    }
+    let mut value = None;
+    if let Some(r) = ctx.rank(0) {
+        match ctx.op {
+            "Scatter" | "ScatterElements" => {
+                let a = axis(ctx.attr_int_or("axis", 0), r)?;
+                value = fold_scatter_elements(ctx, a);
+            }
+            "TensorScatter" => {
+                axis(ctx.attr_int_or("axis", -2), r)?;
+            }
+            _ => value = fold_scatter_nd(ctx),
+        }
+    }
+    like_input(ctx)?;
+    if let Some(o) = ctx.outputs.get_mut(0) {
+        o.value = value;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- selection
+
+/// TopK: the axis shrinks to `k` (attribute before opset 10, input after).
+fn top_k(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let k = if ctx.opset < 10 {
+        ctx.attr_int("k").map(SymInt::Int)
+    } else {
+        scalar(ctx, 1)
+    };
+    let mut shape = None;
+    if let Some(s) = ctx.shape(0) {
+        let a = axis(ctx.attr_int_or("axis", -1), s.len())?;
+        let kd = dim_or_fresh(ctx, k.as_ref(), "topk")?;
+        let mut s = s.clone();
+        if let Some(slot) = s.get_mut(a) {
+            if let (Some(k), Some(n)) = (kd.known(), slot.known())
+                && k > n
+            {
+                return err(format!("k = {k} exceeds the axis size {n}"));
+            }
+            *slot = kd;
+        }
+        shape = Some(s);
+    }
+    ctx.set(0, Fact::tensor(dtype, shape.clone()));
+    ctx.set(1, Fact::tensor(Some(DType::Int64), shape));
+    Ok(())
+}
+
+/// NonZero: `[rank, count]`; the count (and the indices) are known when the
+/// input's data is.
+fn non_zero(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?;
+    let Some(s) = x.shape.clone() else {
+        ctx.set(0, Fact::tensor(Some(DType::Int64), None));
+        return Ok(());
+    };
+    let rank = s.len() as u64;
+    let Some((dims, data)) = shaped_data(ctx, 0) else {
+        let n = ctx.fresh_dim("nonzero");
+        ctx.set(0, Fact::new(DType::Int64, vec![Dim::Known(rank), n]));
+        return Ok(());
+    };
+    let hits: Vec<usize> = (0..data.len()).filter(|&i| is_nonzero(&data[i])).collect();
+    let shape = vec![Dim::Known(rank), Dim::Known(hits.len() as u64)];
+    let mut fact = Fact::new(DType::Int64, shape);
+    if hits.len().saturating_mul(s.len()) <= MAX_VALUE_ELEMENTS {
+        // Row d holds coordinate d of every hit, in row-major order.
+        let mut rows = vec![Vec::with_capacity(hits.len()); s.len()];
+        for &flat in &hits {
+            let mut rest = flat as u64;
+            for (d, &n) in dims.iter().enumerate().rev() {
+                if n > 0 {
+                    rows[d].push(SymInt::Int((rest % n) as i64));
+                    rest /= n;
+                }
+            }
+        }
+        fact.value = Some(TensorValue::Ints(rows.concat()));
+    }
+    ctx.set(0, fact);
+    Ok(())
+}
+
+/// How many distinct elements (no axis) or slices along `axis` the known
+/// data of input 0 has.
+fn distinct_count(ctx: &InferCtx, ax: Option<usize>) -> Option<u64> {
+    let Some(a) = ax else {
+        return Some(elems(ctx, 0)?.iter().collect::<HashSet<_>>().len() as u64);
+    };
+    let (dims, data) = shaped_data(ctx, 0)?;
+    // Empty data says nothing useful (and its axis may still be huge).
+    if data.is_empty() {
+        return None;
+    }
+    let n = *dims.get(a)? as usize;
+    let inner = product(dims.get(a + 1..)?)? as usize;
+    let outer = product(dims.get(..a)?)?;
+    let slices: HashSet<Vec<&Elem>> = (0..n)
+        .map(|i| {
+            (0..outer as usize)
+                .flat_map(|o| (0..inner).map(move |j| (o * n + i) * inner + j))
+                .filter_map(|k| data.get(k))
+                .collect()
+        })
+        .collect();
+    Some(slices.len() as u64)
+}
+
+/// Unique: Y, indices, inverse_indices, counts. The number of unique values
+/// is counted when the data is known, else a fresh symbol.
+fn unique(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let ax = match (ctx.attr_int("axis"), x.rank()) {
+        (Some(a), Some(r)) => Some(Some(axis(a, r)?)),
+        // An axis over an unknown rank: the slices cannot be described.
+        (Some(_), None) => None,
+        (None, _) => Some(None),
+    };
+    let u = match ax.and_then(|a| distinct_count(ctx, a)) {
+        Some(n) => Dim::Known(n),
+        None => ctx.fresh_dim("unique"),
+    };
+    let (y, inverse) = match (ax, &x.shape) {
+        (Some(None), _) => {
+            let n = match x.elements() {
+                Some(n) => Some(vec![dim(&n)?]),
+                None => None,
+            };
+            (Some(vec![u.clone()]), n)
+        }
+        (Some(Some(a)), Some(s)) => {
+            let mut y = s.clone();
+            let n = y.get(a).cloned();
+            if let Some(slot) = y.get_mut(a) {
+                *slot = u.clone();
+            }
+            (Some(y), n.map(|n| vec![n]))
+        }
+        _ => (None, None),
+    };
+    ctx.set(0, Fact::tensor(x.dtype, y));
+    ctx.set(1, Fact::new(DType::Int64, vec![u.clone()]));
+    ctx.set(2, Fact::tensor(Some(DType::Int64), inverse));
+    ctx.set(3, Fact::new(DType::Int64, vec![u]));
+    Ok(())
+}
+
+/// Compress: the selected axis (or the flattened input) keeps as many
+/// entries as the condition has true values.
+fn compress(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let ax = match (ctx.attr_int("axis"), x.rank()) {
+        (Some(a), Some(r)) => Some(axis(a, r)?),
+        (Some(_), None) => {
+            ctx.set(0, Fact::tensor(x.dtype, None));
+            return Ok(());
+        }
+        (None, _) => None,
+    };
+    // Entries past the axis length are discarded, so count only those.
+    let limit = match ax {
+        Some(a) => x.shape.as_ref().and_then(|s| s.get(a)).and_then(Dim::known),
+        None => x.elements().and_then(|n| n.as_int()).map(|n| n as u64),
+    };
+    let count = elems(ctx, 1).map(|c| {
+        let take = limit.map_or(c.len(), |l| c.len().min(l as usize));
+        c.iter().take(take).filter(|e| is_nonzero(e)).count() as u64
+    });
+    let n = count.map_or_else(|| ctx.fresh_dim("compress"), Dim::Known);
+    let shape = match ax {
+        None => Some(vec![n]),
+        Some(a) => x.shape.map(|mut s| {
+            if let Some(slot) = s.get_mut(a) {
+                *slot = n;
+            }
+            s
+        }),
+    };
+    ctx.set(0, Fact::tensor(x.dtype, shape));
+    Ok(())
+}
+
+/// NonMaxSuppression: `[selected, 3]` int64 triples; how many are selected
+/// depends on the boxes.
+fn non_max_suppression(ctx: &mut InferCtx) -> Result<()> {
+    let n = ctx.fresh_dim("nms");
+    ctx.set(0, Fact::new(DType::Int64, vec![n, Dim::Known(3)]));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- resampling
+
+/// `floor(d * scale)`, symbolic when the scale is a simple fraction.
+fn scaled_dim(ctx: &InferCtx, d: &Dim, scale: f64) -> Result<Dim> {
+    if !scale.is_finite() || scale < 0.0 {
+        return err(format!(
+            "resize scale {scale} must be finite and non-negative"
+        ));
+    }
+    match d {
+        // In float64, as the reference implementation computes it.
+        Dim::Known(n) => {
+            let v = (*n as f64 * scale).floor();
+            if v >= u64::MAX as f64 {
+                return err("resized dimension overflows");
+            }
+            Ok(Dim::Known(v as u64))
+        }
+        Dim::Sym(s) => {
+            // A float scale near p/q (2, 0.5, 1.5...) stays exact:
+            // floor(s*p/q). A float just below p/q (0.7 as f32) floors
+            // multiples of q one lower, which is floor((s*p - 1)/q).
+            for q in 1..=16i64 {
+                let exact = scale * q as f64;
+                let p = exact.round();
+                if (exact - p).abs() < 1e-6 * q as f64 && p < i64::MAX as f64 {
+                    let mut n = s.mul(&SymInt::Int(p as i64))?;
+                    if exact < p {
+                        n = n.sub(&SymInt::Int(1))?;
+                    }
+                    return dim(&n.floor_div(q)?);
+                }
+            }
+            Ok(ctx.fresh_dim("resize"))
+        }
+    }
+}
+
+/// Sizes under `keep_aspect_ratio_policy` not_larger / not_smaller: one
+/// scale for every listed axis, the output rounded half up.
+fn aspect_sizes(
+    ctx: &InferCtx,
+    in_shape: &[Dim],
+    axes: &[usize],
+    sizes: &[SymInt],
+    larger: bool,
+) -> Result<Vec<Option<Dim>>> {
+    let ratios: Option<Vec<f64>> = axes
+        .iter()
+        .zip(sizes)
+        .map(|(&a, s)| Some(s.as_int()? as f64 / in_shape.get(a)?.known()? as f64))
+        .collect();
+    let Some(ratios) = ratios else {
+        return Ok(axes.iter().map(|_| Some(ctx.fresh_dim("resize"))).collect());
+    };
+    let pick = if larger { f64::max } else { f64::min };
+    let scale = ratios.iter().copied().reduce(pick).unwrap_or(1.0);
+    axes.iter()
+        .map(|&a| {
+            let n = in_shape.get(a).and_then(Dim::known).unwrap_or(0);
+            let v = (scale * n as f64 + 0.5).floor();
+            if !v.is_finite() || v < 0.0 {
+                return err(format!("resize gives dimension {v}"));
+            }
+            Ok(Some(Dim::Known(v as u64)))
+        })
+        .collect()
+}
+
+/// Whether optional input `i` is given and not an empty placeholder.
+fn given(ctx: &InferCtx, i: usize) -> bool {
+    ctx.input(i)
+        .is_some_and(|f| f.elements() != Some(SymInt::Int(0)))
+}
+
+/// Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): sizes when given,
+/// else `floor(d * scale)`; axes (18+) select which dimensions the scales
+/// or sizes refer to.
+fn resize(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    let Some(in_shape) = x.shape.clone() else {
+        // Sizes for every axis (no axes, stretched) are the output shape
+        // whatever the input's.
+        let all = ctx.op == "Resize"
+            && ctx.opset >= 11
+            && given(ctx, 3)
+            && !(ctx.opset >= 18 && ctx.has_attr("axes"))
+            && ctx.attr_string_or("keep_aspect_ratio_policy", "stretch") == "stretch";
+        let shape = match ctx.ints(3) {
+            Some(sizes) if all => Some(sizes.iter().map(dim).collect::<Result<Vec<_>>>()?),
+            _ => None,
+        };
+        ctx.set(0, Fact::tensor(x.dtype, shape));
+        return Ok(());
+    };
+    let r = in_shape.len();
+    let axes: Vec<usize> = match ctx.attr_ints("axes") {
+        Some(a) if ctx.opset >= 18 => a.iter().map(|&a| axis(a, r)).collect::<Result<_>>()?,
+        _ => (0..r).collect(),
+    };
+    // Where the scales live: an attribute (Upsample-7), input 1 (Upsample-9,
+    // Resize-10) or input 2 (Resize-11+, with sizes as input 3).
+    let (scales_at, sizes_at) = match (ctx.op, ctx.opset) {
+        ("Upsample", ..=8) => (None, None),
+        ("Upsample", _) | (_, ..=10) => (Some(1), None),
+        _ => (Some(2), Some(3)),
+    };
+    let listed = |n: usize| -> Result<()> {
+        if n != axes.len() {
+            return err(format!(
+                "{} has {n} entries for {} axes",
+                if sizes_at.is_some_and(|i| given(ctx, i)) {
+                    "sizes"
+                } else {
+                    "scales"
+                },
+                axes.len()
+            ));
+        }
+        Ok(())
+    };
+    let new: Vec<Option<Dim>> = if let Some(i) = sizes_at.filter(|&i| given(ctx, i)) {
+        match ctx.ints(i) {
+            Some(sizes) => {
+                listed(sizes.len())?;
+                match ctx
+                    .attr_string_or("keep_aspect_ratio_policy", "stretch")
+                    .as_str()
+                {
+                    "not_larger" => aspect_sizes(ctx, &in_shape, &axes, &sizes, false)?,
+                    "not_smaller" => aspect_sizes(ctx, &in_shape, &axes, &sizes, true)?,
+                    _ => sizes
+                        .iter()
+                        .map(|s| dim(s).map(Some))
+                        .collect::<Result<_>>()?,
+                }
+            }
+            None => axes.iter().map(|_| None).collect(),
+        }
+    } else {
+        let scales = match scales_at {
+            None => ctx.attr_floats("scales"),
+            Some(i) => ctx.floats(i),
+        };
+        match scales {
+            Some(sc) => {
+                listed(sc.len())?;
+                axes.iter()
+                    .zip(&sc)
+                    .map(|(&a, &s)| match in_shape.get(a) {
+                        Some(d) => scaled_dim(ctx, d, s).map(Some),
+                        None => Ok(None),
+                    })
+                    .collect::<Result<_>>()?
+            }
+            None => axes.iter().map(|_| None).collect(),
+        }
+    };
+    let mut out = in_shape;
+    for (&a, d) in axes.iter().zip(new) {
+        let d = d.unwrap_or_else(|| ctx.fresh_dim("resize"));
+        if let Some(slot) = out.get_mut(a) {
+            *slot = d;
+        }
+    }
+    ctx.set(0, Fact::tensor(x.dtype, Some(out)));
+    Ok(())
+}
+
+/// GridSample: `[N, C, *grid.shape[1:-1]]`.
+fn grid_sample(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let mut shape = None;
+    if let (Some(x), Some(g)) = (ctx.shape(0), ctx.shape(1)) {
+        if x.len() < 3 || g.len() != x.len() {
+            return err(format!(
+                "X [{}] and grid [{}] must have the same rank, 3 or more",
+                join(x),
+                join(g)
+            ));
+        }
+        let spatial = x.len() - 2;
+        if let Some(last) = g.last().and_then(Dim::known)
+            && last != spatial as u64
+        {
+            return err(format!(
+                "grid's last dimension is {last}, X has {spatial} spatial dimensions"
+            ));
+        }
+        let mut s = x[..2].to_vec();
+        s.extend_from_slice(&g[1..g.len() - 1]);
+        shape = Some(s);
+    }
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// AffineGrid: size `[N, C, H, W]` gives `[N, H, W, 2]`, `[N, C, D, H, W]`
+/// gives `[N, D, H, W, 3]`.
+fn affine_grid(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let size = match ctx.ints(1) {
+        Some(v) => Some(v.iter().map(dim).collect::<Result<Vec<_>>>()?),
+        // The size's length still gives the rank.
+        None => ctx
+            .shape(1)
+            .and_then(|s| s.first())
+            .and_then(Dim::known)
+            .and_then(|n| fresh_dims(ctx, n, "grid")),
+    };
+    let shape = match size {
+        None => None,
+        Some(s) if s.len() == 4 || s.len() == 5 => {
+            let mut out = vec![s[0].clone()];
+            out.extend_from_slice(&s[2..]);
+            out.push(Dim::Known(s.len() as u64 - 2));
+            Some(out)
+        }
+        Some(s) => {
+            return err(format!(
+                "AffineGrid size has {} entries, not 4 or 5",
+                s.len()
+            ));
+        }
+    };
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// Col2Im: `[N, C * prod(block), L]` becomes `[N, C, *image_shape]`.
+fn col2im(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let Some(s) = ctx.shape(0).cloned() else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    let [n, cb, _] = s.as_slice() else {
+        return err(format!("Col2Im input [{}] must have rank 3", join(&s)));
+    };
+    let image: Vec<Dim> = match ctx.ints(1) {
+        Some(v) => v.iter().map(dim).collect::<Result<_>>()?,
+        None => match ctx
+            .shape(1)
+            .and_then(|s| s.first())
+            .and_then(Dim::known)
+            .and_then(|k| fresh_dims(ctx, k, "col2im"))
+        {
+            Some(dims) => dims,
+            None => {
+                ctx.set(0, Fact::tensor(dtype, None));
+                return Ok(());
+            }
+        },
+    };
+    let c = match ctx.ints(2) {
+        Some(block) => {
+            let mut prod = SymInt::Int(1);
+            for b in &block {
+                prod = prod.mul(b)?;
+            }
+            match cb.to_symint().exact_div(&prod) {
+                Some(c) => dim(&c)?,
+                None if cb.known().is_some() && prod.is_known() => {
+                    return err(format!(
+                        "input channels {cb} are not a multiple of the block size {prod}"
+                    ));
+                }
+                None => ctx.fresh_dim("col2im"),
+            }
+        }
+        None => ctx.fresh_dim("col2im"),
+    };
+    let mut out = vec![n.clone(), c];
+    out.extend(image);
+    ctx.set(0, Fact::tensor(dtype, Some(out)));
+    Ok(())
+}
+
+/// RoiAlign and MaxRoiPool: `[num_rois, C, out_h, out_w]`.
+fn roi_pool(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let (h, w) = if ctx.op == "MaxRoiPool" {
+        match ctx.attr_ints("pooled_shape").as_deref() {
+            Some(&[h, w]) => (h, w),
+            _ => return err("MaxRoiPool needs `pooled_shape` with two entries"),
+        }
+    } else {
+        (
+            ctx.attr_int_or("output_height", 1),
+            ctx.attr_int_or("output_width", 1),
+        )
+    };
+    let rois = ctx
+        .shape(1)
+        .and_then(|s| s.first())
+        .or_else(|| ctx.shape(2).and_then(|s| s.first()))
+        .cloned()
+        .unwrap_or_else(|| ctx.fresh_dim("rois"));
+    let c = match ctx.shape(0) {
+        Some(s) if s.len() == 4 => s[1].clone(),
+        Some(s) => return err(format!("X [{}] must have rank 4", join(s))),
+        None => ctx.fresh_dim("channels"),
+    };
+    let shape = vec![rois, c, dim(&SymInt::Int(h))?, dim(&SymInt::Int(w))?];
+    ctx.set(0, Fact::tensor(dtype, Some(shape)));
+    Ok(())
+}
+
+/// ImageDecoder: `[H, W, channels]` uint8; H and W are in the image bytes.
+fn image_decoder(ctx: &mut InferCtx) -> Result<()> {
+    let channels = if ctx.attr_string_or("pixel_format", "RGB") == "Grayscale" {
+        1
+    } else {
+        3
+    };
+    let shape = vec![
+        ctx.fresh_dim("height"),
+        ctx.fresh_dim("width"),
+        Dim::Known(channels),
+    ];
+    ctx.set(0, Fact::new(DType::Uint8, shape));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- strings
+
+/// StringSplit: substrings `[*X, max_splits]`, lengths `[*X]`.
+fn string_split(ctx: &mut InferCtx) -> Result<()> {
+    let shape = ctx.require(0)?.shape.clone();
+    let subs = shape.clone().map(|mut s| {
+        s.push(ctx.fresh_dim("splits"));
+        s
+    });
+    ctx.set(0, Fact::tensor(Some(DType::String), subs));
+    ctx.set(1, Fact::tensor(Some(DType::Int64), shape));
+    Ok(())
+}
+
+/// StringNormalizer: same shape unless stop words may remove entries
+/// (`[C]` → `[C']`, `[1, C]` → `[1, C']`).
+fn string_normalizer(ctx: &mut InferCtx) -> Result<()> {
+    let shape = ctx.require(0)?.shape.clone();
+    let stops = ctx.attr_strings("stopwords").unwrap_or_default();
+    let shape = match shape {
+        Some(s) if !stops.is_empty() => match s.len() {
+            1 => Some(vec![ctx.fresh_dim("strings")]),
+            2 => Some(vec![Dim::Known(1), ctx.fresh_dim("strings")]),
+            _ => {
+                return err(format!(
+                    "StringNormalizer input [{}] must be [C] or [1, C]",
+                    join(&s)
+                ));
+            }
+        },
+        s => s,
+    };
+    ctx.set(0, Fact::tensor(Some(DType::String), shape));
+    Ok(())
+}
+
+/// StringConcat broadcasts its two inputs.
+fn string_concat(ctx: &mut InferCtx) -> Result<()> {
+    let shape = match (ctx.shape(0), ctx.shape(1)) {
+        (Some(a), Some(b)) => Some(broadcast(a, b)?),
+        _ => None,
+    };
+    ctx.set(0, Fact::tensor(Some(DType::String), shape));
+    Ok(())
+}
+
+fn regex_full_match(ctx: &mut InferCtx) -> Result<()> {
+    same_shape_as(ctx, Some(DType::Bool))
+}
+
+// ---------------------------------------------------------------- signal
+
+/// DFT (17: axis attribute; 20: axis input, default -2): the axis becomes
+/// the transform length (halved plus one for a one-sided forward
+/// transform); the last dimension is 2 (complex), or 1 for an inverse
+/// one-sided transform (real).
+fn dft(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let Some(s) = ctx.shape(0).cloned() else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    let r = s.len();
+    if r < 2 {
+        return err(format!("DFT input [{}] needs rank 2 or more", join(&s)));
+    }
+    let a = if ctx.opset >= 20 {
+        match ctx.input(2) {
+            // `None`: an axis known only at run time.
+            Some(_) => scalar(ctx, 2).and_then(|a| a.as_int()),
+            None => Some(-2),
+        }
+    } else {
+        Some(ctx.attr_int_or("axis", 1))
+    };
+    let Some(a) = a else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    // The last dimension holds real/imaginary parts and is no signal axis.
+    let a = axis(a, r)?;
+    if a == r - 1 {
+        return err("DFT axis cannot be the last (complex) dimension");
+    }
+    let inverse = ctx.attr_int_or("inverse", 0) != 0;
+    let onesided = ctx.attr_int_or("onesided", 0) != 0;
+    let n = if ctx.input(1).is_some() {
+        scalar(ctx, 1)
+    } else if onesided && inverse {
+        // IRFFT restores the full signal from its one-sided spectrum.
+        Some(
+            s[a].to_symint()
+                .sub(&SymInt::Int(1))?
+                .mul(&SymInt::Int(2))?,
+        )
+    } else {
+        Some(s[a].to_symint())
+    };
+    let n = match n {
+        Some(n) if onesided && !inverse => Some(n.floor_div(2)?.add(&SymInt::Int(1))?),
+        n => n,
+    };
+    let mut out = s;
+    out[a] = dim_or_fresh(ctx, n.as_ref(), "dft")?;
+    out[r - 1] = Dim::Known(if onesided && inverse { 1 } else { 2 });
+    ctx.set(0, Fact::tensor(dtype, Some(out)));
+    Ok(())
+}
+
+/// STFT: `[batch, frames, bins, 2]` with `frames = (len - frame_length) /
+/// frame_step + 1` and `bins = frame_length / 2 + 1` when one-sided.
+fn stft(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let Some(s) = ctx.shape(0).cloned() else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    let [batch, len, _] = s.as_slice() else {
+        return err(format!("STFT signal [{}] must have rank 3", join(&s)));
+    };
+    let step = scalar(ctx, 1).and_then(|v| v.as_int());
+    if step.is_some_and(|v| v <= 0) {
+        return err("STFT frame_step must be positive");
+    }
+    let frame = match ctx.input(3) {
+        Some(_) => scalar(ctx, 3),
+        None => ctx.shape(2).and_then(|w| w.first()).map(Dim::to_symint),
+    };
+    let frames = match (&frame, step) {
+        (Some(f), Some(k)) => Some(len.to_symint().sub(f)?.floor_div(k)?.add(&SymInt::Int(1))?),
+        _ => None,
+    };
+    let bins = match &frame {
+        Some(f) if ctx.attr_int_or("onesided", 1) != 0 => {
+            Some(f.floor_div(2)?.add(&SymInt::Int(1))?)
+        }
+        f => f.clone(),
+    };
+    let out = vec![
+        batch.clone(),
+        dim_or_fresh(ctx, frames.as_ref(), "frames")?,
+        dim_or_fresh(ctx, bins.as_ref(), "bins")?,
+        Dim::Known(2),
+    ];
+    ctx.set(0, Fact::tensor(dtype, Some(out)));
+    Ok(())
+}
+
+/// Blackman/Hamming/Hann windows: `[size]` of `output_datatype`.
+fn window(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "output_datatype", Some(DType::Float32))?;
+    let n = dim_or_fresh(ctx, scalar(ctx, 0).as_ref(), "window")?;
+    ctx.set(0, Fact::tensor(dtype, Some(vec![n])));
+    Ok(())
+}
+
+/// MelWeightMatrix: `[dft_length / 2 + 1, num_mel_bins]`.
+fn mel_weight_matrix(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "output_datatype", Some(DType::Float32))?;
+    let bins = match scalar(ctx, 1) {
+        Some(n) => Some(n.floor_div(2)?.add(&SymInt::Int(1))?),
+        None => None,
+    };
+    let shape = vec![
+        dim_or_fresh(ctx, bins.as_ref(), "bins")?,
+        dim_or_fresh(ctx, scalar(ctx, 0).as_ref(), "mel")?,
+    ];
+    ctx.set(0, Fact::tensor(dtype, Some(shape)));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- random
+
+/// RandomNormal/RandomUniform: shape and type from attributes.
+fn random(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "dtype", Some(DType::Float32))?;
+    let shape = ctx
+        .attr_ints("shape")
+        .ok_or_else(|| ShapeError(format!("{} needs `shape`", ctx.op)))?;
+    let shape = shape
+        .iter()
+        .map(|&d| dim(&SymInt::Int(d)))
+        .collect::<Result<Vec<_>>>()?;
+    ctx.set(0, Fact::tensor(dtype, Some(shape)));
+    Ok(())
+}
+
+/// RandomNormalLike, RandomUniformLike, Bernoulli: the input's shape; the
+/// `dtype` attribute's type, else the input's.
+fn random_like(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "dtype", ctx.require(0)?.dtype)?;
+    same_shape_as(ctx, dtype)
+}
+
+/// Multinomial: `[batch, sample_size]` of `dtype` (int32 by default).
+fn multinomial(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = dtype_attr(ctx, "dtype", Some(DType::Int32))?;
+    let batch = match ctx.shape(0) {
+        Some(s) if s.len() == 2 => s[0].clone(),
+        Some(s) => {
+            return err(format!(
+                "Multinomial input [{}] must be [batch, classes]",
+                join(s)
+            ));
+        }
+        None => ctx.fresh_dim("batch"),
+    };
+    let n = dim(&SymInt::Int(ctx.attr_int_or("sample_size", 1)))?;
+    ctx.set(0, Fact::tensor(dtype, Some(vec![batch, n])));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- text
+
+/// TfIdfVectorizer: `[max(ngram_indexes) + 1]`, with the batch in front for
+/// 2-D input.
+fn tfidf(ctx: &mut InferCtx) -> Result<()> {
+    ctx.require(0)?;
+    let idx = ctx.attr_ints("ngram_indexes").unwrap_or_default();
+    let width = idx.iter().max().map_or(Ok(0), |&m| {
+        m.checked_add(1)
+            .filter(|&w| w >= 0)
+            .ok_or_else(|| ShapeError(format!("ngram index {m} is invalid")))
+    })?;
+    let width = Dim::Known(width as u64);
+    let shape = match ctx.shape(0) {
+        None => None,
+        Some(s) if s.len() == 1 => Some(vec![width]),
+        Some(s) if s.len() == 2 => Some(vec![s[0].clone(), width]),
+        Some(s) => {
+            return err(format!(
+                "TfIdfVectorizer input [{}] must be 1-D or 2-D",
+                join(s)
+            ));
+        }
+    };
+    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- ai.onnx.ml
+
+/// ArrayFeatureExtractor: the last dimension becomes the number of indices.
+fn array_feature_extractor(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let shape = match (ctx.shape(0), ctx.input(1).and_then(Fact::elements)) {
+        (Some(s), Some(k)) if s.len() >= 2 => {
+            let mut s = s.clone();
+            let last = s.len() - 1;
+            s[last] = dim(&k)?;
+            Some(s)
+        }
+        _ => None,
+    };
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// LabelEncoder: the input's shape, the type of the `values_*` attribute.
+fn label_encoder(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = if let Some(t) = ctx.attr_tensor("values_tensor") {
+        ctx.tensors.fact_of(t)?.dtype
+    } else if ctx.has_attr("values_strings") {
+        Some(DType::String)
+    } else if ctx.has_attr("values_int64s") {
+        Some(DType::Int64)
+    } else if ctx.has_attr("values_floats") {
+        Some(DType::Float32)
+    } else {
+        // ai.onnx.ml 1 maps strings to int64 and back, like CategoryMapper.
+        return category_mapper(ctx);
+    };
+    same_shape_as(ctx, dtype)
+}
+
+/// Element-wise ml operators whose result is float (Normalizer, Scaler).
+fn ml_float_map(ctx: &mut InferCtx) -> Result<()> {
+    same_shape_as(ctx, Some(DType::Float32))
+}
+
+/// The batch of an ml operator's `[N, F]` input (a 1-D input is one
+/// sample); `None` when the input's shape is unknown.
+fn ml_batch(ctx: &InferCtx, i: usize) -> Result<Option<Dim>> {
+    match ctx.shape(i).map(Vec::as_slice) {
+        Some([n, _]) => Ok(Some(n.clone())),
+        Some([_]) => Ok(Some(Dim::Known(1))),
+        Some(s) => err(format!(
+            "{} input [{}] must be [N, F] or [F]",
+            ctx.op,
+            join(s)
+        )),
+        None => Ok(None),
+    }
+}
+
+/// `[N, width]` when both are known.
+fn batch_by(n: Option<Dim>, width: Option<usize>) -> Option<Vec<Dim>> {
+    Some(vec![n?, Dim::Known(width? as u64)])
+}
+
+/// Regressors: `[N, targets]`; TreeEnsemble keeps the input's type.
+fn regressor(ctx: &mut InferCtx) -> Result<()> {
+    let (targets, dtype) = match ctx.op {
+        "TreeEnsemble" => (ctx.attr_int("n_targets"), ctx.require(0)?.dtype),
+        "TreeEnsembleRegressor" => (ctx.attr_int("n_targets"), Some(DType::Float32)),
+        _ => (Some(ctx.attr_int_or("targets", 1)), Some(DType::Float32)),
+    };
+    let targets = match targets {
+        Some(t) => Some(usize::try_from(t).map_err(|_| ShapeError(format!("{t} targets")))?),
+        None => None,
+    };
+    let shape = batch_by(ml_batch(ctx, 0)?, targets);
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// Classifiers: labels `[N]` (strings or int64, as the class labels are),
+/// scores `[N, classes]` where the attributes tell the class count.
+fn classifier(ctx: &mut InferCtx) -> Result<()> {
+    let strings = ctx.attr_strings("classlabels_strings").unwrap_or_default();
+    let ints = ctx.attr_ints("classlabels_ints").unwrap_or_default();
+    let (labels, n_labels) = if strings.is_empty() {
+        (DType::Int64, ints.len())
+    } else {
+        (DType::String, strings.len())
+    };
+    let classes = match ctx.op {
+        // One intercept for two labels is a binary model with two scores.
+        "LinearClassifier" => match ctx.attr_floats("intercepts").unwrap_or_default().len() {
+            1 if n_labels == 2 => Some(2),
+            n => Some(n),
+        },
+        "TreeEnsembleClassifier" => Some(n_labels),
+        _ => None,
+    };
+    let n = ml_batch(ctx, 0)?;
+    ctx.set(0, Fact::tensor(Some(labels), n.clone().map(|n| vec![n])));
+    ctx.set(1, Fact::tensor(Some(DType::Float32), batch_by(n, classes)));
+    Ok(())
+}
+
+/// FeatureVectorizer: inputs side by side, `[N, sum(inputdimensions)]`.
+fn feature_vectorizer(ctx: &mut InferCtx) -> Result<()> {
+    let width = ctx
+        .attr_ints("inputdimensions")
+        .map(|d| {
+            d.iter()
+                .try_fold(0usize, |acc, &w| acc.checked_add(usize::try_from(w).ok()?))
+                .ok_or_else(|| ShapeError("invalid inputdimensions".into()))
+        })
+        .transpose()?;
+    let shape = batch_by(ml_batch(ctx, 0)?, width);
+    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
+    Ok(())
+}
+
+/// OneHotEncoder: one float per category after the input's dimensions.
+fn one_hot_encoder(ctx: &mut InferCtx) -> Result<()> {
+    let cats = ctx
+        .attr_ints("cats_int64s")
+        .map(|c| c.len())
+        .or_else(|| ctx.attr_strings("cats_strings").map(|c| c.len()))
+        .unwrap_or(0);
+    let shape = ctx.require(0)?.shape.clone().map(|mut s| {
+        s.push(Dim::Known(cats as u64));
+        s
+    });
+    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
+    Ok(())
+}
+
+/// CategoryMapper maps strings to int64 and int64 to strings.
+fn category_mapper(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = match ctx.require(0)?.dtype {
+        Some(DType::String) => Some(DType::Int64),
+        Some(DType::Int64) => Some(DType::String),
+        _ => None,
+    };
+    same_shape_as(ctx, dtype)
+}
+
+// ---------------------------------------------------------------- training
+
+/// Adagrad, Momentum, Adam: inputs R, T, then groups of n tensors (X, G and
+/// one or two state tensors); every output has the shape of its X.
+fn optimizer(ctx: &mut InferCtx) -> Result<()> {
+    let groups = if ctx.op == "Adam" { 4 } else { 3 };
+    let rest = ctx.n_inputs().saturating_sub(2);
+    if rest == 0 || !rest.is_multiple_of(groups) {
+        return err(format!(
+            "{} takes R, T and {groups} groups of tensors, not {} inputs",
+            ctx.op,
+            ctx.n_inputs()
+        ));
+    }
+    let n = rest / groups;
+    for j in 0..ctx.n_outputs() {
+        // Output j updates X (or the state of) tensor j mod n.
+        let f = ctx.input(2 + j % n).cloned().unwrap_or_else(Fact::unknown);
+        ctx.set(j, f.reshaped(f.shape.clone()));
+    }
+    Ok(())
+}
+
+/// Gradient: output i is the gradient with respect to `xs[i]`, whose value
+/// is input i, so it has that input's type and shape.
+fn gradient(ctx: &mut InferCtx) -> Result<()> {
+    if let Some(xs) = ctx.attr_strings("xs")
+        && xs.len() < ctx.n_outputs()
+    {
+        return err(format!(
+            "Gradient has {} outputs for {} tensors in xs",
+            ctx.n_outputs(),
+            xs.len()
+        ));
+    }
+    for i in 0..ctx.n_outputs() {
+        let f = ctx.input(i).cloned().unwrap_or_else(Fact::unknown);
+        ctx.set(i, f.reshaped(f.shape.clone()));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- table
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    Vec::new()
+    let std: [(&'static str, InferFn); 36] = [
+        ("GatherElements", gather_elements),
+        ("GatherND", gather_nd),
+        ("Scatter", scatter),
+        ("ScatterElements", scatter),
+        ("ScatterND", scatter),
+        ("TensorScatter", scatter),
+        ("TopK", top_k),
+        ("NonZero", non_zero),
+        ("Unique", unique),
+        ("Compress", compress),
+        ("NonMaxSuppression", non_max_suppression),
+        ("Resize", resize),
+        ("Upsample", resize),
+        ("GridSample", grid_sample),
+        ("AffineGrid", affine_grid),
+        ("Col2Im", col2im),
+        ("RoiAlign", roi_pool),
+        ("MaxRoiPool", roi_pool),
+        ("ImageDecoder", image_decoder),
+        ("StringSplit", string_split),
+        ("StringNormalizer", string_normalizer),
+        ("StringConcat", string_concat),
+        ("RegexFullMatch", regex_full_match),
+        ("DFT", dft),
+        ("STFT", stft),
+        ("BlackmanWindow", window),
+        ("HammingWindow", window),
+        ("HannWindow", window),
+        ("MelWeightMatrix", mel_weight_matrix),
+        ("RandomNormal", random),
+        ("RandomUniform", random),
+        ("RandomNormalLike", random_like),
+        ("RandomUniformLike", random_like),
+        ("Bernoulli", random_like),
+        ("Multinomial", multinomial),
+        ("TfIdfVectorizer", tfidf),
+    ];
+    let ml: [(&'static str, InferFn); 15] = [
+        ("ArrayFeatureExtractor", array_feature_extractor),
+        ("Binarizer", like_input),
+        ("CategoryMapper", category_mapper),
+        ("FeatureVectorizer", feature_vectorizer),
+        ("LinearClassifier", classifier),
+        ("OneHotEncoder", one_hot_encoder),
+        ("SVMClassifier", classifier),
+        ("TreeEnsembleClassifier", classifier),
+        ("Imputer", like_input),
+        ("LabelEncoder", label_encoder),
+        ("Normalizer", ml_float_map),
+        ("Scaler", ml_float_map),
+        ("TreeEnsemble", regressor),
+        ("TreeEnsembleRegressor", regressor),
+        ("LinearRegressor", regressor),
+    ];
+    let training: [(&'static str, InferFn); 4] = [
+        ("Adagrad", optimizer),
+        ("Gradient", gradient),
+        ("Momentum", optimizer),
+        ("Adam", optimizer),
+    ];
+    let mut out: Vec<OpEntry> = std.iter().map(|(o, f)| ("", *o, *f)).collect();
+    out.extend(ml.iter().map(|(o, f)| ("ai.onnx.ml", *o, *f)));
+    out.extend(
+        training
+            .iter()
+            .map(|(o, f)| ("ai.onnx.preview.training", *o, *f)),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::super::ctx::{SubgraphInfer, TensorDecoder};
+    use super::super::registry;
+    use super::*;
+    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+
+    /// These operators have no subgraphs or tensor attributes to decode.
+    struct Nothing;
+    impl SubgraphInfer for Nothing {
+        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
+            err("no subgraphs here")
+        }
+    }
+    impl TensorDecoder for Nothing {
+        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
+            err("no tensors here")
+        }
+    }
+
+    fn attr(name: &str) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            ..Default::default()
+        }
+    }
+    fn int(name: &str, v: i64) -> AttributeProto {
+        AttributeProto {
+            i: Some(v),
+            ..attr(name)
+        }
+    }
+    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+        AttributeProto {
+            ints: v.to_vec(),
+            ..attr(name)
+        }
+    }
+    fn floats(name: &str, v: &[f32]) -> AttributeProto {
+        AttributeProto {
+            floats: v.to_vec(),
+            ..attr(name)
+        }
+    }
+    fn string(name: &str, v: &str) -> AttributeProto {
+        AttributeProto {
+            s: Some(v.as_bytes().to_vec().into()),
+            ..attr(name)
+        }
+    }
+
+    fn k(n: u64) -> Dim {
+        Dim::Known(n)
+    }
+    fn sym(s: &str) -> Dim {
+        Dim::symbol(s)
+    }
+    fn f32s(dims: Vec<Dim>) -> Option<Fact> {
+        Some(Fact::new(DType::Float32, dims))
+    }
+    fn i64s(dims: Vec<Dim>, v: &[i64]) -> Option<Fact> {
+        let vals = TensorValue::Ints(v.iter().map(|&x| SymInt::Int(x)).collect());
+        Some(Fact::with_value(DType::Int64, dims, vals))
+    }
+    fn floats_value(v: &[f64]) -> Option<Fact> {
+        let n = v.len() as u64;
+        Some(Fact::with_value(
+            DType::Float32,
+            vec![k(n)],
+            TensorValue::Floats(v.to_vec()),
+        ))
+    }
+
+    fn run_in(
+        domain: &str,
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_out: usize,
+    ) -> Result<Vec<Fact>> {
+        let fresh = Cell::new(0);
+        let f = registry(domain, op).ok_or_else(|| ShapeError(format!("{op} not registered")))?;
+        let mut ctx = InferCtx::new(
+            op, domain, opset, attrs, inputs, n_out, &Nothing, &Nothing, &fresh,
+        );
+        f(&mut ctx)?;
+        Ok(ctx.outputs)
+    }
+    fn run(
+        op: &str,
+        opset: i64,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+        n_out: usize,
+    ) -> Result<Vec<Fact>> {
+        run_in("", op, opset, attrs, inputs, n_out)
+    }
+    fn shape(f: &Fact) -> Vec<Dim> {
+        f.shape.clone().unwrap_or_default()
+    }
+    fn is_fresh(d: &Dim) -> bool {
+        matches!(d, Dim::Sym(_))
+    }
+
+    fn ints_of(f: &Fact) -> Option<Vec<SymInt>> {
+        f.value.as_ref().and_then(TensorValue::as_ints)
+    }
+    fn known(v: &[i64]) -> Option<Vec<SymInt>> {
+        Some(v.iter().map(|&x| SymInt::Int(x)).collect())
+    }
+
+    #[test]
+    fn scatter_nd_edits_a_shape_vector() {
+        // shape [1, 2, 3] with entry 1 set to the symbol `batch`.
+        let data = i64s(vec![k(3)], &[1, 2, 3]);
+        let idx = i64s(vec![k(1), k(1)], &[1]);
+        let upd = Some(Fact::ints_1d(vec![SymInt::sym("batch")]));
+        let out = run(
+            "ScatterND",
+            18,
+            &[],
+            vec![data.clone(), idx.clone(), upd],
+            1,
+        )
+        .unwrap();
+        let want = vec![SymInt::Int(1), SymInt::sym("batch"), SymInt::Int(3)];
+        assert_eq!(ints_of(&out[0]), Some(want));
+        // With reduction add, 2 + 5 = 7.
+        let upd = i64s(vec![k(1)], &[5]);
+        let out = run(
+            "ScatterND",
+            18,
+            &[string("reduction", "add")],
+            vec![data, idx, upd],
+            1,
+        )
+        .unwrap();
+        assert_eq!(ints_of(&out[0]), known(&[1, 7, 3]));
+    }
+
+    #[test]
+    fn scatter_and_gather_elements_fold_with_negative_indices() {
+        // [[1, 2], [3, 4]] gathered on axis 1 by [[0, 0], [-1, 0]].
+        let data = i64s(vec![k(2), k(2)], &[1, 2, 3, 4]);
+        let idx = i64s(vec![k(2), k(2)], &[0, 0, -1, 0]);
+        let out = run(
+            "GatherElements",
+            13,
+            &[int("axis", 1)],
+            vec![data.clone(), idx],
+            1,
+        )
+        .unwrap();
+        assert_eq!(ints_of(&out[0]), known(&[1, 1, 4, 3]));
+        // Scatter [9] to row 1 of column 0: [[1, 2], [9, 4]].
+        let idx = i64s(vec![k(1), k(1)], &[1]);
+        let upd = i64s(vec![k(1), k(1)], &[9]);
+        let out = run("ScatterElements", 13, &[], vec![data, idx, upd], 1).unwrap();
+        assert_eq!(ints_of(&out[0]), known(&[1, 2, 9, 4]));
+    }
+
+    #[test]
+    fn gather_nd_folds_the_spec_example() {
+        // data [[0, 1], [2, 3]], indices [[0, 0], [1, 1]] -> [0, 3].
+        let data = i64s(vec![k(2), k(2)], &[0, 1, 2, 3]);
+        let idx = i64s(vec![k(2), k(2)], &[0, 0, 1, 1]);
+        let out = run("GatherND", 13, &[], vec![data, idx], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(2)]);
+        assert_eq!(ints_of(&out[0]), known(&[0, 3]));
+    }
+
+    #[test]
+    fn top_k_reads_k_from_attribute_or_input_and_keeps_batch() {
+        // Opset 9: k is an attribute; the batch symbol flows through.
+        let out = run(
+            "TopK",
+            9,
+            &[int("k", 5)],
+            vec![f32s(vec![sym("b"), k(10)])],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("b"), k(5)]);
+        assert_eq!(out[1].dtype, Some(DType::Int64));
+        // Opset 10+: k is input 1.
+        let x = f32s(vec![sym("b"), k(10)]);
+        let out = run("TopK", 11, &[], vec![x.clone(), i64s(vec![k(1)], &[3])], 2).unwrap();
+        assert_eq!(shape(&out[1]), vec![sym("b"), k(3)]);
+        // k known only at run time: a fresh symbol on the axis.
+        let out = run("TopK", 11, &[], vec![x.clone(), f32s(vec![k(1)])], 2).unwrap();
+        assert!(is_fresh(&shape(&out[0])[1]));
+        // k larger than the axis is an inconsistent model.
+        assert!(run("TopK", 11, &[], vec![x, i64s(vec![k(1)], &[11])], 2).is_err());
+    }
+
+    #[test]
+    fn resize_scales_stay_symbolic_and_sizes_win_over_empty_scales() {
+        let x = f32s(vec![sym("n"), k(3), sym("h"), k(5)]);
+        // Resize-13: floor(h * 2) = 2h; floor(5 * 0.5) = 2.
+        let out = run(
+            "Resize",
+            13,
+            &[],
+            vec![x.clone(), None, floats_value(&[1.0, 1.0, 2.0, 0.5])],
+            1,
+        )
+        .unwrap();
+        let two_h = Dim::Sym(SymInt::sym("h").mul(&SymInt::Int(2)).unwrap());
+        assert_eq!(shape(&out[0]), vec![sym("n"), k(3), two_h, k(2)]);
+        // Resize-10 keeps scales at input 1; 0.5 on a symbol is floor(h/2).
+        let out = run(
+            "Resize",
+            10,
+            &[],
+            vec![x.clone(), floats_value(&[1.0, 1.0, 0.5, 1.0])],
+            1,
+        )
+        .unwrap();
+        let half_h = Dim::Sym(SymInt::sym("h").floor_div(2).unwrap());
+        assert_eq!(shape(&out[0])[2], half_h);
+        // Resize-11 with an empty scales placeholder: the sizes apply.
+        let out = run(
+            "Resize",
+            11,
+            &[],
+            vec![
+                x.clone(),
+                None,
+                floats_value(&[]),
+                i64s(vec![k(4)], &[1, 3, 7, 9]),
+            ],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(7), k(9)]);
+        // Scales that do not match the rank are an error.
+        assert!(run("Resize", 13, &[], vec![x, None, floats_value(&[2.0])], 1).is_err());
+    }
+
+    #[test]
+    fn resize_sizes_give_the_shape_of_an_unknown_input() {
+        let x = Some(Fact::tensor(Some(DType::Float32), None));
+        let sizes = i64s(vec![k(4)], &[1, 3, 8, 8]);
+        let out = run("Resize", 13, &[], vec![x.clone(), None, None, sizes], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(8), k(8)]);
+        // An empty sizes placeholder says nothing.
+        let out = run(
+            "Resize",
+            13,
+            &[],
+            vec![x, None, None, i64s(vec![k(0)], &[])],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0].shape, None);
+    }
+
+    #[test]
+    fn resize_scale_just_below_a_fraction_floors_like_known_sizes() {
+        // 0.7 as f32 is 0.69999998...: floor(10 * 0.7f32) = 6, not 7. The
+        // symbolic form must agree when the symbol is 10.
+        let scale = f64::from(0.7f32);
+        let x = f32s(vec![sym("h")]);
+        let out = run("Resize", 13, &[], vec![x, None, floats_value(&[scale])], 1).unwrap();
+        let Dim::Sym(h) = &shape(&out[0])[0] else {
+            panic!("symbolic expected")
+        };
+        let at = |v: i64| h.eval_with(&|_| Some(v)).unwrap();
+        for v in [1, 5, 9, 10, 11, 20, 33] {
+            assert_eq!(at(v), (v as f64 * scale).floor() as i64, "h = {v}");
+        }
+    }
+
+    #[test]
+    fn resize_axes_and_aspect_policy() {
+        let x = f32s(vec![k(1), k(1), k(2), k(4)]);
+        let sizes = i64s(vec![k(2)], &[1, 3]);
+        // not_larger: scale = min(1/2, 3/4) = 0.5 -> [1, 2].
+        let attrs = [
+            ints("axes", &[2, 3]),
+            string("keep_aspect_ratio_policy", "not_larger"),
+        ];
+        let out = run("Resize", 18, &attrs, vec![x.clone(), None, None, sizes], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(1), k(2)]);
+        // Upsample-7 keeps its scales in an attribute.
+        let out = run(
+            "Upsample",
+            7,
+            &[floats("scales", &[1.0, 1.0, 2.0, 3.0])],
+            vec![x],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(4), k(12)]);
+    }
+
+    #[test]
+    fn non_zero_counts_and_folds_known_data() {
+        // [[1, 0], [0, 3]]: hits at (0, 0) and (1, 1).
+        let x = i64s(vec![k(2), k(2)], &[1, 0, 0, 3]);
+        let out = run("NonZero", 13, &[], vec![x], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(2), k(2)]);
+        let want: Vec<SymInt> = [0, 1, 0, 1].iter().map(|&v| SymInt::Int(v)).collect();
+        assert_eq!(out[0].value, Some(TensorValue::Ints(want)));
+        // Unknown data: a fresh count.
+        let out = run("NonZero", 13, &[], vec![f32s(vec![sym("b"), k(4)])], 1).unwrap();
+        assert_eq!(shape(&out[0])[0], k(2));
+        assert!(is_fresh(&shape(&out[0])[1]));
+    }
+
+    #[test]
+    fn unique_counts_known_data_and_keeps_other_dims() {
+        // [2, 1, 2, 3] has 3 distinct values; inverse indices cover all 4.
+        let x = i64s(vec![k(4)], &[2, 1, 2, 3]);
+        let out = run("Unique", 11, &[], vec![x], 4).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(3)]);
+        assert_eq!(shape(&out[2]), vec![k(4)]);
+        assert_eq!(shape(&out[3]), vec![k(3)]);
+        // Along axis 1 of [b, 5] unknown data: [b, u], inverse [5].
+        let out = run(
+            "Unique",
+            11,
+            &[int("axis", -1)],
+            vec![f32s(vec![sym("b"), k(5)])],
+            4,
+        )
+        .unwrap();
+        let y = shape(&out[0]);
+        assert_eq!(y[0], sym("b"));
+        assert!(is_fresh(&y[1]));
+        assert_eq!(shape(&out[2]), vec![k(5)]);
+    }
+
+    #[test]
+    fn compress_counts_a_known_condition() {
+        let cond = Some(Fact::with_value(
+            DType::Bool,
+            vec![k(3)],
+            TensorValue::Ints(vec![SymInt::Int(1), SymInt::Int(0), SymInt::Int(1)]),
+        ));
+        let x = f32s(vec![k(3), sym("w")]);
+        let out = run("Compress", 11, &[int("axis", 0)], vec![x, cond], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(2), sym("w")]);
+    }
+
+    #[test]
+    fn gather_nd_with_batch_dims_and_bad_index_depth() {
+        // data [b, 3, 4], indices [b, 5, 1], batch_dims 1 -> [b, 5, 4].
+        let data = f32s(vec![sym("b"), k(3), k(4)]);
+        let idx = Some(Fact::new(DType::Int64, vec![sym("b"), k(5), k(1)]));
+        let out = run(
+            "GatherND",
+            13,
+            &[int("batch_dims", 1)],
+            vec![data.clone(), idx],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("b"), k(5), k(4)]);
+        // Indexing 4 dimensions of a rank-3 tensor cannot work.
+        let idx = Some(Fact::new(DType::Int64, vec![k(2), k(4)]));
+        assert!(run("GatherND", 13, &[], vec![data, idx], 1).is_err());
+    }
+
+    #[test]
+    fn gather_elements_needs_equal_ranks() {
+        let data = f32s(vec![k(3), k(3)]);
+        let idx = Some(Fact::new(DType::Int64, vec![k(2)]));
+        assert!(run("GatherElements", 13, &[], vec![data, idx], 1).is_err());
+    }
+
+    #[test]
+    fn dft_default_axis_and_symbolic_one_sided_length() {
+        // Opset 20 without an axis input: axis -2, the signal axis n.
+        let x = f32s(vec![sym("b"), sym("n"), k(1)]);
+        let out = run("DFT", 20, &[int("onesided", 1)], vec![x.clone()], 1).unwrap();
+        let bins = SymInt::sym("n")
+            .floor_div(2)
+            .unwrap()
+            .add(&SymInt::Int(1))
+            .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("b"), Dim::Sym(bins), k(2)]);
+        // The last (complex) dimension is not a valid axis.
+        assert!(run("DFT", 17, &[int("axis", 2)], vec![x], 1).is_err());
+    }
+
+    #[test]
+    fn stft_frames_follow_a_symbolic_signal_length() {
+        let signal = f32s(vec![k(1), sym("L"), k(1)]);
+        let step = i64s(vec![], &[4]);
+        let len = i64s(vec![], &[16]);
+        let out = run("STFT", 17, &[], vec![signal, step, None, len], 1).unwrap();
+        let frames = SymInt::sym("L")
+            .sub(&SymInt::Int(16))
+            .unwrap()
+            .floor_div(4)
+            .unwrap()
+            .add(&SymInt::Int(1))
+            .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), Dim::Sym(frames), k(9), k(2)]);
+    }
+
+    #[test]
+    fn affine_grid_takes_a_symbolic_size() {
+        // size from Shape: [N, 3, H, W] -> grid [N, H, W, 2].
+        let size = Some(Fact::ints_1d(vec![
+            SymInt::sym("N"),
+            SymInt::Int(3),
+            SymInt::sym("H"),
+            SymInt::sym("W"),
+        ]));
+        let theta = f32s(vec![sym("N"), k(2), k(3)]);
+        let out = run("AffineGrid", 20, &[], vec![theta, size], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("N"), sym("H"), sym("W"), k(2)]);
+    }
+
+    #[test]
+    fn col2im_channels_must_divide_by_the_block() {
+        let x = f32s(vec![k(1), k(7), k(25)]);
+        let image = i64s(vec![k(2)], &[5, 5]);
+        let block = i64s(vec![k(2)], &[2, 2]);
+        assert!(run("Col2Im", 18, &[], vec![x, image, block], 1).is_err());
+    }
+
+    #[test]
+    fn optimizers_copy_each_tensor_shape_and_check_input_count() {
+        let r = f32s(vec![]);
+        let t = i64s(vec![], &[0]);
+        let x = f32s(vec![sym("p")]);
+        let inputs = vec![r.clone(), t.clone(), x.clone(), x.clone(), x.clone()];
+        let out = run_in("ai.onnx.preview.training", "Adagrad", 1, &[], inputs, 2).unwrap();
+        assert_eq!(shape(&out[1]), vec![sym("p")]);
+        // Adam needs four tensors per parameter.
+        let inputs = vec![r, t, x.clone(), x.clone(), x];
+        assert!(run_in("ai.onnx.preview.training", "Adam", 1, &[], inputs, 3).is_err());
+    }
+
+    #[test]
+    fn binary_linear_classifier_gives_two_scores() {
+        // One intercept with two labels is a binary model: scores [n, 2].
+        let x = f32s(vec![sym("n"), k(3)]);
+        let attrs = [
+            ints("classlabels_ints", &[0, 1]),
+            floats("intercepts", &[0.5]),
+        ];
+        let out = run_in(
+            "ai.onnx.ml",
+            "LinearClassifier",
+            1,
+            &attrs,
+            vec![x.clone()],
+            2,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int64, vec![sym("n")]));
+        assert_eq!(shape(&out[1]), vec![sym("n"), k(2)]);
+        // A regressor without its optional n_targets: width unknown, no error.
+        let out = run_in("ai.onnx.ml", "TreeEnsembleRegressor", 1, &[], vec![x], 1).unwrap();
+        assert_eq!(out[0].shape, None);
+    }
+
+    #[test]
+    fn gradient_outputs_take_their_xs_shapes() {
+        let a = f32s(vec![sym("n"), k(3)]);
+        let b = f32s(vec![k(3)]);
+        let c = f32s(vec![k(7)]);
+        let attrs = [AttributeProto {
+            strings: vec![
+                "A".as_bytes().to_vec().into(),
+                "B".as_bytes().to_vec().into(),
+            ],
+            ..attr("xs")
+        }];
+        let out = run_in(
+            "ai.onnx.preview.training",
+            "Gradient",
+            1,
+            &attrs,
+            vec![a, b, c],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("n"), k(3)]);
+        assert_eq!(shape(&out[1]), vec![k(3)]);
+    }
+
+    #[test]
+    fn odd_inputs_never_panic() {
+        // Errors are fine; panics are not. Every op meets missing inputs,
+        // scalars, unknown ranks, zero and huge sizes, and odd values.
+        let huge = k(u64::MAX / 2);
+        let cases: Vec<Vec<Option<Fact>>> = vec![
+            vec![],
+            vec![None, None, None, None],
+            vec![Some(Fact::unknown()); 5],
+            vec![f32s(vec![]); 5],
+            vec![f32s(vec![k(0), huge.clone(), huge.clone()]); 5],
+            vec![
+                i64s(vec![k(0), huge.clone()], &[]),
+                i64s(vec![k(1)], &[-5]),
+                i64s(vec![k(2), k(1)], &[7, -9]),
+                i64s(vec![huge.clone()], &[]),
+            ],
+            vec![
+                i64s(vec![k(2), k(2)], &[1, 2, 3, 4]),
+                i64s(vec![k(2), k(2)], &[i64::MIN, i64::MAX, 0, -1]),
+                i64s(vec![k(2), k(2)], &[5, 6, 7, 8]),
+                i64s(vec![k(1)], &[i64::MAX]),
+            ],
+            vec![f32s(vec![sym("a"), sym("b"), sym("c"), sym("d")]); 5],
+        ];
+        let attrs = [
+            int("axis", 1),
+            int("batch_dims", 1),
+            int("k", i64::MAX),
+            ints("axes", &[-1]),
+            floats("scales", &[f32::NAN]),
+        ];
+        for (domain, op, _) in ops() {
+            for opset in [7, 11, 20] {
+                for inputs in &cases {
+                    for a in [&attrs[..], &[]] {
+                        let _ = run_in(domain, op, opset, a, inputs.clone(), 4);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tree_ensemble_gives_one_column_per_target() {
+        let x = Some(Fact::new(DType::Float64, vec![sym("n"), k(2)]));
+        let out = run_in(
+            "ai.onnx.ml",
+            "TreeEnsemble",
+            5,
+            &[int("n_targets", 4)],
+            vec![x],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float64, vec![sym("n"), k(4)]));
+    }
 }
