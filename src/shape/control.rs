@@ -140,6 +140,15 @@ fn scalar_int(ctx: &InferCtx, i: usize) -> Option<SymInt> {
     }
 }
 
+/// `shape` with `d` in front.
+fn with_leading(d: &Dim, shape: &Option<Vec<Dim>>) -> Option<Vec<Dim>> {
+    shape.as_ref().map(|s| {
+        std::iter::once(d.clone())
+            .chain(s.iter().cloned())
+            .collect()
+    })
+}
+
 /// The iteration count of a loop as a dimension: `known` when the model fixes
 /// it, otherwise one fresh symbol shared by every scan output.
 fn trip_dim(ctx: &InferCtx, known: Option<SymInt>) -> Result<Dim> {
@@ -156,21 +165,21 @@ fn if_op(ctx: &mut InferCtx) -> Result<()> {
     let then_g = graph(ctx, "then_branch")?;
     let else_g = graph(ctx, "else_branch")?;
     let n = ctx.n_outputs();
-    let run = |g: &GraphProto, which: &str| -> Result<Vec<Fact>> {
-        let out = ctx.subgraphs.infer(g, &[])?;
-        if out.len() != n {
+    // A malformed branch is an error whichever branch runs.
+    for (g, which) in [(then_g, "then"), (else_g, "else")] {
+        if g.output.len() != n {
             return err(format!(
                 "the {which} branch has {} outputs, the node {n}",
-                out.len()
+                g.output.len()
             ));
         }
-        Ok(out)
-    };
+    }
+    let run = |g: &GraphProto| ctx.subgraphs.infer(g, &[]);
     let cond = scalar_int(ctx, 0).and_then(|c| c.as_int()).map(|c| c != 0);
     let outs = match cond {
-        Some(true) => run(then_g, "then")?,
-        Some(false) => run(else_g, "else")?,
-        None => match (run(then_g, "then"), run(else_g, "else")) {
+        Some(true) => run(then_g)?,
+        Some(false) => run(else_g)?,
+        None => match (run(then_g), run(else_g)) {
             (Ok(t), Ok(e)) => t
                 .iter()
                 .zip(&e)
@@ -314,12 +323,7 @@ fn loop_op(ctx: &mut InferCtx) -> Result<()> {
         ctx.set(i, f);
     }
     for (k, e) in facts.scans.iter().enumerate() {
-        let shape = e.shape.as_ref().map(|s| {
-            let mut v = vec![trips.clone()];
-            v.extend(s.iter().cloned());
-            v
-        });
-        ctx.set(n + k, Fact::tensor(e.dtype, shape));
+        ctx.set(n + k, Fact::tensor(e.dtype, with_leading(&trips, &e.shape)));
     }
     Ok(())
 }
@@ -419,14 +423,7 @@ fn scan(ctx: &mut InferCtx) -> Result<()> {
     }
     for (i, f) in results.into_iter().enumerate() {
         let f = match &batch {
-            Some(b) => {
-                let shape = f.shape.as_ref().map(|s| {
-                    let mut v = vec![b.clone()];
-                    v.extend(s.iter().cloned());
-                    v
-                });
-                f.reshaped(shape)
-            }
+            Some(b) => f.reshaped(with_leading(b, &f.shape)),
             None => f,
         };
         ctx.set(i, f);
@@ -612,7 +609,13 @@ fn split_to_sequence(ctx: &mut InferCtx) -> Result<()> {
                 }
             }
             // One split entry of unknown value: the single chunk is everything.
-            (Some(1), None) if ctx.shape(1).is_some_and(|s| s[0] == Dim::Known(1)) => with(total),
+            (Some(1), None)
+                if ctx
+                    .shape(1)
+                    .is_some_and(|s| s.first() == Some(&Dim::Known(1))) =>
+            {
+                with(total)
+            }
             _ => None,
         }
     };
@@ -629,7 +632,12 @@ fn sequence_map(ctx: &mut InferCtx) -> Result<()> {
         .collect();
     let out = ctx.subgraphs.infer(body, &inputs)?;
     for (i, f) in out.iter().enumerate() {
-        ctx.set(i, sequence_of(f));
+        // A sequence of sequences has no tensor element to describe.
+        let f = match f.kind {
+            ValueKind::Tensor => sequence_of(f),
+            _ => sequence_of(&Fact::unknown()),
+        };
+        ctx.set(i, f);
     }
     Ok(())
 }
@@ -798,7 +806,8 @@ mod tests {
             ],
             vec![untyped("p"), untyped("q")],
         );
-        let m = if_model(Some(true), two, branch("Identity", &["a"]));
+        // Even where the condition is unknown and the else branch would do.
+        let m = if_model(None, two, branch("Identity", &["a"]));
         let e = fact_of(&m, "y").unwrap_err();
         assert!(e.contains("then branch has 2 outputs"), "{e}");
     }
