@@ -255,24 +255,23 @@ fn run_body(
         })
     };
     // Only kinds, types and shapes carry over; data changes.
-    let initial: Vec<Fact> = initial
+    let stripped: Vec<Fact> = initial
         .iter()
         .map(|f| f.reshaped(f.shape.clone()))
         .collect();
-    let first = run(&initial)?;
-    if all_same(&first.carried, &initial) {
-        return Ok(first);
-    }
-    let second = run(&first.carried)?;
-    let (later, last) = if all_same(&second.carried, &first.carried) {
-        (second.carried.clone(), second)
+    let first = run(&stripped)?;
+    let (later, last) = if all_same(&first.carried, &stripped) {
+        (first.carried.clone(), None)
     } else {
-        let wide = either_all(ctx, &first.carried, &second.carried, "loop-carried value")?;
-        let third = run(&wide)?;
-        (
-            either_all(ctx, &wide, &third.carried, "loop-carried value")?,
-            third,
-        )
+        let second = run(&first.carried)?;
+        if all_same(&second.carried, &first.carried) {
+            (second.carried.clone(), Some(second))
+        } else {
+            let wide = either_all(ctx, &first.carried, &second.carried, "loop-carried value")?;
+            let third = run(&wide)?;
+            let later = either_all(ctx, &wide, &third.carried, "loop-carried value")?;
+            (later, Some(third))
+        }
     };
     let carried = if at_least_once {
         later
@@ -291,7 +290,10 @@ fn run_body(
     };
     // Every iteration's scan element has the same shape: the first's and
     // the later ones' agree where known.
-    let scans = either_all(ctx, &first.scans, &last.scans, "scan output")?;
+    let scans = match last {
+        Some(last) => either_all(ctx, &first.scans, &last.scans, "scan output")?,
+        None => first.scans,
+    };
     Ok(BodyFacts { carried, scans })
 }
 
@@ -732,6 +734,46 @@ mod tests {
             vec![node(op, inputs, &["out"], vec![])],
             vec![untyped("out")],
         )
+    }
+
+    #[test]
+    fn loop_carried_data_is_kept_only_where_the_loop_surely_runs() {
+        // The body returns a constant [7] whatever it is given.
+        let body = graph(
+            vec![
+                value("i", tensor_type(INT64, &[])),
+                value("c", tensor_type(BOOL, &[])),
+                untyped("v"),
+            ],
+            vec![
+                node("Identity", &["c"], &["c_out"], vec![]),
+                node("Identity", &["seven"], &["v_out"], vec![]),
+            ],
+            vec![untyped("c_out"), untyped("v_out")],
+        );
+        let mut g = graph(
+            vec![value("cond", tensor_type(BOOL, &[]))],
+            vec![node(
+                "Loop",
+                &["M", "cond", "v0"],
+                &["v"],
+                vec![graph_attr("body", body)],
+            )],
+            vec![untyped("v")],
+        );
+        g.initializer = vec![
+            int64s("M", &[], &[3]),
+            int64s("v0", &[1], &[5]),
+            int64s("seven", &[1], &[7]),
+        ];
+        // The condition may stop it before the first iteration: 5 or 7.
+        let m = model(g.clone(), 16);
+        let v = fact(&m, "v").unwrap();
+        assert_eq!((v.to_string(), v.value), ("int64[1]".into(), None));
+        // No condition: 3 iterations, the last gives 7.
+        g.node[0].input[1] = String::new();
+        let v = fact(&model(g, 16), "v").unwrap();
+        assert_eq!(v.value.and_then(|v| v.as_known_ints()), Some(vec![7]));
     }
 
     /// `y = If(cond) then {then} else {else}` over inputs a [batch, 3],
