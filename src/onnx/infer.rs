@@ -1095,6 +1095,10 @@ mod tests {
         let m = model(nested_ifs(10 * MAX_GRAPH_DEPTH), 16);
         let e = fact_of(&m, "y1").unwrap_err();
         assert!(e.contains("nest deeper than"), "{e}");
+        // Loops likewise.
+        let m = model(nested_loops(MAX_GRAPH_DEPTH + 1), 16);
+        let e = fact_of(&m, "y").unwrap_err();
+        assert!(e.contains("nest deeper than"), "{e}");
     }
 
     /// `depth` Loops, each in the body of the one before, each carrying a
