@@ -501,8 +501,16 @@ impl<'m> Walker<'m> {
                 .or_else(|| f.name.clone())
                 .unwrap_or_default()
         );
+        // Formal inputs the call leaves out read as absent (an empty name).
+        let absent: HashSet<&str> = f
+            .input
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !matches!(inputs.get(*i), Some(Some(_))))
+            .map(|(_, v)| v.as_str())
+            .collect();
         let rename = |v: &str| {
-            if v.is_empty() {
+            if v.is_empty() || absent.contains(v) {
                 String::new()
             } else {
                 format!("{tag}{v}")
@@ -1264,7 +1272,7 @@ mod tests {
             )],
             ..Default::default()
         };
-        let mut m2 = model(g2, 16);
+        let mut m2 = model(g2.clone(), 16);
         m2.model.functions.push(gfun);
         m2.opsets.insert("local".into(), 1);
         let inferred = super::infer(&m2, &super::InferOptions::default()).unwrap();
@@ -1273,5 +1281,27 @@ mod tests {
             concat.attrs.get("axis"),
             Some(&crate::ir::AttrValue::Int(1))
         );
+        // A formal input the call leaves out is absent inside the body.
+        let mut g3 = g2;
+        g3.node = vec![node("H", &["x"], &["z"], vec![])];
+        g3.node[0].domain = Some("local".into());
+        let hfun = FunctionProto {
+            name: Some("H".into()),
+            domain: Some("local".into()),
+            input: vec!["a".into(), "b".into()],
+            output: vec!["r".into()],
+            node: vec![
+                node("Identity", &["a"], &["r"], vec![]),
+                node("Mystery", &["a", "b"], &["q"], vec![]),
+            ],
+            ..Default::default()
+        };
+        let mut m3 = model(g3, 16);
+        m3.model.functions.push(hfun);
+        m3.opsets.insert("local".into(), 1);
+        assert_eq!(fact_of(&m3, "z").unwrap(), "float32[n, 2]");
+        let inferred = super::infer(&m3, &super::InferOptions::default()).unwrap();
+        let mystery = inferred.nodes.iter().find(|n| n.op == "Mystery").unwrap();
+        assert!(mystery.inputs[1].is_none());
     }
 }
