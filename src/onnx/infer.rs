@@ -1,7 +1,7 @@
 //! Walks a loaded model in topological order and infers every value's fact,
 //! then hands the cost stage an [`ir::Graph`](crate::ir::Graph).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -104,11 +104,24 @@ impl Scope<'_> {
     }
 }
 
+/// Node inferences per model, counting every run of a subgraph: loop bodies
+/// run twice where carried shapes change, so nested loops could otherwise
+/// take time exponential in their depth. (Unit tests reach it sooner.)
+#[cfg(not(test))]
+const MAX_NODE_VISITS: u64 = 2_000_000;
+#[cfg(test)]
+const MAX_NODE_VISITS: u64 = 100_000;
+
 struct Walker<'m> {
     model: &'m OnnxModel,
     functions: HashMap<(String, String), &'m FunctionProto>,
     opts: &'m InferOptions,
     fresh: Cell<u64>,
+    /// Nodes inferred so far, subgraph runs included (bounded by [`MAX_NODE_VISITS`]).
+    visits: Cell<u64>,
+    /// The first limit the model ran into. Kept here so that no caller (an
+    /// If that falls back on its other branch) can swallow it.
+    limit: RefCell<Option<String>>,
 }
 
 fn node_label(n: &NodeProto) -> String {
@@ -122,7 +135,9 @@ fn node_label(n: &NodeProto) -> String {
 
 /// The value names a graph uses but does not define (it takes them from the
 /// enclosing scope).
-fn free_names(g: &GraphProto, depth: usize) -> HashSet<String> {
+/// `work` counts the nodes looked at, toward [`MAX_NODE_VISITS`].
+fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> HashSet<String> {
+    work.set(work.get().saturating_add(g.node.len() as u64));
     let mut defined: HashSet<&str> = HashSet::new();
     for v in &g.input {
         defined.insert(v.name.as_deref().unwrap_or(""));
@@ -137,7 +152,7 @@ fn free_names(g: &GraphProto, depth: usize) -> HashSet<String> {
     }
     let mut free = HashSet::new();
     for n in &g.node {
-        for name in node_uses(n, depth) {
+        for name in node_uses(n, depth, work) {
             if !name.is_empty() && !defined.contains(name.as_str()) {
                 free.insert(name);
             }
@@ -147,12 +162,12 @@ fn free_names(g: &GraphProto, depth: usize) -> HashSet<String> {
 }
 
 /// Names a node reads: its inputs and its subgraphs' free names.
-fn node_uses(n: &NodeProto, depth: usize) -> Vec<String> {
+fn node_uses(n: &NodeProto, depth: usize, work: &Cell<u64>) -> Vec<String> {
     let mut out: Vec<String> = n.input.clone();
     if depth < MAX_GRAPH_DEPTH {
         for a in &n.attribute {
             for g in a.g.iter().map(|g| &**g).chain(a.graphs.iter()) {
-                out.extend(free_names(g, depth + 1));
+                out.extend(free_names(g, depth + 1, work));
             }
         }
     }
@@ -164,6 +179,7 @@ fn topo_order(
     g: &GraphProto,
     scope: &Scope,
     depth: usize,
+    work: &Cell<u64>,
 ) -> std::result::Result<Vec<usize>, String> {
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (i, n) in g.node.iter().enumerate() {
@@ -179,7 +195,7 @@ fn topo_order(
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
     for (i, n) in g.node.iter().enumerate() {
-        for name in node_uses(n, depth) {
+        for name in node_uses(n, depth, work) {
             if name.is_empty() {
                 continue;
             }
@@ -239,6 +255,26 @@ fn attr_value(a: &AttributeProto) -> Option<AttrValue> {
 }
 
 impl<'m> Walker<'m> {
+    /// Counts `n` more node visits; an error past the budget.
+    fn charge(&self, n: u64) -> std::result::Result<(), String> {
+        let visits = self.visits.get().saturating_add(n);
+        self.visits.set(visits);
+        if visits > MAX_NODE_VISITS {
+            return Err(self.over_limit(format!(
+                "inference takes more than {MAX_NODE_VISITS} node visits (subgraphs nest too deep)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records that a limit was hit; returns the message.
+    fn over_limit(&self, message: String) -> String {
+        self.limit
+            .borrow_mut()
+            .get_or_insert_with(|| message.clone());
+        message
+    }
+
     fn fresh_symbol(&self, hint: &str) -> Dim {
         let n = self.fresh.get() + 1;
         self.fresh.set(n);
@@ -298,13 +334,14 @@ impl<'m> Walker<'m> {
         g: &GraphProto,
         scope: &mut Scope,
         depth: usize,
+        opsets: &BTreeMap<String, i64>,
         mut record: Option<&mut Vec<InferredNode>>,
         values: Option<&mut Vec<(String, Fact)>>,
     ) -> std::result::Result<(), String> {
         if depth > MAX_GRAPH_DEPTH {
-            return Err(format!(
+            return Err(self.over_limit(format!(
                 "subgraphs nest deeper than {MAX_GRAPH_DEPTH} levels"
-            ));
+            )));
         }
         let mut order_names: Vec<String> = Vec::new();
         for t in &g.initializer {
@@ -320,11 +357,12 @@ impl<'m> Walker<'m> {
             .chain(&g.output)
             .filter_map(|v| Some((v.name.as_deref()?, v.r#type.as_ref()?)))
             .collect();
-        let order = topo_order(g, scope, depth)?;
+        let order = topo_order(g, scope, depth, &self.visits)?;
+        self.charge(0)?;
         for i in order {
             let n = &g.node[i];
             let rec = self
-                .infer_node(n, scope, depth, &declared, "")
+                .infer_node(n, scope, depth, opsets, &declared, "")
                 .map_err(|m| format!("{}: {m}", node_label(n)))?;
             for r in rec {
                 for (name, f) in r.outputs.iter().flatten() {
@@ -353,12 +391,14 @@ impl<'m> Walker<'m> {
         n: &NodeProto,
         scope: &Scope,
         depth: usize,
+        opsets: &BTreeMap<String, i64>,
         declared: &HashMap<&str, &TypeProto>,
         prefix: &str,
     ) -> std::result::Result<Vec<InferredNode>, String> {
+        self.charge(1)?;
         let op = n.op_type.clone().unwrap_or_default();
         let domain = domain_key(n.domain.as_deref().unwrap_or("")).to_string();
-        let opset = self.model.opsets.get(&domain).copied().unwrap_or(1);
+        let opset = opsets.get(&domain).copied().unwrap_or(1);
         let inputs: Vec<Option<(String, Fact)>> = n
             .input
             .iter()
@@ -385,6 +425,7 @@ impl<'m> Walker<'m> {
                 walker: self,
                 scope,
                 depth,
+                opsets,
             };
             let mut ctx = InferCtx::new(
                 &op,
@@ -406,14 +447,7 @@ impl<'m> Walker<'m> {
         // Where inference knows less than the model declares, take the declaration.
         for (o, name) in outputs.iter_mut().zip(&n.output) {
             if let Some(t) = declared.get(name.as_str()) {
-                let d = self.declared(Some(t), false, name);
-                if o.shape.is_none() && d.shape.is_some() {
-                    o.shape = d.shape;
-                    o.kind = d.kind;
-                }
-                if o.dtype.is_none() {
-                    o.dtype = d.dtype;
-                }
+                refine(o, self.declared(Some(t), false, name));
             }
         }
         let name = match n.name.as_deref() {
@@ -452,21 +486,31 @@ impl<'m> Walker<'m> {
         prefix: &str,
     ) -> std::result::Result<Vec<InferredNode>, String> {
         if depth > MAX_GRAPH_DEPTH {
-            return Err(format!(
+            return Err(self.over_limit(format!(
                 "functions nest deeper than {MAX_GRAPH_DEPTH} levels"
-            ));
+            )));
         }
-        let fname = f.name.clone().unwrap_or_default();
         // The body sees only its formal inputs; rename them to fresh names.
+        // An unnamed call is known by its first output, unique in its graph.
         let tag = format!(
             "{prefix}{}/",
             call.name
                 .clone()
                 .filter(|s| !s.is_empty())
-                .unwrap_or(fname.clone())
+                .or_else(|| call.output.iter().find(|o| !o.is_empty()).cloned())
+                .or_else(|| f.name.clone())
+                .unwrap_or_default()
         );
+        // Formal inputs the call leaves out read as absent (an empty name).
+        let absent: HashSet<&str> = f
+            .input
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !matches!(inputs.get(*i), Some(Some(_))))
+            .map(|(_, v)| v.as_str())
+            .collect();
         let rename = |v: &str| {
-            if v.is_empty() {
+            if v.is_empty() || absent.contains(v) {
                 String::new()
             } else {
                 format!("{tag}{v}")
@@ -496,34 +540,25 @@ impl<'m> Walker<'m> {
         let body: Vec<NodeProto> = f
             .node
             .iter()
-            .map(|n| {
-                let mut n = n.clone();
-                n.input = n.input.iter().map(|i| rename(i)).collect();
-                n.output = n.output.iter().map(|o| rename(o)).collect();
-                n.attribute = n
-                    .attribute
-                    .iter()
-                    .filter_map(|a| match &a.ref_attr_name {
-                        Some(r) => attr_of(r).map(|mut v| {
-                            v.name = a.name.clone();
-                            v
-                        }),
-                        None => Some(a.clone()),
-                    })
-                    .collect();
-                n
-            })
+            .map(|n| instantiate(n, None, &rename, &attr_of))
             .collect();
         let g = GraphProto {
             node: body,
             ..Default::default()
         };
-        let order = topo_order(&g, &inner, depth + 1)?;
+        // The body's nodes are of the opsets the function imports.
+        let mut opsets = self.model.opsets.clone();
+        for o in &f.opset_import {
+            let d = domain_key(o.domain.as_deref().unwrap_or("")).to_string();
+            opsets.insert(d, o.version.unwrap_or(1));
+        }
+        let order = topo_order(&g, &inner, depth + 1, &self.visits)?;
+        self.charge(0)?;
         let empty = HashMap::new();
         let mut records = Vec::new();
         for i in order {
             let n = &g.node[i];
-            for r in self.infer_node(n, &inner, depth + 1, &empty, &tag)? {
+            for r in self.infer_node(n, &inner, depth + 1, &opsets, &empty, &tag)? {
                 for (name, fact) in r.outputs.iter().flatten() {
                     inner.vars.insert(name.clone(), fact.clone());
                 }
@@ -558,10 +593,96 @@ impl<'m> Walker<'m> {
     }
 }
 
+/// A function body's node for one call: attributes that refer to the call's
+/// (`ref_attr_name`) take its values, and the names of the function's scope
+/// get the call's prefix, also where a nested subgraph reads them. `local`
+/// holds the names nested subgraphs define themselves, which stay as they are.
+fn instantiate(
+    n: &NodeProto,
+    local: Option<&HashSet<String>>,
+    rename: &dyn Fn(&str) -> String,
+    attr_of: &dyn Fn(&str) -> Option<AttributeProto>,
+) -> NodeProto {
+    let outer = |v: &str| local.is_none_or(|l| !l.contains(v));
+    let mut n = n.clone();
+    for i in &mut n.input {
+        if outer(i) {
+            *i = rename(i);
+        }
+    }
+    if local.is_none() {
+        for o in &mut n.output {
+            *o = rename(o);
+        }
+    }
+    n.attribute = n
+        .attribute
+        .iter()
+        .filter_map(|a| {
+            if let Some(r) = &a.ref_attr_name {
+                // The caller's value (a caller's graph reads the caller's names).
+                return attr_of(r).map(|mut v| {
+                    v.name = a.name.clone();
+                    v
+                });
+            }
+            let mut a = a.clone();
+            for g in a.g.iter_mut().map(|g| &mut **g).chain(a.graphs.iter_mut()) {
+                let mut bound = local.cloned().unwrap_or_default();
+                bound.extend(g.input.iter().filter_map(|v| v.name.clone()));
+                bound.extend(g.initializer.iter().filter_map(|t| t.name.clone()));
+                bound.extend(g.node.iter().flat_map(|m| m.output.iter().cloned()));
+                g.node = g
+                    .node
+                    .iter()
+                    .map(|m| instantiate(m, Some(&bound), rename, attr_of))
+                    .collect();
+                for o in &mut g.output {
+                    if let Some(name) = &mut o.name
+                        && !bound.contains(name.as_str())
+                    {
+                        *name = rename(name);
+                    }
+                }
+            }
+            Some(a)
+        })
+        .collect();
+    n
+}
+
+/// Takes from a declared type what inference did not find: the kind and
+/// element type when nothing was inferred, the shape when even the rank is
+/// unknown, and known sizes where inference only has a symbol.
+fn refine(f: &mut Fact, d: Fact) {
+    if f.kind == ValueKind::Tensor && f.dtype.is_none() && f.shape.is_none() {
+        f.kind = d.kind.clone();
+    }
+    if f.dtype.is_none() {
+        f.dtype = d.dtype;
+    }
+    match (&mut f.shape, d.shape) {
+        (None, Some(s)) => {
+            f.shape = Some(s);
+            f.kind = d.kind;
+        }
+        (Some(s), Some(ds)) if f.kind == d.kind && s.len() == ds.len() => {
+            for (x, y) in s.iter_mut().zip(ds) {
+                if matches!(x, Dim::Sym(_)) && matches!(y, Dim::Known(_)) {
+                    *x = y;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 struct SubWalker<'a, 'm> {
     walker: &'a Walker<'m>,
     scope: &'a Scope<'a>,
     depth: usize,
+    /// Opset versions where the node stands (a function imports its own).
+    opsets: &'a BTreeMap<String, i64>,
 }
 
 impl SubgraphInfer for SubWalker<'_, '_> {
@@ -573,22 +694,12 @@ impl SubgraphInfer for SubWalker<'_, '_> {
         for (i, v) in g.input.iter().enumerate() {
             let name = v.name.clone().unwrap_or_default();
             let declared = self.walker.declared(v.r#type.as_ref(), false, &name);
-            let given = inputs.get(i).cloned().unwrap_or_else(Fact::unknown);
-            let fact = Fact {
-                shape: given.shape.clone().or(declared.shape),
-                dtype: given.dtype.or(declared.dtype),
-                kind: if given.shape.is_some() || given.dtype.is_some() {
-                    given.kind.clone()
-                } else {
-                    declared.kind
-                },
-                value: given.value.clone(),
-                constant: given.constant.clone(),
-            };
+            let mut fact = inputs.get(i).cloned().unwrap_or_else(Fact::unknown);
+            refine(&mut fact, declared);
             scope.vars.insert(name, fact);
         }
         self.walker
-            .walk(g, &mut scope, self.depth + 1, None, None)
+            .walk(g, &mut scope, self.depth + 1, self.opsets, None, None)
             .map_err(ShapeError)?;
         Ok(g.output
             .iter()
@@ -596,11 +707,11 @@ impl SubgraphInfer for SubWalker<'_, '_> {
                 let name = o.name.as_deref().unwrap_or("");
                 let declared = self.walker.declared(o.r#type.as_ref(), false, name);
                 match scope.get(name) {
-                    Some(f) => Fact {
-                        shape: f.shape.clone().or(declared.shape),
-                        dtype: f.dtype.or(declared.dtype),
-                        ..f.clone()
-                    },
+                    Some(f) => {
+                        let mut f = f.clone();
+                        refine(&mut f, declared);
+                        f
+                    }
                     None => declared,
                 }
             })
@@ -644,6 +755,8 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         functions,
         opts,
         fresh: Cell::new(0),
+        visits: Cell::new(0),
+        limit: RefCell::new(None),
     };
     for name in opts.inputs.keys() {
         if !g.input.iter().any(|v| v.name.as_deref() == Some(name)) {
@@ -677,8 +790,18 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
     }
     let mut nodes = Vec::new();
     walker
-        .walk(g, &mut scope, 0, Some(&mut nodes), Some(&mut values))
+        .walk(
+            g,
+            &mut scope,
+            0,
+            &model.opsets,
+            Some(&mut nodes),
+            Some(&mut values),
+        )
         .map_err(bad)?;
+    if let Some(m) = walker.limit.take() {
+        return Err(bad(m));
+    }
     nodes.retain(|n| n.op != "__function_outputs__");
     Ok(Inferred { values, nodes })
 }
@@ -746,4 +869,439 @@ pub fn to_graph(inferred: &Inferred) -> ir::Graph {
         }
     }
     graph
+}
+
+/// Small in-memory models for unit tests (here and in the shape families).
+#[cfg(test)]
+pub(crate) mod test_model {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use bytes::Bytes;
+
+    use crate::onnx::OnnxModel;
+    use crate::onnx::proto::{
+        AttributeProto, Dimension, ElemTypeProto, GraphProto, ModelProto, NodeProto,
+        OperatorSetIdProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
+        ValueInfoProto, attr_type,
+    };
+    use crate::shape::Fact;
+
+    /// A tensor type; dims are sizes, or symbols where given as names.
+    pub fn tensor_type(elem: i32, dims: &[&str]) -> TypeProto {
+        let dim = dims
+            .iter()
+            .map(|d| match d.parse::<i64>() {
+                Ok(v) => Dimension {
+                    dim_value: Some(v),
+                    dim_param: None,
+                },
+                Err(_) => Dimension {
+                    dim_value: None,
+                    dim_param: Some(d.to_string()),
+                },
+            })
+            .collect();
+        TypeProto {
+            tensor_type: Some(TensorTypeProto {
+                elem_type: Some(elem),
+                shape: Some(TensorShapeProto { dim }),
+            }),
+            ..Default::default()
+        }
+    }
+
+    pub fn seq_type(elem: TypeProto) -> TypeProto {
+        TypeProto {
+            sequence_type: Some(Box::new(ElemTypeProto {
+                elem_type: Some(elem),
+            })),
+            ..Default::default()
+        }
+    }
+
+    pub fn value(name: &str, t: TypeProto) -> ValueInfoProto {
+        ValueInfoProto {
+            name: Some(name.into()),
+            r#type: Some(t),
+        }
+    }
+
+    /// A value without a declared type.
+    pub fn untyped(name: &str) -> ValueInfoProto {
+        ValueInfoProto {
+            name: Some(name.into()),
+            r#type: None,
+        }
+    }
+
+    pub fn node(
+        op: &str,
+        inputs: &[&str],
+        outputs: &[&str],
+        attrs: Vec<AttributeProto>,
+    ) -> NodeProto {
+        NodeProto {
+            op_type: Some(op.into()),
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: outputs.iter().map(|s| s.to_string()).collect(),
+            attribute: attrs,
+            ..Default::default()
+        }
+    }
+
+    pub fn int(name: &str, v: i64) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            r#type: Some(attr_type::INT),
+            i: Some(v),
+            ..Default::default()
+        }
+    }
+
+    pub fn ints(name: &str, v: &[i64]) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            r#type: Some(attr_type::INTS),
+            ints: v.to_vec(),
+            ..Default::default()
+        }
+    }
+
+    pub fn graph_attr(name: &str, g: GraphProto) -> AttributeProto {
+        AttributeProto {
+            name: Some(name.into()),
+            r#type: Some(attr_type::GRAPH),
+            g: Some(Box::new(g)),
+            ..Default::default()
+        }
+    }
+
+    /// An int64 initializer holding `v` with the given dims.
+    pub fn int64s(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
+        TensorProto {
+            name: Some(name.into()),
+            dims: dims.to_vec(),
+            data_type: Some(7),
+            raw_data: Some(Bytes::from(
+                v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+            )),
+            ..Default::default()
+        }
+    }
+
+    pub fn graph(
+        inputs: Vec<ValueInfoProto>,
+        nodes: Vec<NodeProto>,
+        outputs: Vec<ValueInfoProto>,
+    ) -> GraphProto {
+        GraphProto {
+            input: inputs,
+            node: nodes,
+            output: outputs,
+            ..Default::default()
+        }
+    }
+
+    /// A model of `g` at ai.onnx `opset`, never written to disk.
+    pub fn model(g: GraphProto, opset: i64) -> OnnxModel {
+        OnnxModel {
+            path: "test.onnx".into(),
+            dir: PathBuf::from("."),
+            model: ModelProto {
+                ir_version: Some(8),
+                opset_import: vec![OperatorSetIdProto {
+                    domain: Some(String::new()),
+                    version: Some(opset),
+                }],
+                graph: Some(g),
+                ..Default::default()
+            },
+            opsets: BTreeMap::from([(String::new(), opset)]),
+            bytes: Bytes::new(),
+        }
+    }
+
+    /// Infers `m` and returns the fact of value `name`.
+    pub fn fact(m: &OnnxModel, name: &str) -> Result<Fact, String> {
+        let inferred =
+            super::infer(m, &super::InferOptions::default()).map_err(|e| e.to_string())?;
+        inferred
+            .values
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, f)| f)
+            .ok_or_else(|| format!("{name} was not inferred"))
+    }
+
+    /// The fact of value `name`, printed.
+    pub fn fact_of(m: &OnnxModel, name: &str) -> Result<String, String> {
+        fact(m, name).map(|f| f.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_model::*;
+    use crate::onnx::MAX_GRAPH_DEPTH;
+    use crate::onnx::proto::{FunctionProto, GraphProto, OperatorSetIdProto};
+
+    const FLOAT: i32 = 1;
+    const BOOL: i32 = 9;
+
+    /// `depth` Ifs, each in the then-branch of the one before; the innermost
+    /// branch returns the outer-scope `x`.
+    fn nested_ifs(depth: usize) -> GraphProto {
+        let mut body = graph(
+            vec![],
+            vec![node("Identity", &["x"], &["y0"], vec![])],
+            vec![untyped("y0")],
+        );
+        for level in 1..=depth {
+            let out = format!("y{level}");
+            let other = graph(
+                vec![],
+                vec![node("Identity", &["x"], &["e"], vec![])],
+                vec![untyped("e")],
+            );
+            body = graph(
+                vec![],
+                vec![node(
+                    "If",
+                    &["cond"],
+                    &[out.as_str()],
+                    vec![
+                        graph_attr("then_branch", body),
+                        graph_attr("else_branch", other),
+                    ],
+                )],
+                vec![untyped(&out)],
+            );
+        }
+        let mut main = body;
+        main.input = vec![
+            value("x", tensor_type(FLOAT, &["batch", "3"])),
+            value("cond", tensor_type(BOOL, &[])),
+        ];
+        main
+    }
+
+    #[test]
+    fn nesting_at_the_limit_is_inferred() {
+        // The main graph is level 0; its If's branches are level 1, and so on.
+        let m = model(nested_ifs(MAX_GRAPH_DEPTH), 16);
+        let out = format!("y{MAX_GRAPH_DEPTH}");
+        assert_eq!(fact_of(&m, &out).unwrap(), "float32[batch, 3]");
+    }
+
+    #[test]
+    fn nesting_beyond_the_limit_is_an_error_not_a_stack_overflow() {
+        let m = model(nested_ifs(MAX_GRAPH_DEPTH + 1), 16);
+        let e = fact_of(&m, "y1").unwrap_err();
+        assert!(e.contains("nest deeper than"), "{e}");
+        // Far beyond: still an error, found before any deep recursion.
+        let m = model(nested_ifs(10 * MAX_GRAPH_DEPTH), 16);
+        let e = fact_of(&m, "y1").unwrap_err();
+        assert!(e.contains("nest deeper than"), "{e}");
+        // Loops likewise.
+        let m = model(nested_loops(MAX_GRAPH_DEPTH + 1), 16);
+        let e = fact_of(&m, "y").unwrap_err();
+        assert!(e.contains("nest deeper than"), "{e}");
+    }
+
+    /// `depth` Loops, each in the body of the one before, each carrying a
+    /// value whose shape changes every iteration (a second body pass each).
+    fn nested_loops(depth: usize) -> GraphProto {
+        let mut body = graph(
+            vec![
+                value("i", tensor_type(7, &[])),
+                value("c", tensor_type(BOOL, &[])),
+                untyped("v"),
+            ],
+            vec![
+                node("Identity", &["c"], &["c_out"], vec![]),
+                node("Concat", &["v", "v"], &["v_out"], vec![int("axis", 0)]),
+            ],
+            vec![untyped("c_out"), untyped("v_out")],
+        );
+        for _ in 0..depth {
+            body = graph(
+                vec![
+                    value("i", tensor_type(7, &[])),
+                    value("c", tensor_type(BOOL, &[])),
+                    untyped("v"),
+                ],
+                vec![
+                    node("Identity", &["c"], &["c_out"], vec![]),
+                    node(
+                        "Loop",
+                        &["", "c", "v"],
+                        &["v_out"],
+                        vec![graph_attr("body", body)],
+                    ),
+                ],
+                vec![untyped("c_out"), untyped("v_out")],
+            );
+        }
+        graph(
+            vec![
+                value("x", tensor_type(FLOAT, &["4"])),
+                value("cond", tensor_type(BOOL, &[])),
+            ],
+            vec![node(
+                "Loop",
+                &["", "cond", "x"],
+                &["y"],
+                vec![graph_attr("body", body)],
+            )],
+            vec![untyped("y")],
+        )
+    }
+
+    #[test]
+    fn nested_loops_cannot_blow_up_the_work() {
+        // Each level may run its body twice: 2^60 body runs without a budget.
+        let m = model(nested_loops(60), 16);
+        let start = std::time::Instant::now();
+        let got = fact_of(&m, "y");
+        assert!(start.elapsed().as_secs() < 20);
+        // Where the bodies change shapes, the budget ends it with an error.
+        if let Err(e) = got {
+            assert!(e.contains("node visits"), "{e}");
+        }
+    }
+
+    #[test]
+    fn declarations_fill_in_what_inference_lacks() {
+        let mut g = graph(
+            vec![value("x", tensor_type(FLOAT, &["n"]))],
+            vec![
+                // No shape logic: the declared kind and type are taken whole.
+                node("Mystery", &["x"], &["m"], vec![]),
+                // Inferred [n]; the model declares [5]: the known size wins.
+                node("Identity", &["x"], &["y"], vec![]),
+                // A declaration that contradicts a known size is ignored.
+                node("Identity", &["y"], &["z"], vec![]),
+            ],
+            vec![untyped("m"), untyped("z")],
+        );
+        g.value_info = vec![
+            value("m", seq_type(tensor_type(FLOAT, &["2"]))),
+            value("y", tensor_type(FLOAT, &["5"])),
+            value("z", tensor_type(FLOAT, &["6"])),
+        ];
+        let m = model(g, 16);
+        assert_eq!(fact_of(&m, "m").unwrap(), "seq float32[2]");
+        assert_eq!(fact_of(&m, "y").unwrap(), "float32[5]");
+        assert_eq!(fact_of(&m, "z").unwrap(), "float32[5]");
+    }
+
+    #[test]
+    fn function_bodies_use_their_own_opset_and_caller_attributes() {
+        use crate::onnx::proto::AttributeProto;
+        // f(a) = If(c) { Identity(a) } else { Identity(a) }: the branches read
+        // the function's formal input, which expansion renames.
+        let branch = |name: &str| {
+            graph(
+                vec![],
+                vec![node("Identity", &["a"], &[name], vec![])],
+                vec![untyped(name)],
+            )
+        };
+        let f = FunctionProto {
+            name: Some("F".into()),
+            domain: Some("local".into()),
+            input: vec!["a".into(), "c".into()],
+            output: vec!["r".into()],
+            node: vec![node(
+                "If",
+                &["c"],
+                &["r"],
+                vec![
+                    graph_attr("then_branch", branch("t")),
+                    graph_attr("else_branch", branch("e")),
+                ],
+            )],
+            opset_import: vec![OperatorSetIdProto {
+                domain: Some(String::new()),
+                version: Some(13),
+            }],
+            ..Default::default()
+        };
+        let mut call = node("F", &["x", "cond"], &["y"], vec![]);
+        call.domain = Some("local".into());
+        let mut call2 = node("F", &["y", "cond"], &["z"], vec![]);
+        call2.domain = Some("local".into());
+        let g = graph(
+            vec![
+                value("x", tensor_type(FLOAT, &["n", "2"])),
+                value("cond", tensor_type(BOOL, &[])),
+            ],
+            vec![call, call2],
+            vec![untyped("z")],
+        );
+        let mut m = model(g, 16);
+        m.model.functions.push(f);
+        m.opsets.insert("local".into(), 1);
+        assert_eq!(fact_of(&m, "z").unwrap(), "float32[n, 2]");
+        let inferred = super::infer(&m, &super::InferOptions::default()).unwrap();
+        let ifs: Vec<_> = inferred.nodes.iter().filter(|n| n.op == "If").collect();
+        assert_eq!(ifs.len(), 2);
+        assert!(
+            ifs.iter().all(|n| n.opset == 13),
+            "the function imports opset 13"
+        );
+        // An attribute that refers to the caller's takes the caller's value.
+        let mut g2 = m.model.graph.clone().unwrap();
+        g2.node = vec![node("G", &["x"], &["z"], vec![int("axis", 1)])];
+        g2.node[0].domain = Some("local".into());
+        let gfun = FunctionProto {
+            name: Some("G".into()),
+            domain: Some("local".into()),
+            input: vec!["a".into()],
+            output: vec!["r".into()],
+            node: vec![node(
+                "Concat",
+                &["a", "a"],
+                &["r"],
+                vec![AttributeProto {
+                    name: Some("axis".into()),
+                    ref_attr_name: Some("axis".into()),
+                    ..Default::default()
+                }],
+            )],
+            ..Default::default()
+        };
+        let mut m2 = model(g2.clone(), 16);
+        m2.model.functions.push(gfun);
+        m2.opsets.insert("local".into(), 1);
+        let inferred = super::infer(&m2, &super::InferOptions::default()).unwrap();
+        let concat = inferred.nodes.iter().find(|n| n.op == "Concat").unwrap();
+        assert_eq!(
+            concat.attrs.get("axis"),
+            Some(&crate::ir::AttrValue::Int(1))
+        );
+        // A formal input the call leaves out is absent inside the body.
+        let mut g3 = g2;
+        g3.node = vec![node("H", &["x"], &["z"], vec![])];
+        g3.node[0].domain = Some("local".into());
+        let hfun = FunctionProto {
+            name: Some("H".into()),
+            domain: Some("local".into()),
+            input: vec!["a".into(), "b".into()],
+            output: vec!["r".into()],
+            node: vec![
+                node("Identity", &["a"], &["r"], vec![]),
+                node("Mystery", &["a", "b"], &["q"], vec![]),
+            ],
+            ..Default::default()
+        };
+        let mut m3 = model(g3, 16);
+        m3.model.functions.push(hfun);
+        m3.opsets.insert("local".into(), 1);
+        assert_eq!(fact_of(&m3, "z").unwrap(), "float32[n, 2]");
+        let inferred = super::infer(&m3, &super::InferOptions::default()).unwrap();
+        let mystery = inferred.nodes.iter().find(|n| n.op == "Mystery").unwrap();
+        assert!(mystery.inputs[1].is_none());
+    }
 }
