@@ -391,8 +391,13 @@ fn light_models_are_fully_analysed() {
         assert_eq!(code, 0, "{path}: {err}");
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
         for (name, t) in j["tensors"].as_object().unwrap() {
-            let shape = t["shape"].as_array().unwrap_or_else(|| panic!("{path}: {name} has no shape"));
-            assert!(shape.iter().all(serde_json::Value::is_u64), "{path}: {name} is {shape:?}");
+            let shape = t["shape"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{path}: {name} has no shape"));
+            assert!(
+                shape.iter().all(serde_json::Value::is_u64),
+                "{path}: {name} is {shape:?}"
+            );
         }
         let (code, out, err) = c3(&["estimate", path, "--format", "json", "--strict"]);
         assert_eq!(code, 0, "{path}: {err}");
@@ -401,8 +406,19 @@ fn light_models_are_fully_analysed() {
         assert!(j["total"]["flops"].as_u64().unwrap() > 0, "{path}");
     }
     // ResNet50: the input and the 1000 class probabilities.
-    let (_, out, _) = c3(&["shapes", &format!("{dir}/light_resnet50.onnx"), "--format", "json"]);
+    let (_, out, _) = c3(&[
+        "shapes",
+        &format!("{dir}/light_resnet50.onnx"),
+        "--format",
+        "json",
+    ]);
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(j["tensors"]["gpu_0/data_0"]["shape"], serde_json::json!([1, 3, 224, 224]));
-    assert_eq!(j["tensors"]["gpu_0/softmax_1"]["shape"], serde_json::json!([1, 1000]));
+    assert_eq!(
+        j["tensors"]["gpu_0/data_0"]["shape"],
+        serde_json::json!([1, 3, 224, 224])
+    );
+    assert_eq!(
+        j["tensors"]["gpu_0/softmax_1"]["shape"],
+        serde_json::json!([1, 1000])
+    );
 }

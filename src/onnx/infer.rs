@@ -56,6 +56,8 @@ pub struct Inferred {
     /// Every value of the main graph, in definition order.
     pub values: Vec<(String, Fact)>,
     pub nodes: Vec<InferredNode>,
+    /// The main graph's output names.
+    pub outputs: Vec<String>,
 }
 
 /// An initializer (or Constant tensor) whose data is read only when needed.
@@ -803,27 +805,46 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         return Err(bad(m));
     }
     nodes.retain(|n| n.op != "__function_outputs__");
-    Ok(Inferred { values, nodes })
+    let outputs = g.output.iter().filter_map(|o| o.name.clone()).collect();
+    Ok(Inferred {
+        values,
+        nodes,
+        outputs,
+    })
 }
 
 /// A fact as the cost stage needs it: a tensor of known element type and shape.
-fn tensor_of(f: &Fact) -> Option<TensorFact> {
+/// Constants (initializers, values known at load time) count as weights for
+/// `--weights`; the name links producers to consumers for fusion.
+fn tensor_of(name: &str, f: &Fact, folded: &HashSet<&str>) -> Option<TensorFact> {
     if f.kind != ValueKind::Tensor {
         return None;
     }
-    Some(TensorFact::new(f.dtype?, f.shape.clone()?))
+    Some(TensorFact {
+        constant: f.constant.is_some() || f.value.is_some() || folded.contains(name),
+        name: Some(name.to_string()),
+        ..TensorFact::new(f.dtype?, f.shape.clone()?)
+    })
 }
 
 /// The graph the cost stage sees. Nodes an engine folds at load time (all
 /// inputs constant) are left out; nodes whose shapes are unknown are listed
 /// as not analysed, with the reason.
 pub fn to_graph(inferred: &Inferred) -> ir::Graph {
+    // What folded nodes produce (weights built by ConstantOfShape, say) is
+    // a constant of the model too.
+    let folded_outputs: HashSet<&str> = inferred
+        .nodes
+        .iter()
+        .filter(|n| n.is_constant())
+        .flat_map(|n| n.outputs.iter().flatten().map(|(name, _)| name.as_str()))
+        .collect();
     let conv =
         |list: &[Option<(String, Fact)>]| -> std::result::Result<Vec<Option<TensorFact>>, String> {
             list.iter()
                 .map(|t| match t {
                     None => Ok(None),
-                    Some((name, f)) => tensor_of(f)
+                    Some((name, f)) => tensor_of(name, f, &folded_outputs)
                         .map(Some)
                         .ok_or_else(|| format!("the shape of '{name}' is unknown")),
                 })
@@ -860,6 +881,7 @@ pub fn to_graph(inferred: &Inferred) -> ir::Graph {
     ir::name_unnamed(&mut plain);
     let mut graph = ir::Graph {
         folded,
+        outputs: inferred.outputs.clone(),
         ..ir::Graph::default()
     };
     for (node, (_, reason)) in plain.into_iter().zip(entries) {
