@@ -309,12 +309,17 @@ fn parse_inputs(list: &[String]) -> Result<BTreeMap<String, Vec<u64>>> {
     Ok(out)
 }
 
-/// Loads an ONNX model and infers its shapes.
-fn infer_model(a: &ModelArgs) -> Result<(crate::onnx::OnnxModel, crate::onnx::infer::Inferred)> {
+/// Loads an ONNX model and infers its shapes (only the nodes' when
+/// `nodes_only`: costing needs no list of every value).
+fn infer_model(
+    a: &ModelArgs,
+    nodes_only: bool,
+) -> Result<(crate::onnx::OnnxModel, crate::onnx::infer::Inferred)> {
     let model = crate::onnx::load(&a.model)?;
     let opts = crate::onnx::infer::InferOptions {
         dims: parse_dims(&a.dims)?,
         inputs: parse_inputs(&a.inputs)?,
+        nodes_only,
     };
     let inferred = crate::onnx::infer::infer(&model, &opts)?;
     Ok((model, inferred))
@@ -331,7 +336,7 @@ pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
         let bytes = std::fs::read(&a.model).map_err(|e| Error::io(&a.model, e))?;
         crate::trace::parse_trace(&bytes, &a.model)?
     } else {
-        crate::onnx::infer::to_graph(&infer_model(a)?.1)
+        crate::onnx::infer::to_graph(infer_model(a, true)?.1)
     };
     bind_dims(&mut graph, &parse_dims(&a.dims)?);
     Ok(graph)
@@ -364,7 +369,11 @@ pub fn estimate_report(a: &EstimateArgs) -> Result<CostReport> {
         precision_type("--weights", &a.weights)?,
         precision_type("--activations", &a.activations)?,
     );
-    cost::estimate(&graph, &rules, CountOptions { fma: !a.no_fma })
+    let report = cost::estimate(&graph, &rules, CountOptions { fma: !a.no_fma });
+    // `c3 estimate` exits right after this: freeing a large graph node by
+    // node would cost more than it saves.
+    std::mem::forget(graph);
+    report
 }
 
 fn estimate(a: &EstimateArgs) -> Result<String> {
@@ -413,6 +422,10 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
         }
     };
     let text = report::render(&report, &opts, roofline.as_ref());
+    // The process exits next: freeing a large model's report piece by piece
+    // would cost more than writing it.
+    std::mem::forget(report);
+    std::mem::forget(roofline);
     match &a.output {
         Some(path) => {
             std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
@@ -617,7 +630,7 @@ fn explain(a: &ExplainArgs) -> Result<String> {
         outputs,
     };
     let ev = rule
-        .evaluate(&node, CountOptions { fma: !a.no_fma })
+        .explain(&node, CountOptions { fma: !a.no_fma })
         .map_err(|e| Error::Usage(format!("cannot evaluate {}: {e}", rule.op)))?;
     out.push_str(&format!(
         "\nEvaluated (fma {}):\n",
@@ -723,7 +736,7 @@ fn dim_json(d: &Dim) -> serde_json::Value {
 }
 
 fn shapes(a: &ShapesArgs) -> Result<String> {
-    let (model, inferred) = infer_model(&a.source)?;
+    let (model, inferred) = infer_model(&a.source, false)?;
     let mut note = String::new();
     if let Some(out) = &a.output {
         let n = write_value_info(&model, &inferred, out)?;

@@ -2,7 +2,9 @@
 //! then hands the cost stage an [`ir::Graph`](crate::ir::Graph).
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -23,6 +25,8 @@ pub struct InferOptions {
     pub dims: BTreeMap<String, i64>,
     /// `--input name=shape`
     pub inputs: BTreeMap<String, Vec<u64>>,
+    /// Leave [`Inferred::values`] empty (costing needs only the nodes).
+    pub nodes_only: bool,
 }
 
 /// One node after inference.
@@ -140,7 +144,7 @@ fn node_label(n: &NodeProto) -> String {
 /// `work` counts the nodes looked at, toward [`MAX_NODE_VISITS`].
 fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> HashSet<String> {
     work.set(work.get().saturating_add(g.node.len() as u64));
-    let mut defined: HashSet<&str> = HashSet::new();
+    let mut defined: HashSet<&str> = HashSet::default();
     for v in &g.input {
         defined.insert(v.name.as_deref().unwrap_or(""));
     }
@@ -152,7 +156,7 @@ fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> HashSet<String>
             defined.insert(o);
         }
     }
-    let mut free = HashSet::new();
+    let mut free = HashSet::default();
     for n in &g.node {
         for name in node_uses(n, depth, work) {
             if !name.is_empty() && !defined.contains(name.as_str()) {
@@ -183,7 +187,8 @@ fn topo_order(
     depth: usize,
     work: &Cell<u64>,
 ) -> std::result::Result<Vec<usize>, String> {
-    let mut producer: HashMap<&str, usize> = HashMap::new();
+    let mut producer: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(g.node.len() * 2, Default::default());
     for (i, n) in g.node.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
             if producer.insert(o, i).is_some() || scope.vars.contains_key(o.as_str()) {
@@ -344,6 +349,11 @@ impl<'m> Walker<'m> {
             return Err(self.over_limit(format!(
                 "subgraphs nest deeper than {MAX_GRAPH_DEPTH} levels"
             )));
+        }
+        // One entry per node output and initializer: size the scope once.
+        scope.vars.reserve(g.node.len() * 2 + g.initializer.len());
+        if let Some(r) = record.as_deref_mut() {
+            r.reserve(g.node.len());
         }
         let mut order_names: Vec<String> = Vec::new();
         for t in &g.initializer {
@@ -519,7 +529,7 @@ impl<'m> Walker<'m> {
             }
         };
         let mut inner = Scope {
-            vars: HashMap::new(),
+            vars: HashMap::default(),
             parent: Some(scope),
         };
         for (formal, actual) in f.input.iter().zip(inputs) {
@@ -556,7 +566,7 @@ impl<'m> Walker<'m> {
         }
         let order = topo_order(&g, &inner, depth + 1, &self.visits)?;
         self.charge(0)?;
-        let empty = HashMap::new();
+        let empty = HashMap::default();
         let mut records = Vec::new();
         for i in order {
             let n = &g.node[i];
@@ -690,7 +700,7 @@ struct SubWalker<'a, 'm> {
 impl SubgraphInfer for SubWalker<'_, '_> {
     fn infer(&self, g: &GraphProto, inputs: &[Fact]) -> std::result::Result<Vec<Fact>, ShapeError> {
         let mut scope = Scope {
-            vars: HashMap::new(),
+            vars: HashMap::default(),
             parent: Some(self.scope),
         };
         for (i, v) in g.input.iter().enumerate() {
@@ -770,7 +780,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         }
     }
     let mut scope = Scope {
-        vars: HashMap::new(),
+        vars: HashMap::default(),
         parent: None,
     };
     let mut values = Vec::new();
@@ -798,7 +808,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
             0,
             &model.opsets,
             Some(&mut nodes),
-            Some(&mut values),
+            (!opts.nodes_only).then_some(&mut values),
         )
         .map_err(bad)?;
     if let Some(m) = walker.limit.take() {
@@ -814,59 +824,60 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
 }
 
 /// A fact as the cost stage needs it: a tensor of known element type and shape.
-/// Constants (initializers, values known at load time) count as weights for
-/// `--weights`; the name links producers to consumers for fusion.
-fn tensor_of(name: &str, f: &Fact, folded: &HashSet<&str>) -> Option<TensorFact> {
-    if f.kind != ValueKind::Tensor {
-        return None;
-    }
-    Some(TensorFact {
-        constant: f.constant.is_some() || f.value.is_some() || folded.contains(name),
-        name: Some(name.to_string()),
-        ..TensorFact::new(f.dtype?, f.shape.clone()?)
+/// Constants (initializers, values known at load time, what folded nodes
+/// produce) count as weights for `--weights`; the name links producers to
+/// consumers for fusion.
+fn tensor_of(
+    name: String,
+    f: Fact,
+    folded: &HashSet<String>,
+) -> std::result::Result<TensorFact, String> {
+    let (Some(dtype), Some(shape), ValueKind::Tensor) = (f.dtype, f.shape, f.kind) else {
+        return Err(format!("the shape of '{name}' is unknown"));
+    };
+    Ok(TensorFact {
+        dtype,
+        shape,
+        constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
+        name: Some(name),
     })
 }
 
 /// The graph the cost stage sees. Nodes an engine folds at load time (all
 /// inputs constant) are left out; nodes whose shapes are unknown are listed
-/// as not analysed, with the reason.
-pub fn to_graph(inferred: &Inferred) -> ir::Graph {
+/// as not analysed, with the reason. Consumes the inference result: nothing
+/// is copied.
+pub fn to_graph(inferred: Inferred) -> ir::Graph {
     // What folded nodes produce (weights built by ConstantOfShape, say) is
     // a constant of the model too.
-    let folded_outputs: HashSet<&str> = inferred
+    let folded_outputs: HashSet<String> = inferred
         .nodes
         .iter()
         .filter(|n| n.is_constant())
-        .flat_map(|n| n.outputs.iter().flatten().map(|(name, _)| name.as_str()))
+        .flat_map(|n| n.outputs.iter().flatten().map(|(name, _)| name.clone()))
         .collect();
-    let conv =
-        |list: &[Option<(String, Fact)>]| -> std::result::Result<Vec<Option<TensorFact>>, String> {
-            list.iter()
-                .map(|t| match t {
-                    None => Ok(None),
-                    Some((name, f)) => tensor_of(name, f, &folded_outputs)
-                        .map(Some)
-                        .ok_or_else(|| format!("the shape of '{name}' is unknown")),
-                })
-                .collect()
-        };
+    let conv = |list: Vec<Option<(String, Fact)>>| -> std::result::Result<Vec<Option<TensorFact>>, String> {
+        list.into_iter()
+            .map(|t| t.map(|(name, f)| tensor_of(name, f, &folded_outputs)).transpose())
+            .collect()
+    };
     let mut folded = 0;
-    let mut entries: Vec<(ir::Node, Option<String>)> = Vec::new();
-    for n in &inferred.nodes {
+    let mut entries: Vec<(ir::Node, Option<String>)> = Vec::with_capacity(inferred.nodes.len());
+    for n in inferred.nodes {
         if n.is_constant() {
             folded += 1;
             continue;
         }
         let mut node = ir::Node {
-            name: n.name.clone(),
-            op: n.op.clone(),
-            domain: n.domain.clone(),
+            name: n.name,
+            op: n.op,
+            domain: n.domain,
             opset: n.opset,
-            attrs: n.attrs.clone(),
+            attrs: n.attrs,
             inputs: Vec::new(),
             outputs: Vec::new(),
         };
-        let reason = match (conv(&n.inputs), conv(&n.outputs)) {
+        let reason = match (conv(n.inputs), conv(n.outputs)) {
             (Ok(inputs), Ok(outputs)) => {
                 node.inputs = inputs;
                 node.outputs = outputs;
@@ -877,14 +888,14 @@ pub fn to_graph(inferred: &Inferred) -> ir::Graph {
         entries.push((node, reason));
     }
     // Number unnamed nodes in execution order, analysed or not.
-    let mut plain: Vec<ir::Node> = entries.iter().map(|(n, _)| n.clone()).collect();
+    let (mut plain, reasons): (Vec<ir::Node>, Vec<Option<String>>) = entries.into_iter().unzip();
     ir::name_unnamed(&mut plain);
     let mut graph = ir::Graph {
         folded,
-        outputs: inferred.outputs.clone(),
+        outputs: inferred.outputs,
         ..ir::Graph::default()
     };
-    for (node, (_, reason)) in plain.into_iter().zip(entries) {
+    for (node, reason) in plain.into_iter().zip(reasons) {
         match reason {
             None => graph.nodes.push(node),
             Some(r) => graph.unanalysed.push((node, r)),

@@ -1,140 +1,259 @@
 //! `--format json`: the whole result with exact integers (bytes in bytes).
+//!
+//! Serialized straight from the report (no intermediate JSON tree), so a
+//! 100,000-layer model costs one pass and little memory.
 
-use serde_json::{Map, Value, json};
+use evalexpr::Value;
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 
-use crate::cost::{CostReport, Totals};
-use crate::device::Roofline;
-use crate::ir::TensorFact;
-use crate::rules::rule::{qualified, value_to_json};
+use crate::cost::{CostReport, LayerCost, Totals};
+use crate::device::{LayerTime, Roofline};
+use crate::fusion::FusedGroup;
+use crate::ir::{Dim, TensorFact};
+use crate::rules::rule::qualified;
 
-fn tensor(t: &Option<TensorFact>) -> Value {
-    match t {
-        None => Value::Null,
-        Some(t) => json!({
-            "dtype": t.dtype.name(),
-            "shape": t.shape.iter().map(|d| match d {
-                crate::ir::Dim::Known(n) => json!(n),
-                crate::ir::Dim::Sym(s) => json!(s.to_string()),
-            }).collect::<Vec<_>>(),
-        }),
+struct DimJ<'a>(&'a Dim);
+
+impl Serialize for DimJ<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Dim::Known(n) => s.serialize_u64(*n),
+            Dim::Sym(v) => s.collect_str(v),
+        }
     }
 }
 
-fn totals(t: &Totals) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("flops".into(), json!(t.flops));
-    m.insert("mread".into(), json!(t.mread));
-    m.insert("mwrite".into(), json!(t.mwrite));
-    m.insert("mrw".into(), json!(t.mrw));
-    m
+struct TensorJ<'a>(&'a Option<TensorFact>);
+
+impl Serialize for TensorJ<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Some(t) = self.0 else {
+            return s.serialize_none();
+        };
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("dtype", t.dtype.name())?;
+        m.serialize_entry("shape", &t.shape.iter().map(DimJ).collect::<Vec<_>>())?;
+        m.end()
+    }
 }
 
-/// A float as JSON (`null` when not finite).
-fn num(v: f64) -> Value {
-    serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+/// A formula value (a param) as JSON.
+struct ValueJ<'a>(&'a Value);
+
+impl Serialize for ValueJ<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Value::Int(i) => s.serialize_i64(*i),
+            Value::Float(f) if f.is_finite() => s.serialize_f64(*f),
+            Value::Float(_) | Value::Empty => s.serialize_none(),
+            Value::String(v) => s.serialize_str(v),
+            Value::Boolean(b) => s.serialize_bool(*b),
+            Value::Tuple(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for i in items {
+                    seq.serialize_element(&ValueJ(i))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+/// A float, `null` when not finite.
+fn num(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+struct LayerJ<'a> {
+    l: &'a LayerCost,
+    time: Option<&'a LayerTime>,
+}
+
+impl Serialize for LayerJ<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let l = self.l;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("name", &l.name)?;
+        m.serialize_entry("op", &qualified(&l.domain, &l.op))?;
+        m.serialize_entry("flops", &l.flops)?;
+        m.serialize_entry("mread", &l.mread)?;
+        m.serialize_entry("mwrite", &l.mwrite)?;
+        m.serialize_entry("mrw", &l.mrw())?;
+        m.serialize_entry("inputs", &l.inputs.iter().map(TensorJ).collect::<Vec<_>>())?;
+        m.serialize_entry(
+            "outputs",
+            &l.outputs.iter().map(TensorJ).collect::<Vec<_>>(),
+        )?;
+        m.serialize_entry("params", &ParamsJ(&l.params))?;
+        m.serialize_entry("fused", &l.fused)?;
+        if let Some(t) = self.time {
+            m.serialize_entry("precision", t.precision)?;
+            m.serialize_entry("compute_s", &num(t.compute_s))?;
+            m.serialize_entry("memory_s", &num(t.memory_s))?;
+            m.serialize_entry("bound_s", &num(t.bound_s))?;
+            m.serialize_entry("bound", t.bound.as_str())?;
+            m.serialize_entry("intensity", &t.intensity.and_then(num))?;
+        }
+        m.end()
+    }
+}
+
+struct ParamsJ<'a>(&'a [(String, Value)]);
+
+impl Serialize for ParamsJ<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            m.serialize_entry(k, &ValueJ(v))?;
+        }
+        m.end()
+    }
+}
+
+#[derive(Serialize)]
+struct SummaryJ<'a> {
+    op: String,
+    layers: u64,
+    flops: u64,
+    mread: u64,
+    mwrite: u64,
+    mrw: u64,
+    #[serde(skip)]
+    _t: std::marker::PhantomData<&'a ()>,
+}
+
+#[derive(Serialize)]
+struct TotalJ {
+    flops: u64,
+    mread: u64,
+    mwrite: u64,
+    mrw: u64,
+    layers: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    compute_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bound_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    additive_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measured_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    efficiency_bound: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    efficiency_additive: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct UnsupportedJ<'a> {
+    name: &'a str,
+    op: String,
+    reason: &'a str,
+}
+
+#[derive(Serialize)]
+struct DeviceJ<'a> {
+    name: &'a str,
+    description: &'a str,
+    bandwidth: f64,
+}
+
+#[derive(Serialize)]
+struct FusionJ<'a> {
+    group: &'a str,
+    pattern: &'a str,
+    layers: Vec<&'a str>,
+    saved_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    layers: Vec<LayerJ<'a>>,
+    summary: Vec<SummaryJ<'a>>,
+    total: TotalJ,
+    unsupported: Vec<UnsupportedJ<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    device: Option<DeviceJ<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    fusions: Vec<FusionJ<'a>>,
+}
+
+fn summary_row<'a>(op: String, t: &Totals) -> SummaryJ<'a> {
+    SummaryJ {
+        op,
+        layers: t.layers,
+        flops: t.flops,
+        mread: t.mread,
+        mwrite: t.mwrite,
+        mrw: t.mrw,
+        _t: std::marker::PhantomData,
+    }
+}
+
+fn fusion<'a>(report: &'a CostReport, g: &'a FusedGroup) -> FusionJ<'a> {
+    FusionJ {
+        group: &g.id,
+        pattern: &g.pattern,
+        layers: g
+            .members
+            .iter()
+            .map(|&i| report.layers[i].name.as_str())
+            .collect(),
+        saved_bytes: g.saved_bytes,
+    }
 }
 
 pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
-    let mut layers: Vec<Value> = report
-        .layers
-        .iter()
-        .map(|l| {
-            let params: Map<String, Value> = l
-                .params
-                .iter()
-                .map(|(k, v)| (k.clone(), value_to_json(v)))
-                .collect();
-            json!({
-                "name": l.name,
-                "op": qualified(&l.domain, &l.op),
-                "flops": l.flops,
-                "mread": l.mread,
-                "mwrite": l.mwrite,
-                "mrw": l.mrw(),
-                "inputs": l.inputs.iter().map(tensor).collect::<Vec<_>>(),
-                "outputs": l.outputs.iter().map(tensor).collect::<Vec<_>>(),
-                "params": params,
-                "fused": l.fused,
-            })
-        })
-        .collect();
-    let summary: Vec<Value> = report
-        .summary
-        .iter()
-        .map(|s| {
-            let mut m = Map::new();
-            m.insert("op".into(), json!(qualified(&s.domain, &s.op)));
-            m.insert("layers".into(), json!(s.totals.layers));
-            m.extend(totals(&s.totals));
-            Value::Object(m)
-        })
-        .collect();
-    let mut total = totals(&report.total);
-    total.insert("layers".into(), json!(report.total.layers));
-    let mut device = Value::Null;
-    if let Some(r) = roofline {
-        for (l, t) in layers.iter_mut().zip(&r.layers) {
-            if let Value::Object(m) = l {
-                m.insert("precision".into(), json!(t.precision));
-                m.insert("compute_s".into(), num(t.compute_s));
-                m.insert("memory_s".into(), num(t.memory_s));
-                m.insert("bound_s".into(), num(t.bound_s));
-                m.insert("bound".into(), json!(t.bound.as_str()));
-                m.insert("intensity".into(), t.intensity.map_or(Value::Null, num));
-            }
-        }
-        total.insert("compute_s".into(), num(r.compute_s));
-        total.insert("memory_s".into(), num(r.memory_s));
-        total.insert("bound_s".into(), num(r.bound_s));
-        total.insert("additive_s".into(), num(r.additive_s));
-        if let Some(m) = r.measured_s {
-            total.insert("measured_s".into(), num(m));
-            let eff = |v: Option<f64>| v.map_or(Value::Null, num);
-            total.insert("efficiency_bound".into(), eff(r.efficiency(r.bound_s)));
-            total.insert(
-                "efficiency_additive".into(),
-                eff(r.efficiency(r.additive_s)),
-            );
-        }
-        device = json!({
-            "name": r.device.key,
-            "description": r.device.name,
-            "bandwidth": num(r.device.bandwidth),
-        });
-    }
-    let unsupported: Vec<Value> = report
-        .unsupported
-        .iter()
-        .map(|u| json!({"name": u.name, "op": qualified(&u.domain, &u.op), "reason": u.reason}))
-        .collect();
-    let mut doc = json!({
-        "layers": layers,
-        "summary": summary,
-        "total": total,
-        "unsupported": unsupported,
-    });
-    if !device.is_null() {
-        doc["device"] = device;
-    }
-    if !report.fusions.is_empty() {
-        let groups: Vec<Value> = report
-            .fusions
+    let t = &report.total;
+    let measured = roofline.and_then(|r| r.measured_s);
+    let doc = Doc {
+        layers: report
+            .layers
             .iter()
-            .map(|g| {
-                let members: Vec<&str> = g
-                    .members
-                    .iter()
-                    .map(|&i| report.layers[i].name.as_str())
-                    .collect();
-                json!({
-                    "group": g.id,
-                    "pattern": g.pattern,
-                    "layers": members,
-                    "saved_bytes": g.saved_bytes,
-                })
+            .enumerate()
+            .map(|(i, l)| LayerJ {
+                l,
+                time: roofline.and_then(|r| r.layers.get(i)),
             })
-            .collect();
-        doc["fusions"] = Value::Array(groups);
-    }
-    serde_json::to_string_pretty(&doc).expect("JSON values always serialize") + "\n"
+            .collect(),
+        summary: report
+            .summary
+            .iter()
+            .map(|s| summary_row(qualified(&s.domain, &s.op), &s.totals))
+            .collect(),
+        total: TotalJ {
+            flops: t.flops,
+            mread: t.mread,
+            mwrite: t.mwrite,
+            mrw: t.mrw,
+            layers: t.layers,
+            compute_s: roofline.and_then(|r| num(r.compute_s)),
+            memory_s: roofline.and_then(|r| num(r.memory_s)),
+            bound_s: roofline.and_then(|r| num(r.bound_s)),
+            additive_s: roofline.and_then(|r| num(r.additive_s)),
+            measured_s: measured,
+            efficiency_bound: roofline.and_then(|r| r.efficiency(r.bound_s)).and_then(num),
+            efficiency_additive: roofline
+                .and_then(|r| r.efficiency(r.additive_s))
+                .and_then(num),
+        },
+        unsupported: report
+            .unsupported
+            .iter()
+            .map(|u| UnsupportedJ {
+                name: &u.name,
+                op: qualified(&u.domain, &u.op),
+                reason: &u.reason,
+            })
+            .collect(),
+        device: roofline.map(|r| DeviceJ {
+            name: &r.device.key,
+            description: &r.device.name,
+            bandwidth: r.device.bandwidth,
+        }),
+        fusions: report.fusions.iter().map(|g| fusion(report, g)).collect(),
+    };
+    serde_json::to_string_pretty(&doc).expect("the report always serializes") + "\n"
 }

@@ -620,27 +620,39 @@ fn table(g: &Grid) -> Table {
     t
 }
 
+/// Appends `cell`, escaping the `|` that would end a Markdown table cell.
+fn push_md_cell(out: &mut String, cell: &str) {
+    if cell.contains('|') {
+        out.push_str(&cell.replace('|', "\\|"));
+    } else {
+        out.push_str(cell);
+    }
+}
+
 fn markdown(g: &Grid) -> String {
-    let esc = |s: &str| s.replace('|', "\\|");
-    let mut out = format!(
-        "| {} |\n",
-        g.header
-            .iter()
-            .map(|h| esc(h))
-            .collect::<Vec<_>>()
-            .join(" | ")
-    );
+    let mut out = String::with_capacity(64 * (g.rows.len() + 2) * g.header.len().max(1));
+    for row in std::iter::once(&g.header).chain(g.rows.iter().take(0)) {
+        out.push('|');
+        for c in row {
+            out.push(' ');
+            push_md_cell(&mut out, c);
+            out.push_str(" |");
+        }
+        out.push('\n');
+    }
     out.push('|');
     for n in &g.numeric {
         out.push_str(if *n { "---:|" } else { ":---|" });
     }
     out.push('\n');
-    for r in &g.rows {
-        let _ = writeln!(
-            out,
-            "| {} |",
-            r.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" | ")
-        );
+    for row in &g.rows {
+        out.push('|');
+        for c in row {
+            out.push(' ');
+            push_md_cell(&mut out, c);
+            out.push_str(" |");
+        }
+        out.push('\n');
     }
     out
 }
@@ -654,13 +666,19 @@ fn csv_field(s: &str) -> String {
 }
 
 fn csv(g: &Grid) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(48 * (g.rows.len() + 1) * g.header.len().max(1));
     for r in std::iter::once(&g.header).chain(&g.rows) {
-        let _ = writeln!(
-            out,
-            "{}",
-            r.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",")
-        );
+        for (i, c) in r.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            if c.contains([',', '"', '\n']) {
+                out.push_str(&csv_field(c));
+            } else {
+                out.push_str(c);
+            }
+        }
+        out.push('\n');
     }
     out
 }

@@ -70,7 +70,8 @@ pub const MAX_RULE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// A pack's `devices.yaml` adds to the device catalog.
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
-    rules: BTreeMap<(String, String), CostRule>,
+    /// Rules by domain, then op: looked up without allocating.
+    rules: BTreeMap<String, BTreeMap<String, CostRule>>,
     pub devices: Catalog,
     pub fusions: Fusions,
 }
@@ -110,7 +111,9 @@ impl RuleSet {
             let rule = CostRule::compile(op, rule_def, &src)?;
             ops.push(rule.qualified_name());
             self.rules
-                .insert((rule.domain.clone(), rule.op.clone()), rule);
+                .entry(rule.domain.clone())
+                .or_default()
+                .insert(rule.op.clone(), rule);
         }
         Ok(ops)
     }
@@ -202,25 +205,25 @@ impl RuleSet {
     /// The rule for an op, if any. `domain` `ai.onnx` is the default domain.
     pub fn get(&self, domain: &str, op: &str) -> Option<&CostRule> {
         let domain = if domain == "ai.onnx" { "" } else { domain };
-        self.rules.get(&(domain.to_string(), op.to_string()))
+        self.rules.get(domain)?.get(op)
     }
 
     /// Looks an op up by `Op` or `domain::Op`, case-insensitively when exact fails.
     pub fn find(&self, name: &str) -> Option<&CostRule> {
         let (domain, op) = name.rsplit_once("::").unwrap_or(("", name));
         self.get(domain, op).or_else(|| {
-            self.rules.values().find(|r| {
+            self.iter().find(|r| {
                 r.op.eq_ignore_ascii_case(op) && (domain.is_empty() || r.domain == domain)
             })
         })
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &CostRule> {
-        self.rules.values()
+        self.rules.values().flat_map(BTreeMap::values)
     }
 
     pub fn len(&self) -> usize {
-        self.rules.len()
+        self.rules.values().map(BTreeMap::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use evalexpr::{EvalexprError, Node as Code, Value};
 
@@ -45,6 +46,87 @@ pub struct AttrDecl {
     pub default: Option<Formula>,
 }
 
+/// The evalexpr variable names a rule binds, made once at load time so an
+/// evaluation allocates no names.
+#[derive(Debug, Clone, Default)]
+struct Keys {
+    /// Per pattern, inputs then outputs: present, elements, bits, width,
+    /// shape, count.
+    tensors: Vec<[Arc<str>; 6]>,
+    /// Dimension and list names with their keys.
+    dims: Vec<(String, Arc<str>)>,
+    attrs: Vec<Arc<str>>,
+    lets: Vec<Arc<str>>,
+    /// fma, opset, true, false
+    switches: Vec<Arc<str>>,
+}
+
+impl Keys {
+    fn new(
+        inputs: &[TensorPat],
+        outputs: &[TensorPat],
+        attrs: &[AttrDecl],
+        lets: &[(String, Formula)],
+    ) -> Keys {
+        let arc = |s: String| -> Arc<str> { Arc::from(s) };
+        let mut dims: Vec<(String, Arc<str>)> = Vec::new();
+        for p in inputs.iter().chain(outputs) {
+            for d in p.dims.iter().flatten() {
+                if let DimPat::Name(n) | DimPat::Rest(n) = d
+                    && !dims.iter().any(|(x, _)| x == n)
+                {
+                    dims.push((n.clone(), arc(lower::var_dim(n))));
+                }
+            }
+        }
+        Keys {
+            tensors: inputs
+                .iter()
+                .chain(outputs)
+                .map(|p| {
+                    [
+                        arc(lower::var_present(&p.name)),
+                        arc(lower::var_elements(&p.name)),
+                        arc(lower::var_bits(&p.name)),
+                        arc(lower::var_width(&p.name)),
+                        arc(lower::var_shape(&p.name)),
+                        arc(lower::var_count(&p.name)),
+                    ]
+                })
+                .collect(),
+            dims,
+            attrs: attrs
+                .iter()
+                .map(|a| arc(lower::var_attr(&a.name)))
+                .collect(),
+            lets: lets.iter().map(|(n, _)| arc(lower::var_let(n))).collect(),
+            switches: ["fma", "opset", "true", "false"]
+                .map(|n| arc(lower::var_switch(n)))
+                .to_vec(),
+        }
+    }
+}
+
+/// What a formula computes, for error messages (built only on error).
+#[derive(Clone, Copy)]
+enum What<'a> {
+    Named(&'static str),
+    AttrDefault(&'a str),
+    Let(&'a str),
+    Param(&'a str),
+}
+
+impl fmt::Display for What<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            What::Named(s) => f.write_str(s),
+            What::AttrDefault(n) => write!(f, "the default of attribute {n}"),
+            What::Let(n) => write!(f, "let {n}"),
+            What::Param(n) => write!(f, "param {n}"),
+        }
+    }
+}
+
 /// A cost rule, compiled once at load time.
 #[derive(Debug, Clone)]
 pub struct CostRule {
@@ -65,6 +147,7 @@ pub struct CostRule {
     pub mread: Formula,
     pub mwrite: Formula,
     pub params: Vec<(String, Formula)>,
+    keys: Keys,
 }
 
 /// The source a rule file was read from, to turn offsets into line:col.
@@ -354,6 +437,7 @@ impl CostRule {
             None | Some("ai.onnx") => String::new(),
             Some(d) => d.to_string(),
         };
+        let keys = Keys::new(&inputs, &outputs, &attrs, &lets);
         Ok(CostRule {
             op: op.to_string(),
             domain,
@@ -367,6 +451,7 @@ impl CostRule {
             outputs,
             attrs,
             lets,
+            keys,
             flops,
             mread,
             mwrite,
@@ -471,7 +556,7 @@ impl fmt::Display for EvalError {
 
 /// The variables one evaluation sees.
 struct Env {
-    vars: HashMap<String, Value>,
+    vars: rustc_hash::FxHashMap<Arc<str>, Value>,
 }
 
 impl evalexpr::Context for Env {
@@ -496,8 +581,8 @@ impl evalexpr::Context for Env {
 }
 
 impl Env {
-    fn set(&mut self, var: String, v: Value) {
-        self.vars.insert(var, v);
+    fn set(&mut self, var: &Arc<str>, v: Value) {
+        self.vars.insert(var.clone(), v);
     }
 }
 
@@ -541,7 +626,7 @@ fn tensor_counts(t: &TensorFact, name: &str) -> Result<(i64, i64), EvalError> {
 }
 
 impl Formula {
-    fn eval(&self, env: &Env, what: &str) -> Result<Value, EvalError> {
+    fn eval(&self, env: &Env, what: What) -> Result<Value, EvalError> {
         self.code.eval_with_context(env).map_err(|e| {
             let message = match e {
                 EvalexprError::CustomMessage(m) => m,
@@ -595,7 +680,7 @@ impl Formula {
         struct Any<'a>(&'a Env);
         impl Scope for Any<'_> {
             fn kind(&self, name: &str) -> Option<NameKind> {
-                let probe = |v: String| self.0.vars.contains_key(&v);
+                let probe = |v: String| self.0.vars.contains_key(v.as_str());
                 if probe(lower::var_present(name)) {
                     Some(NameKind::Tensor { variadic: false })
                 } else if probe(lower::var_count(name)) {
@@ -637,7 +722,7 @@ impl Formula {
         }
     }
 
-    fn eval_count(&self, env: &Env, what: &str, units: Units) -> Result<u64, EvalError> {
+    fn eval_count(&self, env: &Env, what: What, units: Units) -> Result<u64, EvalError> {
         let v = self.eval(env, what)?;
         let fail = |message: String| EvalError::Formula {
             origin: self.origin.clone(),
@@ -670,10 +755,11 @@ impl Formula {
 impl CostRule {
     /// Binds the rule's patterns to a node's tensors.
     fn bind(&self, node: &Node, env: &mut Env) -> Result<(), EvalError> {
-        let bound: &mut HashMap<String, Value> = &mut HashMap::new();
-        for (pats, tensors, side) in [
-            (&self.inputs, &node.inputs, "input"),
-            (&self.outputs, &node.outputs, "output"),
+        let mut bound: HashMap<&str, Value> = HashMap::new();
+        let n_in = self.inputs.len();
+        for (pats, tensors, side, base) in [
+            (&self.inputs, &node.inputs, "input", 0),
+            (&self.outputs, &node.outputs, "output", n_in),
         ] {
             let variadic = pats.last().is_some_and(|p| p.variadic);
             let fixed = if variadic { pats.len() - 1 } else { pats.len() };
@@ -690,13 +776,14 @@ impl CostRule {
                 }
             }
             for (i, p) in pats.iter().enumerate().take(fixed) {
+                let [present, elements, bits_k, width, shape, _] = &self.keys.tensors[base + i];
                 match tensors.get(i).and_then(Option::as_ref) {
                     None if p.optional => {
-                        env.set(lower::var_present(&p.name), Value::Boolean(false));
-                        env.set(lower::var_elements(&p.name), Value::Int(0));
-                        env.set(lower::var_bits(&p.name), Value::Int(0));
-                        env.set(lower::var_shape(&p.name), Value::Empty);
-                        env.set(lower::var_width(&p.name), Value::Int(0));
+                        env.set(present, Value::Boolean(false));
+                        env.set(elements, Value::Int(0));
+                        env.set(bits_k, Value::Int(0));
+                        env.set(shape, Value::Empty);
+                        env.set(width, Value::Int(0));
                     }
                     None => {
                         return Err(EvalError::Binding(format!(
@@ -708,24 +795,25 @@ impl CostRule {
                     }
                     Some(t) => {
                         let (n, bits) = tensor_counts(t, &p.name)?;
-                        env.set(lower::var_present(&p.name), Value::Boolean(true));
-                        env.set(lower::var_elements(&p.name), Value::Int(n));
-                        env.set(lower::var_bits(&p.name), Value::Int(bits));
-                        env.set(lower::var_width(&p.name), Value::Int(t.dtype.bits() as i64));
+                        env.set(present, Value::Boolean(true));
+                        env.set(elements, Value::Int(n));
+                        env.set(bits_k, Value::Int(bits));
+                        env.set(width, Value::Int(t.dtype.bits() as i64));
                         let dims = t
                             .shape
                             .iter()
                             .map(|d| dim_value(d, &p.name).map(Value::Int))
                             .collect::<Result<Vec<_>, _>>()?;
                         if let Some(pat) = &p.dims {
-                            bind_dims(p, pat, &dims, side, bound)?;
+                            bind_dims(p, pat, &dims, side, &mut bound)?;
                         }
-                        env.set(lower::var_shape(&p.name), Value::Tuple(dims));
+                        env.set(shape, Value::Tuple(dims));
                     }
                 }
             }
             if variadic {
                 let p = &pats[fixed];
+                let [_, elements, bits_k, _, _, count_k] = &self.keys.tensors[base + fixed];
                 let (mut count, mut n, mut bits) = (0i64, 0i64, 0i64);
                 for t in tensors.iter().skip(fixed).flatten() {
                     let (tn, tb) = tensor_counts(t, &p.name)?;
@@ -741,49 +829,76 @@ impl CostRule {
                         self.op, p.name
                     )));
                 }
-                env.set(lower::var_count(&p.name), Value::Int(count));
-                env.set(lower::var_elements(&p.name), Value::Int(n));
-                env.set(lower::var_bits(&p.name), Value::Int(bits));
+                env.set(count_k, Value::Int(count));
+                env.set(elements, Value::Int(n));
+                env.set(bits_k, Value::Int(bits));
             }
         }
-        for (name, v) in bound.drain() {
-            env.set(lower::var_dim(&name), v);
+        for (name, key) in &self.keys.dims {
+            if let Some(v) = bound.remove(name.as_str()) {
+                env.set(key, v);
+            }
         }
         Ok(())
     }
 
     /// Applies the rule to one node.
     pub fn evaluate(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
+        self.evaluate_with(node, opts, false)
+    }
+
+    /// Applies the rule and also reports every name it bound (`c3 explain`).
+    pub fn explain(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
+        self.evaluate_with(node, opts, true)
+    }
+
+    fn evaluate_with(
+        &self,
+        node: &Node,
+        opts: CountOptions,
+        keep_bindings: bool,
+    ) -> Result<Evaluation, EvalError> {
         let mut env = Env {
-            vars: HashMap::with_capacity(64),
+            vars: rustc_hash::FxHashMap::with_capacity_and_hasher(64, Default::default()),
         };
-        env.set(lower::var_switch("fma"), Value::Boolean(opts.fma));
-        env.set(lower::var_switch("opset"), Value::Int(node.opset));
-        env.set(lower::var_switch("true"), Value::Boolean(true));
-        env.set(lower::var_switch("false"), Value::Boolean(false));
+        let sw = &self.keys.switches;
+        env.set(&sw[0], Value::Boolean(opts.fma));
+        env.set(&sw[1], Value::Int(node.opset));
+        env.set(&sw[2], Value::Boolean(true));
+        env.set(&sw[3], Value::Boolean(false));
         self.bind(node, &mut env)?;
 
-        for a in &self.attrs {
+        for (a, key) in self.attrs.iter().zip(&self.keys.attrs) {
             let v = match (node.attrs.get(&a.name), &a.default) {
                 (Some(v), _) => attr_value(v),
-                (None, Some(d)) => d.eval(&env, &format!("the default of attribute {}", a.name))?,
+                (None, Some(d)) => d.eval(&env, What::AttrDefault(&a.name))?,
                 (None, None) => Value::Empty,
             };
-            env.set(lower::var_attr(&a.name), v);
+            env.set(key, v);
         }
-        for (name, f) in &self.lets {
-            let v = f.eval(&env, &format!("let {name}"))?;
-            env.set(lower::var_let(name), v);
+        for ((name, f), key) in self.lets.iter().zip(&self.keys.lets) {
+            let v = f.eval(&env, What::Let(name))?;
+            env.set(key, v);
         }
-        let flops = self.flops.eval_count(&env, "flops", Units::Elements)?;
-        let mread = self.mread.eval_count(&env, "mread", Units::Bits)?;
-        let mwrite = self.mwrite.eval_count(&env, "mwrite", Units::Bits)?;
+        let flops = self
+            .flops
+            .eval_count(&env, What::Named("flops"), Units::Elements)?;
+        let mread = self
+            .mread
+            .eval_count(&env, What::Named("mread"), Units::Bits)?;
+        let mwrite = self
+            .mwrite
+            .eval_count(&env, What::Named("mwrite"), Units::Bits)?;
         let params = self
             .params
             .iter()
-            .map(|(n, f)| Ok((n.clone(), f.eval(&env, &format!("param {n}"))?)))
+            .map(|(n, f)| Ok((n.clone(), f.eval(&env, What::Param(n))?)))
             .collect::<Result<Vec<_>, EvalError>>()?;
-        let bindings = self.collect_bindings(&env);
+        let bindings = if keep_bindings {
+            self.collect_bindings(&env)
+        } else {
+            Vec::new()
+        };
         Ok(Evaluation {
             flops,
             mread,
@@ -795,7 +910,7 @@ impl CostRule {
 
     fn collect_bindings(&self, env: &Env) -> Vec<(String, Value)> {
         let mut out = Vec::new();
-        let get = |v: String| env.vars.get(&v).cloned().unwrap_or(Value::Empty);
+        let get = |v: String| env.vars.get(v.as_str()).cloned().unwrap_or(Value::Empty);
         let mut dims_seen: Vec<&str> = Vec::new();
         for p in self.inputs.iter().chain(&self.outputs) {
             if p.variadic {
@@ -823,12 +938,12 @@ impl CostRule {
     }
 }
 
-fn bind_dims(
+fn bind_dims<'a>(
     p: &TensorPat,
-    pat: &[DimPat],
+    pat: &'a [DimPat],
     dims: &[Value],
     side: &str,
-    bound: &mut HashMap<String, Value>,
+    bound: &mut HashMap<&'a str, Value>,
 ) -> Result<(), EvalError> {
     let rest_at = pat.iter().position(|d| matches!(d, DimPat::Rest(_)));
     let fixed = pat.len() - rest_at.map_or(0, |_| 1);
@@ -848,7 +963,7 @@ fn bind_dims(
         )));
     }
     let tail = pat.len() - rest_at.map_or(pat.len(), |r| r + 1);
-    let mut check = |name: &str, v: Value| -> Result<(), EvalError> {
+    let mut check = |name: &'a str, v: Value| -> Result<(), EvalError> {
         match bound.get(name) {
             Some(prev) if *prev != v => Err(EvalError::Binding(format!(
                 "{side} {}: '{name}' is {} here but {} elsewhere (pattern {p})",
@@ -858,7 +973,7 @@ fn bind_dims(
             ))),
             Some(_) => Ok(()),
             None => {
-                bound.insert(name.to_string(), v);
+                bound.insert(name, v);
                 Ok(())
             }
         }
