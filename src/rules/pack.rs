@@ -30,6 +30,20 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
         include_str!("../../rules/reduction.yaml"),
     ),
     ("rules/tensor.yaml", include_str!("../../rules/tensor.yaml")),
+    // Families added after the original tool's operators, one file each.
+    (
+        "rules/indexing.yaml",
+        include_str!("../../rules/indexing.yaml"),
+    ),
+    ("rules/logic.yaml", include_str!("../../rules/logic.yaml")),
+    (
+        "rules/recurrent.yaml",
+        include_str!("../../rules/recurrent.yaml"),
+    ),
+    (
+        "rules/transformer.yaml",
+        include_str!("../../rules/transformer.yaml"),
+    ),
 ];
 
 /// A built-in pack: a name users pass to `--rules`, what it is for, its files.
