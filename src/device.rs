@@ -77,24 +77,8 @@ impl Catalog {
             text,
             builtin: false,
         };
-        let defs: OrderedMap<DeviceDef> = serde_saphyr::from_str(text).map_err(|e| {
-            let (line, col) = e
-                .location()
-                .map_or((1, 1), |l| (l.line() as usize, l.column() as usize));
-            RuleError {
-                path: path.to_string(),
-                line,
-                col,
-                message: e
-                    .without_snippet()
-                    .to_string()
-                    .split(" at line ")
-                    .next()
-                    .unwrap_or("")
-                    .to_string(),
-                text: None,
-            }
-        })?;
+        let defs: OrderedMap<DeviceDef> =
+            serde_saphyr::from_str(text).map_err(|e| crate::rules::pack::yaml_error(&src, &e))?;
         let mut keys = Vec::new();
         for (key, d) in defs.0 {
             let byte = text.find(&format!("\n{key}:")).map_or(0, |i| i + 1);

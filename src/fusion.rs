@@ -63,24 +63,13 @@ pub struct Fusions {
 impl Fusions {
     /// Adds (or replaces, by name) the patterns of a `fusions.yaml`.
     pub fn add_source(&mut self, path: &str, text: &str) -> Result<Vec<String>, RuleError> {
-        let defs: OrderedMap<FusionDef> = serde_saphyr::from_str(text).map_err(|e| {
-            let (line, col) = e
-                .location()
-                .map_or((1, 1), |l| (l.line() as usize, l.column() as usize));
-            RuleError {
-                path: path.to_string(),
-                line,
-                col,
-                message: e
-                    .without_snippet()
-                    .to_string()
-                    .split(" at line ")
-                    .next()
-                    .unwrap_or("")
-                    .to_string(),
-                text: None,
-            }
-        })?;
+        let src = crate::rules::rule::SourceFile {
+            path,
+            text,
+            builtin: false,
+        };
+        let defs: OrderedMap<FusionDef> =
+            serde_saphyr::from_str(text).map_err(|e| crate::rules::pack::yaml_error(&src, &e))?;
         let mut names = Vec::new();
         for (name, d) in defs.0 {
             let line = text

@@ -246,7 +246,7 @@ impl RuleSet {
 }
 
 /// A YAML or schema error as `path:line:col: message`.
-fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError {
+pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError {
     let (line, col) = e.location().map_or((1, 1), |l| {
         (l.line().max(1) as usize, l.column().max(1) as usize)
     });

@@ -309,3 +309,29 @@ pub fn dim(v: &SymInt) -> Result<Dim> {
 pub fn known(dims: &[u64]) -> Vec<Dim> {
     dims.iter().map(|&d| Dim::Known(d)).collect()
 }
+
+/// For unit tests of operators that have no subgraphs or tensor attributes.
+#[cfg(test)]
+pub struct NoSubgraphs;
+
+#[cfg(test)]
+impl SubgraphInfer for NoSubgraphs {
+    fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
+        err("no subgraphs in unit tests")
+    }
+}
+
+#[cfg(test)]
+impl TensorDecoder for NoSubgraphs {
+    fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
+        err("no tensors in unit tests")
+    }
+}
+
+/// An element type from an attribute holding an ONNX type code.
+pub fn dtype_code(code: i64) -> Result<DType> {
+    i32::try_from(code)
+        .ok()
+        .and_then(DType::from_onnx_code)
+        .ok_or_else(|| ShapeError(format!("unknown element type {code}")))
+}

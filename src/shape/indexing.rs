@@ -1395,23 +1395,10 @@ pub fn ops() -> Vec<OpEntry> {
 mod tests {
     use std::cell::Cell;
 
-    use super::super::ctx::{SubgraphInfer, TensorDecoder};
     use super::super::registry;
     use super::*;
-    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
-
-    /// These operators have no subgraphs or tensor attributes to decode.
-    struct Nothing;
-    impl SubgraphInfer for Nothing {
-        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
-            err("no subgraphs here")
-        }
-    }
-    impl TensorDecoder for Nothing {
-        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
-            err("no tensors here")
-        }
-    }
+    use crate::onnx::proto::AttributeProto;
+    use crate::shape::ctx::NoSubgraphs;
 
     fn attr(name: &str) -> AttributeProto {
         AttributeProto {
@@ -1477,7 +1464,15 @@ mod tests {
         let fresh = Cell::new(0);
         let f = registry(domain, op).ok_or_else(|| ShapeError(format!("{op} not registered")))?;
         let mut ctx = InferCtx::new(
-            op, domain, opset, attrs, inputs, n_out, &Nothing, &Nothing, &fresh,
+            op,
+            domain,
+            opset,
+            attrs,
+            inputs,
+            n_out,
+            &NoSubgraphs,
+            &NoSubgraphs,
+            &fresh,
         );
         f(&mut ctx)?;
         Ok(ctx.outputs)

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err, join};
+use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, dtype_code, err, join};
 use super::fact::Fact;
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
@@ -47,14 +47,6 @@ fn same_shape(a: &[Dim], b: &[Dim], what: &str) -> Result<Vec<Dim>> {
         .zip(b)
         .map(|(x, y)| same_size(x, y, what))
         .collect()
-}
-
-/// A type from an attribute holding an ONNX type code.
-fn dtype_code(code: i64) -> Result<DType> {
-    i32::try_from(code)
-        .ok()
-        .and_then(DType::from_onnx_code)
-        .ok_or_else(|| ShapeError(format!("unknown element type code {code}")))
 }
 
 /// Output 0 takes input 0's type and shape (normalizations that keep the shape).
@@ -1007,21 +999,8 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
-    use crate::shape::ctx::{SubgraphInfer, TensorDecoder};
-
-    /// No subgraphs or tensor attributes in this family.
-    struct None_;
-    impl SubgraphInfer for None_ {
-        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
-            err("no subgraphs here")
-        }
-    }
-    impl TensorDecoder for None_ {
-        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
-            err("no tensors here")
-        }
-    }
+    use crate::onnx::proto::AttributeProto;
+    use crate::shape::ctx::NoSubgraphs;
 
     fn run_at(
         op: &str,
@@ -1036,7 +1015,17 @@ mod tests {
             .find(|(_, o, _)| *o == op)
             .map(|(_, _, f)| f)
             .expect("registered");
-        let mut ctx = InferCtx::new(op, "", opset, attrs, inputs, n_out, &None_, &None_, &fresh);
+        let mut ctx = InferCtx::new(
+            op,
+            "",
+            opset,
+            attrs,
+            inputs,
+            n_out,
+            &NoSubgraphs,
+            &NoSubgraphs,
+            &fresh,
+        );
         f(&mut ctx)?;
         Ok(ctx.outputs)
     }

@@ -363,23 +363,9 @@ pub(super) mod testing {
     use std::cell::Cell;
 
     use crate::ir::{DType, Dim};
-    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
-    use crate::shape::ctx::{InferCtx, Result, SubgraphInfer, TensorDecoder, err};
+    use crate::onnx::proto::AttributeProto;
+    use crate::shape::ctx::{InferCtx, NoSubgraphs, Result};
     use crate::shape::{Fact, TensorValue, registry};
-
-    struct NoGraphs;
-
-    impl SubgraphInfer for NoGraphs {
-        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
-            err("no subgraphs in unit tests")
-        }
-    }
-
-    impl TensorDecoder for NoGraphs {
-        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
-            err("no tensors in unit tests")
-        }
-    }
 
     /// Dims from "batch,3,seq": numbers are known, names are symbols.
     pub fn dims(spec: &str) -> Vec<Dim> {
@@ -454,7 +440,15 @@ pub(super) mod testing {
         let f = registry(domain, op).expect("operator is registered");
         let fresh = Cell::new(0);
         let mut ctx = InferCtx::new(
-            op, domain, opset, attrs, inputs, n_outputs, &NoGraphs, &NoGraphs, &fresh,
+            op,
+            domain,
+            opset,
+            attrs,
+            inputs,
+            n_outputs,
+            &NoSubgraphs,
+            &NoSubgraphs,
+            &fresh,
         );
         f(&mut ctx)?;
         Ok(ctx.outputs)

@@ -2,7 +2,9 @@
 //! Range, Reshape, Flatten, Squeeze, Unsqueeze, Expand, Concat, Split, Slice,
 //! Gather, Transpose, Tile, Pad and kin. Values fold through them.
 
-use super::ctx::{InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, err, join};
+use super::ctx::{
+    InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, dtype_code, err, join,
+};
 use super::elementwise::{integral, is_integer, non_negative};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
@@ -1143,13 +1145,6 @@ fn eye_like(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-fn dtype_code(c: i64) -> Result<DType> {
-    i32::try_from(c)
-        .ok()
-        .and_then(DType::from_onnx_code)
-        .ok_or_else(|| ShapeError(format!("unknown element type {c}")))
-}
-
 /// BitCast: same shape, another type of the same width.
 fn bit_cast(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
@@ -1299,20 +1294,8 @@ pub(super) mod tests {
     use std::cell::Cell;
 
     use super::*;
-    use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
-    use crate::shape::ctx::{SubgraphInfer, TensorDecoder};
-
-    struct Nothing;
-    impl SubgraphInfer for Nothing {
-        fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>> {
-            err("no subgraphs here")
-        }
-    }
-    impl TensorDecoder for Nothing {
-        fn fact_of(&self, _: &TensorProto) -> Result<Fact> {
-            err("no tensors here")
-        }
-    }
+    use crate::onnx::proto::AttributeProto;
+    use crate::shape::ctx::NoSubgraphs;
 
     pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
         AttributeProto {
@@ -1341,7 +1324,15 @@ pub(super) mod tests {
             .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
         let fresh = Cell::new(0);
         let mut ctx = InferCtx::new(
-            op, "", opset, attrs, inputs, n_out, &Nothing, &Nothing, &fresh,
+            op,
+            "",
+            opset,
+            attrs,
+            inputs,
+            n_out,
+            &NoSubgraphs,
+            &NoSubgraphs,
+            &fresh,
         );
         f(&mut ctx)?;
         Ok(ctx.outputs)
