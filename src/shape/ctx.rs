@@ -328,6 +328,34 @@ impl TensorDecoder for NoSubgraphs {
     }
 }
 
+/// Runs a registered shape function on the given inputs (unit tests).
+#[cfg(test)]
+pub fn run_op(
+    domain: &str,
+    op: &str,
+    opset: i64,
+    attrs: &[AttributeProto],
+    inputs: Vec<Option<Fact>>,
+    n_outputs: usize,
+) -> Result<Vec<Fact>> {
+    let f = super::registry(domain, op)
+        .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
+    let fresh = Cell::new(0);
+    let mut ctx = InferCtx::new(
+        op,
+        domain,
+        opset,
+        attrs,
+        inputs,
+        n_outputs,
+        &NoSubgraphs,
+        &NoSubgraphs,
+        &fresh,
+    );
+    f(&mut ctx)?;
+    Ok(ctx.outputs)
+}
+
 /// An element type from an attribute holding an ONNX type code.
 pub fn dtype_code(code: i64) -> Result<DType> {
     i32::try_from(code)

@@ -1393,12 +1393,9 @@ pub fn ops() -> Vec<OpEntry> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
 
-    use super::super::registry;
     use super::*;
     use crate::onnx::proto::AttributeProto;
-    use crate::shape::ctx::NoSubgraphs;
 
     fn attr(name: &str) -> AttributeProto {
         AttributeProto {
@@ -1461,21 +1458,7 @@ mod tests {
         inputs: Vec<Option<Fact>>,
         n_out: usize,
     ) -> Result<Vec<Fact>> {
-        let fresh = Cell::new(0);
-        let f = registry(domain, op).ok_or_else(|| ShapeError(format!("{op} not registered")))?;
-        let mut ctx = InferCtx::new(
-            op,
-            domain,
-            opset,
-            attrs,
-            inputs,
-            n_out,
-            &NoSubgraphs,
-            &NoSubgraphs,
-            &fresh,
-        );
-        f(&mut ctx)?;
-        Ok(ctx.outputs)
+        crate::shape::ctx::run_op(domain, op, opset, attrs, inputs, n_out)
     }
     fn run(
         op: &str,

@@ -996,11 +996,9 @@ pub fn ops() -> Vec<OpEntry> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::Cell;
 
     use super::*;
     use crate::onnx::proto::AttributeProto;
-    use crate::shape::ctx::NoSubgraphs;
 
     fn run_at(
         op: &str,
@@ -1009,25 +1007,7 @@ mod tests {
         inputs: Vec<Option<Fact>>,
         n_out: usize,
     ) -> Result<Vec<Fact>> {
-        let fresh = Cell::new(0);
-        let f = ops()
-            .into_iter()
-            .find(|(_, o, _)| *o == op)
-            .map(|(_, _, f)| f)
-            .expect("registered");
-        let mut ctx = InferCtx::new(
-            op,
-            "",
-            opset,
-            attrs,
-            inputs,
-            n_out,
-            &NoSubgraphs,
-            &NoSubgraphs,
-            &fresh,
-        );
-        f(&mut ctx)?;
-        Ok(ctx.outputs)
+        crate::shape::ctx::run_op("", op, opset, attrs, inputs, n_out)
     }
 
     fn run(op: &str, attrs: &[AttributeProto], inputs: Vec<Option<Fact>>) -> Result<Vec<Fact>> {

@@ -360,12 +360,10 @@ pub fn ops() -> Vec<OpEntry> {
 /// Helpers for the unit tests of this family's files.
 #[cfg(test)]
 pub(super) mod testing {
-    use std::cell::Cell;
-
     use crate::ir::{DType, Dim};
     use crate::onnx::proto::AttributeProto;
-    use crate::shape::ctx::{InferCtx, NoSubgraphs, Result};
-    use crate::shape::{Fact, TensorValue, registry};
+    use crate::shape::ctx::Result;
+    use crate::shape::{Fact, TensorValue};
 
     /// Dims from "batch,3,seq": numbers are known, names are symbols.
     pub fn dims(spec: &str) -> Vec<Dim> {
@@ -437,21 +435,7 @@ pub(super) mod testing {
         inputs: Vec<Option<Fact>>,
         n_outputs: usize,
     ) -> Result<Vec<Fact>> {
-        let f = registry(domain, op).expect("operator is registered");
-        let fresh = Cell::new(0);
-        let mut ctx = InferCtx::new(
-            op,
-            domain,
-            opset,
-            attrs,
-            inputs,
-            n_outputs,
-            &NoSubgraphs,
-            &NoSubgraphs,
-            &fresh,
-        );
-        f(&mut ctx)?;
-        Ok(ctx.outputs)
+        crate::shape::ctx::run_op(domain, op, opset, attrs, inputs, n_outputs)
     }
 
     /// The shapes of `facts`, as "a,b;c" strings ("?" for an unknown rank).

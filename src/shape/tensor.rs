@@ -1291,11 +1291,9 @@ pub fn ops() -> Vec<OpEntry> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use std::cell::Cell;
 
     use super::*;
     use crate::onnx::proto::AttributeProto;
-    use crate::shape::ctx::NoSubgraphs;
 
     pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
         AttributeProto {
@@ -1320,22 +1318,7 @@ pub(super) mod tests {
         inputs: Vec<Option<Fact>>,
         n_out: usize,
     ) -> Result<Vec<Fact>> {
-        let f = super::super::registry("", op)
-            .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
-        let fresh = Cell::new(0);
-        let mut ctx = InferCtx::new(
-            op,
-            "",
-            opset,
-            attrs,
-            inputs,
-            n_out,
-            &NoSubgraphs,
-            &NoSubgraphs,
-            &fresh,
-        );
-        f(&mut ctx)?;
-        Ok(ctx.outputs)
+        crate::shape::ctx::run_op("", op, opset, attrs, inputs, n_out)
     }
     pub(in crate::shape) fn one(
         op: &str,
