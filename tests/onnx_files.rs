@@ -422,3 +422,47 @@ fn light_models_are_fully_analysed() {
         serde_json::json!([1, 1000])
     );
 }
+
+#[test]
+fn a_declared_2_pow_31_element_tensor_is_checked_without_allocating_it() {
+    let dir = scratch("huge_decl");
+    let mut g = relu_graph();
+    // 2^31 float32 elements declared, 4 bytes stored: refused by arithmetic
+    // on the lengths alone.
+    g.initializer
+        .push(initializer("w", &[1 << 31], Some(vec![0; 4])));
+    let start = std::time::Instant::now();
+    rejects(
+        &write(&dir, "huge.onnx", &model(g).encode_to_vec()),
+        "raw_data is 4 bytes, but 2147483648 float32 elements need 8589934592",
+    );
+    assert!(start.elapsed().as_secs() < 5);
+    // A 2^31-element activation is only arithmetic: Relu over it costs 2^31 FLOPs.
+    let path = write(&dir, "big_input.onnx", &model(relu_graph()).encode_to_vec());
+    let (code, out, err) = c3(&[
+        "estimate",
+        &path,
+        "--input",
+        "x=2147483648x1",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["total"]["flops"], 1u64 << 31);
+}
+
+#[test]
+fn an_oversized_rule_pack_is_refused_before_parsing() {
+    let dir = scratch("big_pack");
+    // A 100 MB rule file (sparse: nothing is written to disk).
+    let f = std::fs::File::create(dir.join("huge.yaml")).unwrap();
+    f.set_len(100 * 1024 * 1024).unwrap();
+    let resnet = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/resnet50.trace.json");
+    let (code, _, err) = c3(&["estimate", resnet, "--rules", dir.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("rule file is 104857600 bytes; the limit is 4194304"),
+        "{err}"
+    );
+}
