@@ -541,6 +541,9 @@ fn explain(a: &ExplainArgs) -> Result<String> {
         "  flops  = {}\n",
         render::to_text(&rule.flops.ast)
     ));
+    if let Some(i) = &rule.iops {
+        out.push_str(&format!("  iops   = {}\n", render::to_text(&i.ast)));
+    }
     out.push_str(&format!(
         "  mread  = {}    (|T| in bytes)\n",
         render::to_text(&rule.mread.ast)
@@ -640,8 +643,8 @@ fn explain(a: &ExplainArgs) -> Result<String> {
         out.push_str(&format!("  {n} = {}\n", show_value(v)));
     }
     out.push_str(&format!(
-        "  flops  = {}\n  mread  = {} bytes\n  mwrite = {} bytes\n",
-        ev.flops, ev.mread, ev.mwrite
+        "  flops  = {}\n  iops   = {}\n  mread  = {} bytes\n  mwrite = {} bytes\n",
+        ev.flops, ev.iops, ev.mread, ev.mwrite
     ));
     for (n, v) in &ev.params {
         out.push_str(&format!("  param {n} = {}\n", show_value(v)));

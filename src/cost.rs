@@ -17,6 +17,8 @@ pub struct LayerCost {
     pub mread: u64,
     /// Bytes written.
     pub mwrite: u64,
+    /// Integer operations (quantized arithmetic), kept apart from FLOPs.
+    pub iops: u64,
     pub inputs: Vec<Option<TensorFact>>,
     pub outputs: Vec<Option<TensorFact>>,
     pub params: Vec<(String, Value)>,
@@ -53,6 +55,7 @@ pub struct Totals {
     pub mread: u64,
     pub mwrite: u64,
     pub mrw: u64,
+    pub iops: u64,
 }
 
 impl Totals {
@@ -67,6 +70,7 @@ impl Totals {
         self.mread = self.mread.checked_add(l.mread).ok_or_else(overflow)?;
         self.mwrite = self.mwrite.checked_add(l.mwrite).ok_or_else(overflow)?;
         self.mrw = self.mread.checked_add(self.mwrite).ok_or_else(overflow)?;
+        self.iops = self.iops.checked_add(l.iops).ok_or_else(overflow)?;
         Ok(())
     }
 }
@@ -178,6 +182,7 @@ fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Re
         flops: ev.flops,
         mread: ev.mread,
         mwrite: ev.mwrite,
+        iops: ev.iops,
         inputs: node.inputs.clone(),
         outputs: node.outputs.clone(),
         params: ev.params,

@@ -262,7 +262,9 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
             .next()
             .map_or(DType::Float32, |t| t.dtype);
         let (peak, precision) = device.peak_for(precision_of(dtype));
-        let c = l.flops as f64 / peak;
+        // Integer operations run at the same precision's peak (a quantized
+        // layer's inputs are integers, so that is its integer peak).
+        let c = (l.flops as f64 + l.iops as f64) / peak;
         let m = l.mrw() as f64 / device.bandwidth;
         let (b, bound) = if c >= m {
             (c, Bound::Compute)

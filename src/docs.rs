@@ -147,11 +147,14 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 })
                 .collect(),
             lets: r.lets.iter().map(|(n, f)| nf(n, f)).collect(),
-            formulas: vec![
-                nf("FLOPs", &r.flops),
-                nf("mread", &r.mread),
-                nf("mwrite", &r.mwrite),
-            ],
+            formulas: {
+                let mut v = vec![nf("FLOPs", &r.flops)];
+                if let Some(i) = &r.iops {
+                    v.push(nf("IOPs", i));
+                }
+                v.extend([nf("mread", &r.mread), nf("mwrite", &r.mwrite)]);
+                v
+            },
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
         };
         match categories.iter_mut().find(|c| c.name == r.category) {

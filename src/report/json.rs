@@ -77,6 +77,7 @@ impl Serialize for LayerJ<'_> {
         m.serialize_entry("name", &l.name)?;
         m.serialize_entry("op", &qualified(&l.domain, &l.op))?;
         m.serialize_entry("flops", &l.flops)?;
+        m.serialize_entry("iops", &l.iops)?;
         m.serialize_entry("mread", &l.mread)?;
         m.serialize_entry("mwrite", &l.mwrite)?;
         m.serialize_entry("mrw", &l.mrw())?;
@@ -116,6 +117,7 @@ struct SummaryJ<'a> {
     op: String,
     layers: u64,
     flops: u64,
+    iops: u64,
     mread: u64,
     mwrite: u64,
     mrw: u64,
@@ -126,6 +128,7 @@ struct SummaryJ<'a> {
 #[derive(Serialize)]
 struct TotalJ {
     flops: u64,
+    iops: u64,
     mread: u64,
     mwrite: u64,
     mrw: u64,
@@ -185,6 +188,7 @@ fn summary_row<'a>(op: String, t: &Totals) -> SummaryJ<'a> {
         op,
         layers: t.layers,
         flops: t.flops,
+        iops: t.iops,
         mread: t.mread,
         mwrite: t.mwrite,
         mrw: t.mrw,
@@ -225,6 +229,7 @@ pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
             .collect(),
         total: TotalJ {
             flops: t.flops,
+            iops: t.iops,
             mread: t.mread,
             mwrite: t.mwrite,
             mrw: t.mrw,

@@ -98,6 +98,8 @@ pub enum Column {
     Mread,
     Mwrite,
     Mrw,
+    /// Integer operations (quantized layers); shown when a layer has any.
+    Iops,
     FlopsPct,
     MreadPct,
     MwritePct,
@@ -114,6 +116,7 @@ const COLUMN_NAMES: &[(&str, Column)] = &[
     ("mread", Column::Mread),
     ("mwrite", Column::Mwrite),
     ("mrw", Column::Mrw),
+    ("iops", Column::Iops),
     ("flops%", Column::FlopsPct),
     ("mread%", Column::MreadPct),
     ("mwrite%", Column::MwritePct),
@@ -138,7 +141,16 @@ pub fn parse_columns(s: &str) -> Result<Vec<Column>, String> {
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let group: Vec<Column> = match part {
             "default" => DEFAULT_COLUMNS.to_vec(),
-            "percent" => COLUMN_NAMES[..10].iter().map(|c| c.1).collect(),
+            "percent" => {
+                let mut v = DEFAULT_COLUMNS.to_vec();
+                v.extend([
+                    Column::FlopsPct,
+                    Column::MreadPct,
+                    Column::MwritePct,
+                    Column::MrwPct,
+                ]);
+                v
+            }
             "all" => COLUMN_NAMES.iter().map(|c| c.1).collect(),
             _ => vec![
                 COLUMN_NAMES
@@ -210,6 +222,7 @@ fn metric(t: &Totals, c: Column) -> u64 {
         Column::Flops | Column::FlopsPct => t.flops,
         Column::Mread | Column::MreadPct => t.mread,
         Column::Mwrite | Column::MwritePct => t.mwrite,
+        Column::Iops => t.iops,
         _ => t.mrw,
     }
 }
@@ -242,6 +255,7 @@ impl Scaler {
             Column::Mread => bytes("MemRead"),
             Column::Mwrite => bytes("MemWrite"),
             Column::Mrw => bytes("MemR+W"),
+            Column::Iops => format!("{}IOPs", PREFIXES[self.flops_power]),
             Column::FlopsPct => "FLOPs %".into(),
             Column::MreadPct => "MemRead %".into(),
             Column::MwritePct => "MemWrite %".into(),
@@ -253,7 +267,7 @@ impl Scaler {
     }
 
     fn value(&self, v: u64, c: Column) -> String {
-        let (power, radix) = if c == Column::Flops {
+        let (power, radix) = if matches!(c, Column::Flops | Column::Iops) {
             (self.flops_power, 1000f64)
         } else {
             (self.bytes_power, 1024f64)
@@ -300,13 +314,22 @@ fn layer_grid(
     s: &Scaler,
     roofline: Option<&Roofline>,
 ) -> Grid {
-    let cols = &opts.columns;
+    // Integer work is shown beside FLOPs whenever there is any.
+    let mut cols = opts.columns.clone();
+    if report.total.iops > 0 && !cols.contains(&Column::Iops) {
+        let at = cols
+            .iter()
+            .position(|c| *c == Column::Flops)
+            .map_or(cols.len(), |i| i + 1);
+        cols.insert(at, Column::Iops);
+    }
+    let cols = &cols;
     let cell =
         |c: Column, name: &str, op: &str, t: &Totals, extra: Option<&crate::cost::LayerCost>| {
             match c {
                 Column::Name => name.to_string(),
                 Column::Op => op.to_string(),
-                Column::Flops | Column::Mread | Column::Mwrite | Column::Mrw => {
+                Column::Flops | Column::Mread | Column::Mwrite | Column::Mrw | Column::Iops => {
                     s.value(metric(t, c), c)
                 }
                 Column::FlopsPct | Column::MreadPct | Column::MwritePct | Column::MrwPct => {
@@ -331,6 +354,7 @@ fn layer_grid(
             mread: l.mread,
             mwrite: l.mwrite,
             mrw: l.mrw(),
+            iops: l.iops,
         };
         rows.push(
             cols.iter()
@@ -472,7 +496,10 @@ fn roofline_lines(r: &Roofline, digits: usize) -> Vec<String> {
 }
 
 fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
-    let metrics = [Column::Flops, Column::Mread, Column::Mwrite, Column::Mrw];
+    let mut metrics = vec![Column::Flops, Column::Mread, Column::Mwrite, Column::Mrw];
+    if report.total.iops > 0 {
+        metrics.insert(1, Column::Iops);
+    }
     let pcts = [
         Column::FlopsPct,
         Column::MreadPct,

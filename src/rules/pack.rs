@@ -37,6 +37,10 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
     ),
     ("rules/logic.yaml", include_str!("../../rules/logic.yaml")),
     (
+        "rules/quantization.yaml",
+        include_str!("../../rules/quantization.yaml"),
+    ),
+    (
         "rules/recurrent.yaml",
         include_str!("../../rules/recurrent.yaml"),
     ),

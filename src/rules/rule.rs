@@ -146,6 +146,8 @@ pub struct CostRule {
     pub flops: Formula,
     pub mread: Formula,
     pub mwrite: Formula,
+    /// Integer operations, when the rule has an `iops:` formula.
+    pub iops: Option<Formula>,
     pub params: Vec<(String, Formula)>,
     keys: Keys,
 }
@@ -426,6 +428,11 @@ impl CostRule {
         let flops = compile_formula(src, &def.flops, &scope, Units::Elements)?;
         let mread = compile_formula(src, &def.mread, &scope, Units::Bits)?;
         let mwrite = compile_formula(src, &def.mwrite, &scope, Units::Bits)?;
+        let iops = def
+            .iops
+            .as_ref()
+            .map(|t| compile_formula(src, t, &scope, Units::Elements))
+            .transpose()?;
         let params = def
             .params
             .0
@@ -455,6 +462,7 @@ impl CostRule {
             flops,
             mread,
             mwrite,
+            iops,
             params,
         })
     }
@@ -521,6 +529,8 @@ pub struct Evaluation {
     pub mread: u64,
     /// Bytes written.
     pub mwrite: u64,
+    /// Integer operations.
+    pub iops: u64,
     pub params: Vec<(String, Value)>,
     /// Every name the rule bound, in binding order (for `c3 explain`).
     pub bindings: Vec<(String, Value)>,
@@ -889,6 +899,10 @@ impl CostRule {
         let mwrite = self
             .mwrite
             .eval_count(&env, What::Named("mwrite"), Units::Bits)?;
+        let iops = match &self.iops {
+            Some(f) => f.eval_count(&env, What::Named("iops"), Units::Elements)?,
+            None => 0,
+        };
         let params = self
             .params
             .iter()
@@ -903,6 +917,7 @@ impl CostRule {
             flops,
             mread,
             mwrite,
+            iops,
             params,
             bindings,
         })

@@ -101,6 +101,9 @@ pub struct RuleDef {
     pub flops: Text,
     pub mread: Text,
     pub mwrite: Text,
+    /// Integer operations (quantized arithmetic), reported apart from FLOPs.
+    #[serde(default)]
+    pub iops: Option<Text>,
     #[serde(default)]
     pub params: OrderedMap<Text>,
 }
