@@ -36,6 +36,7 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
         include_str!("../../rules/indexing.yaml"),
     ),
     ("rules/logic.yaml", include_str!("../../rules/logic.yaml")),
+    ("rules/loss.yaml", include_str!("../../rules/loss.yaml")),
     (
         "rules/quantization.yaml",
         include_str!("../../rules/quantization.yaml"),
