@@ -69,3 +69,27 @@ pub fn supported_ops() -> Vec<(&'static str, &'static str)> {
     v.sort();
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_operator_is_registered_twice() {
+        // The registry keeps the last entry; a second one would silently
+        // replace another family's shape function.
+        let mut seen = std::collections::BTreeMap::new();
+        for table in tables() {
+            for (d, o, _) in table {
+                *seen.entry((d, o)).or_insert(0) += 1;
+            }
+        }
+        let twice: Vec<_> = seen
+            .into_iter()
+            .filter(|(_, n)| *n > 1)
+            .map(|(k, _)| k)
+            .collect();
+        assert!(twice.is_empty(), "registered twice: {twice:?}");
+        assert!(supported_ops().len() > 200, "{} ops", supported_ops().len());
+    }
+}
