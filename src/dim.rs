@@ -161,6 +161,15 @@ pub enum EvalError {
 }
 
 impl Atom {
+    fn is_non_negative(&self) -> bool {
+        match self {
+            Atom::Symbol(_) => true,
+            Atom::FloorDiv(a, k) | Atom::CeilDiv(a, k) => *k > 0 && a.is_non_negative(),
+            Atom::Max(a, b) => a.is_non_negative() || b.is_non_negative(),
+            Atom::Min(a, b) => a.is_non_negative() && b.is_non_negative(),
+        }
+    }
+
     fn eval(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<i64, EvalError> {
         Ok(match self {
             Atom::Symbol(s) => env(s).ok_or_else(|| EvalError::Unbound(s.clone()))?,
@@ -358,6 +367,21 @@ impl SymInt {
         if self <= o { o } else { self }
     }
 
+    /// Whether the value is surely >= 0. Symbols stand for sizes, so they
+    /// are; a polynomial is when its constant and every coefficient are
+    /// non-negative and so is each atom.
+    pub fn is_non_negative(&self) -> bool {
+        match self {
+            SymInt::Int(n) => *n >= 0,
+            SymInt::Sym(p) => {
+                p.constant >= 0
+                    && p.terms
+                        .iter()
+                        .all(|(m, c)| *c > 0 && m.iter().all(|(a, _)| a.is_non_negative()))
+            }
+        }
+    }
+
     /// Evaluates with symbol values from `env`.
     pub fn eval_with(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<i64, EvalError> {
         match self {
@@ -524,6 +548,23 @@ mod tests {
         assert_eq!(o.symbols(), vec!["H".to_string()]);
         assert_eq!(s("a").max_with(&s("b")), s("b").max_with(&s("a")));
         assert_eq!(i(7).ceil_div(2).unwrap(), i(4));
+    }
+
+    #[test]
+    fn sign_of_symbolic_values() {
+        let b = s("batch");
+        assert!(b.is_non_negative());
+        assert!(b.mul(&i(3)).unwrap().add(&i(1)).unwrap().is_non_negative());
+        assert!(!b.sub(&i(1)).unwrap().is_non_negative()); // batch - 1 may be -1
+        assert!(!b.neg().unwrap().is_non_negative());
+        assert!(
+            b.add(&i(7))
+                .unwrap()
+                .floor_div(2)
+                .unwrap()
+                .is_non_negative()
+        );
+        assert!(s("a").max_with(&b.sub(&i(4)).unwrap()).is_non_negative());
     }
 
     #[test]

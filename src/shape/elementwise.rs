@@ -245,13 +245,9 @@ fn cmp(x: &SymInt, y: &SymInt, f: fn(i64, i64) -> bool) -> Option<SymInt> {
     Some(SymInt::Int(f(a, b) as i64))
 }
 
-/// Whether a value is surely >= 0: a known one, or a symbolic one built
-/// from sizes with no subtraction (its text has no minus sign).
+/// Whether a value is surely >= 0.
 pub(super) fn non_negative(v: &SymInt) -> bool {
-    match v.as_int() {
-        Some(n) => n >= 0,
-        None => !v.to_string().contains('-'),
-    }
+    v.is_non_negative()
 }
 
 /// Broadcasting binary (and variadic) operators; `out_type` picks the result type.
