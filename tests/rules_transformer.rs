@@ -207,6 +207,20 @@ fn attention_causal_without_past_is_top_left_and_windows_cap_the_keys() {
         .int("is_causal", 1);
     // FMA: 3 * 4 + (3 * 2 + 9 - 2) + 3 * 4 = 37; no FMA: 21 + 13 + 16 = 50.
     assert_eq!(flops(&l), (37, 50));
+    // softcap c * tanh(x / c): 3 more per pair when positive; 0.0 is off.
+    assert_eq!(l.eval(true).flops, 37);
+    let capped = |c: f64| {
+        layer("Attention")
+            .input(&[1, 1, 2, 4])
+            .input(&[1, 1, 5, 4])
+            .input(&[1, 1, 5, 4])
+            .input(&[1, 1, 2, 5])
+            .output(&[1, 1, 2, 4])
+            .int("is_causal", 1)
+            .float("softcap", c)
+    };
+    assert_eq!(capped(30.0).eval(true).flops, 37 + 3 * 3);
+    assert_eq!(capped(0.0).eval(true).flops, 37);
     assert_eq!(l.eval(true).mread, (8 + 20 + 20 + 10) * F32);
 
     // left_window_size = 0: each of 3 queries sees only its own key, n = 3.
@@ -219,6 +233,31 @@ fn attention_causal_without_past_is_top_left_and_windows_cap_the_keys() {
         .int("left_window_size", 0);
     // FMA: 3 * 4 + (3 + 9 - 3) + 3 * 4 = 33.
     assert_eq!(w.eval(true).flops, 33);
+}
+
+#[test]
+fn attention_with_an_external_cache_aligns_the_queries_on_its_end() {
+    // nonpad_kv_seqlen: K and V are the whole cache (6 keys), 2 new queries,
+    // offset 6 - 2 = 4: n = Sq * Sk - Sq * (Sq - 1) / 2 = 12 - 1 = 11.
+    let ext = |sq: u64, sk: u64| {
+        layer("Attention")
+            .input(&[1, 1, sq, 4])
+            .input(&[1, 1, sk, 4])
+            .input(&[1, 1, sk, 4])
+            .absent()
+            .absent()
+            .absent()
+            .input_typed(&[1], DType::Int64)
+            .output(&[1, 1, sq, 4])
+            .int("is_causal", 1)
+    };
+    // FMA: 44 + (11 + 33 - 2) + 44 = 130; no FMA: 77 + 42 + 4 * (22 - 2) = 199.
+    assert_eq!(flops(&ext(2, 6)), (130, 199));
+    assert_eq!(ext(2, 6).eval(true).mread, (8 + 24 + 24) * F32 + 8);
+    // 4 queries over 2 keys: offset -2, the first two rows are fully masked,
+    // the others see 1 and 2 keys: n = 3 over 2 rows.
+    // FMA: 12 + (3 + 9 - 2) + 12 = 34.
+    assert_eq!(ext(4, 2).eval(true).flops, 34);
 }
 
 #[test]
@@ -549,6 +588,13 @@ fn fused_matmul_finds_k_through_the_transposes() {
         .int("transBatchA", 1)
         .float("alpha", 0.125);
     assert_eq!(flops(&tb), (120 + 30, 210 + 30));
+    // alpha = 1 scales nothing.
+    let one = ms("FusedMatMul")
+        .input(&[2, 3, 4])
+        .input(&[2, 4, 5])
+        .output(&[2, 3, 5])
+        .float("alpha", 1.0);
+    assert_eq!(flops(&one), (120, 210));
 }
 
 #[test]
