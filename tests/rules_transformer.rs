@@ -122,6 +122,14 @@ fn einsum_counts_matmul_like_contractions_and_outer_products() {
     assert_eq!(ev.mwrite, 120 * F32);
     assert_eq!(param(&ev, "equation"), "\"bhqd,bhkd->bhqk\"");
 
+    // ij,ik->jk (Aᵀ B): |A| |B| / |Y| = 12 * 15 / 20 = 9 is not a multiple
+    // of 4², but is of 3², so k = 3, A's second-to-last dimension.
+    let ta = layer("Einsum")
+        .input(&[3, 4])
+        .input(&[3, 5])
+        .output(&[4, 5]);
+    assert_eq!(flops(&ta), (20 * 3, 2 * 20 * 3 - 20));
+
     // i,j->ij: |A| * |B| = |Y|, one multiplication per output element.
     let outer = layer("Einsum").input(&[3]).input(&[4]).output(&[3, 4]);
     assert_eq!(flops(&outer), (12, 12));
