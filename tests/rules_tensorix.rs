@@ -532,7 +532,7 @@ fn affine_grid_is_a_small_matrix_product_per_point() {
 #[test]
 fn dft_counts_the_naive_transform() {
     // Real input, n = 16 along axis -2 (opset 20's default): 32 complex
-    // outputs of 16 taps, 2 multiply-adds each.
+    // outputs (64 values) of 16 taps, 1 multiply-add per value and tap.
     let real = layer("DFT")
         .input(&[2, 16, 1])
         .output(&[2, 16, 2])
@@ -541,7 +541,7 @@ fn dft_counts_the_naive_transform() {
         counts(&real),
         (32 * 16 * 2, 32 * F32, 64 * F32, 32 * 16 * 4)
     );
-    assert_eq!(param(&real.eval(true), "length"), "16");
+    assert_eq!(param(&real.eval(true), "taps"), "16");
     // One-sided: 9 bins of the same 16 taps.
     let onesided = layer("DFT")
         .input(&[2, 16, 1])
@@ -566,6 +566,20 @@ fn dft_counts_the_naive_transform() {
         .output(&[1, 8, 2])
         .opset(20);
     assert_eq!(truncated.eval(true).flops, 8 * 8 * 2);
+    // IRFFT (ONNX's test_dft_irfft_opset19): 6 complex bins to 10 real
+    // values along axis 1; each of the |Y| = 100 values sums the 6 bins at 2
+    // multiply-adds each, then one division.
+    let irfft = layer("DFT")
+        .input(&[1, 6, 10, 2])
+        .output(&[1, 10, 10, 1])
+        .int("onesided", 1)
+        .int("inverse", 1)
+        .int("axis", 1)
+        .opset(19);
+    assert_eq!(
+        counts(&irfft),
+        (100 * 6 * 2 + 100, 120 * F32, 100 * F32, 100 * 6 * 4 + 100)
+    );
     // Opset 17: the axis is an attribute, 1 by default.
     let old = layer("DFT")
         .input(&[1, 8, 3, 1])
