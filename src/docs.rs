@@ -14,6 +14,8 @@ pub const TEMPLATE: &str = include_str!("../templates/DETAILS.md.tera");
 #[derive(Serialize)]
 struct NamedFormula {
     name: String,
+    /// The name as LaTeX (underscores escaped).
+    tex: String,
     latex: String,
     text: String,
 }
@@ -114,6 +116,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
     for r in sorted {
         let nf = |name: &str, f: &crate::rules::Formula| NamedFormula {
             name: name.to_string(),
+            tex: latex_name(name),
             latex: to_latex(&f.ast),
             text: to_text(&f.ast),
         };
@@ -136,6 +139,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 .iter()
                 .map(|a| NamedFormula {
                     name: a.name.clone(),
+                    tex: latex_name(&a.name),
                     latex: a
                         .default
                         .as_ref()

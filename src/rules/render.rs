@@ -188,7 +188,7 @@ fn latex(e: &Expr, out: &mut String) {
         }
         ExprKind::Binary(BinOp::Div, a, b) => {
             out.push_str("\\left\\lfloor ");
-            latex(a, out);
+            latex_wrapped(a, a.precedence() < BinOp::Div.precedence(), out);
             out.push_str(" / ");
             latex_wrapped(b, b.precedence() <= BinOp::Div.precedence(), out);
             out.push_str(" \\right\\rfloor");
@@ -270,5 +270,11 @@ mod tests {
             "\\left\\lfloor \\lvert X \\rvert / c \\right\\rfloor + \\left\\lceil a / b \\right\\rceil + S_{-1}"
         );
         assert!(!to_latex(&e).contains('|'));
+        // A sum dividend keeps its brackets inside the floor.
+        let e = parse_formula("(taps - 1) / 3").unwrap();
+        assert_eq!(
+            to_latex(&e),
+            "\\left\\lfloor \\left(\\mathit{taps} - 1\\right) / 3 \\right\\rfloor"
+        );
     }
 }
