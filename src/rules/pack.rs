@@ -37,6 +37,15 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
     ),
     ("rules/logic.yaml", include_str!("../../rules/logic.yaml")),
     ("rules/loss.yaml", include_str!("../../rules/loss.yaml")),
+    ("rules/ml.yaml", include_str!("../../rules/ml.yaml")),
+    (
+        "rules/strings.yaml",
+        include_str!("../../rules/strings.yaml"),
+    ),
+    (
+        "rules/training.yaml",
+        include_str!("../../rules/training.yaml"),
+    ),
     (
         "rules/quantization.yaml",
         include_str!("../../rules/quantization.yaml"),
