@@ -466,3 +466,148 @@ fn an_oversized_rule_pack_is_refused_before_parsing() {
         "{err}"
     );
 }
+
+fn int_attr(name: &str, v: i64) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attr_type::INT),
+        i: Some(v),
+        ..Default::default()
+    }
+}
+
+fn ints_attr(name: &str, v: &[i64]) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attr_type::INTS),
+        ints: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn with_attrs(mut n: NodeProto, attrs: Vec<AttributeProto>) -> NodeProto {
+    n.attribute = attrs;
+    n
+}
+
+fn int64_init(name: &str, v: &[i64]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        dims: vec![v.len() as i64],
+        data_type: Some(7),
+        raw_data: Some(
+            v.iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect::<Vec<u8>>()
+                .into(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// A decoder-shaped graph (attention and MLP blocks of MatMul, Add, Reshape,
+/// Transpose, Split, Mul, Softmax, Relu), `layers` blocks deep.
+fn decoder(layers: usize, d: i64, heads: i64, seq: i64) -> ModelProto {
+    let w = |name: &str, dims: &[i64]| {
+        initializer(
+            name,
+            dims,
+            Some(vec![0; 4 * dims.iter().product::<i64>() as usize]),
+        )
+    };
+    let inits = vec![
+        w("wqkv", &[d, 3 * d]),
+        w("bqkv", &[3 * d]),
+        w("wo", &[d, d]),
+        w("w1", &[d, 4 * d]),
+        w("w2", &[4 * d, d]),
+        w("scale", &[]),
+        int64_init("split_heads", &[1, seq, 3, heads, d / heads]),
+        int64_init("merge", &[1, seq, d]),
+    ];
+    let mut nodes = Vec::new();
+    let mut x = "x".to_string();
+    for l in 0..layers {
+        let p = |s: &str| format!("l{l}_{s}");
+        let n = |op: &str, i: &[&str], o: &[&str]| node(op, i, o);
+        nodes.push(n("MatMul", &[&x, "wqkv"], &[&p("qkv0")]));
+        nodes.push(n("Add", &[&p("qkv0"), "bqkv"], &[&p("qkv")]));
+        nodes.push(n("Reshape", &[&p("qkv"), "split_heads"], &[&p("qkv_h")]));
+        nodes.push(with_attrs(
+            n("Transpose", &[&p("qkv_h")], &[&p("qkv_t")]),
+            vec![ints_attr("perm", &[2, 0, 3, 1, 4])],
+        ));
+        nodes.push(with_attrs(
+            n("Split", &[&p("qkv_t")], &[&p("q"), &p("k"), &p("v")]),
+            vec![int_attr("axis", 0), int_attr("num_outputs", 3)],
+        ));
+        nodes.push(with_attrs(
+            n("Transpose", &[&p("k")], &[&p("kt")]),
+            vec![ints_attr("perm", &[0, 1, 2, 4, 3])],
+        ));
+        nodes.push(n("MatMul", &[&p("q"), &p("kt")], &[&p("s0")]));
+        nodes.push(n("Mul", &[&p("s0"), "scale"], &[&p("s")]));
+        nodes.push(with_attrs(
+            n("Softmax", &[&p("s")], &[&p("a")]),
+            vec![int_attr("axis", -1)],
+        ));
+        nodes.push(n("MatMul", &[&p("a"), &p("v")], &[&p("o")]));
+        nodes.push(with_attrs(
+            n("Transpose", &[&p("o")], &[&p("o_t")]),
+            vec![ints_attr("perm", &[0, 1, 3, 2, 4])],
+        ));
+        nodes.push(n("Reshape", &[&p("o_t"), "merge"], &[&p("o_m")]));
+        nodes.push(n("MatMul", &[&p("o_m"), "wo"], &[&p("proj")]));
+        nodes.push(n("Add", &[&x, &p("proj")], &[&p("res1")]));
+        nodes.push(n("MatMul", &[&p("res1"), "w1"], &[&p("h")]));
+        nodes.push(n("Relu", &[&p("h")], &[&p("h_act")]));
+        nodes.push(n("MatMul", &[&p("h_act"), "w2"], &[&p("mlp")]));
+        nodes.push(n("Add", &[&p("res1"), &p("mlp")], &[&p("out")]));
+        x = p("out");
+    }
+    let mut m = model(GraphProto {
+        node: nodes,
+        input: vec![value("x", &[1, seq, d])],
+        output: vec![ValueInfoProto {
+            name: Some(x),
+            r#type: None,
+        }],
+        initializer: inits,
+        ..Default::default()
+    });
+    m.opset_import[0].version = Some(18);
+    m
+}
+
+#[test]
+fn a_decoder_graphs_matmul_flops_equal_the_analytic_count() {
+    let (layers, d, heads, seq) = (3u64, 64u64, 4u64, 128u64);
+    let dir = scratch("decoder");
+    let path = write(
+        &dir,
+        "decoder.onnx",
+        &decoder(layers as usize, d as i64, heads as i64, seq as i64).encode_to_vec(),
+    );
+    let (code, out, err) = c3(&["estimate", &path, "--format", "json", "--strict"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let matmul = j["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["op"] == "MatMul")
+        .unwrap()
+        .clone();
+    // Per block, with FMA (one FLOP per multiply-add):
+    let dh = d / heads;
+    let per_layer = seq * 3 * d * d           // x · Wqkv
+        + heads * seq * seq * dh              // q · kᵀ
+        + heads * seq * dh * seq              // a · v
+        + seq * d * d                         // o · Wo
+        + seq * 4 * d * d                     // res · W1
+        + seq * d * 4 * d; // h · W2
+    assert_eq!(per_layer, 8_388_608);
+    assert_eq!(matmul["flops"], layers * per_layer);
+    assert_eq!(matmul["layers"], 6 * layers);
+    assert_eq!(j["total"]["layers"], 18 * layers);
+}
