@@ -72,3 +72,102 @@ fn tfidf_counts_one_lookup_per_ngram_position() {
     let e = l.string("mode", "TFIDF").eval(true);
     assert_eq!((e.flops, e.iops), (14, 48));
 }
+
+// -------------------------------------------------------------- com.microsoft
+
+#[test]
+fn bias_add_and_bias_split_gelu() {
+    // Y (2, 3, 4): 2 additions per output, 2 * 24 = 48.
+    let e = ms("BiasAdd")
+        .input(&[2, 3, 4])
+        .input(&[4])
+        .input(&[2, 3, 4])
+        .output(&[2, 3, 4])
+        .eval(true);
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (48, (24 + 4 + 24) * 4, 24 * 4)
+    );
+
+    // X (2, 3, 8) -> Y (2, 3, 4): 2 bias adds + gelu 5 + multiply 1 = 8 per output.
+    let l = ms("BiasSplitGelu")
+        .input(&[2, 3, 8])
+        .input(&[8])
+        .output(&[2, 3, 4]);
+    let e = l.eval(false);
+    assert_eq!((e.flops, e.mread, e.mwrite), (8 * 24, (48 + 8) * 4, 24 * 4));
+    assert_eq!(l.eval(true).flops, 8 * 24);
+}
+
+#[test]
+fn gemm_fast_gelu_counts_the_product_and_fast_gelu() {
+    // X (2, 3, 5) W (5, 4) bias (4): |Y| = 24, K = 5.
+    // FMA: 24 * 5 + 24 * (8 + 1) = 336; without: 24 * 9 + 24 * (9 + 1) = 456.
+    let l = ms("GemmFastGelu")
+        .input(&[2, 3, 5])
+        .input(&[5, 4])
+        .input(&[4])
+        .output(&[2, 3, 4]);
+    let e = l.eval(true);
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (336, (30 + 20 + 4) * 4, 24 * 4)
+    );
+    assert_eq!(l.eval(false).flops, 456);
+}
+
+#[test]
+fn transpose_matmul_counts_as_fused_matmul() {
+    // A (2, 5, 3) with transA: K = 5; Y (2, 3, 4), |Y| = 24.
+    let l = ms("TransposeMatMul")
+        .input(&[2, 5, 3])
+        .input(&[2, 5, 4])
+        .output(&[2, 3, 4])
+        .int("transA", 1);
+    assert_eq!(l.eval(true).flops, 24 * 5);
+    assert_eq!(l.eval(false).flops, 24 * 9);
+    // alpha = 0.5: one more multiplication per output.
+    let e = l.float("alpha", 0.5).eval(true);
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (24 * 5 + 24, (30 + 40) * 4, 24 * 4)
+    );
+}
+
+#[test]
+fn matmul_integer_to_float_counts_iops_and_a_scale() {
+    // A u8 (3, 5), B i8 (5, 4), a_scale (1), b_scale (4), a_zero_point (1),
+    // no b_zero_point, bias (4): |Y| = 12, K = 5.
+    let l = ms("MatMulIntegerToFloat")
+        .input_typed(&[3, 5], DType::Uint8)
+        .input_typed(&[5, 4], DType::Int8)
+        .input(&[1])
+        .input(&[4])
+        .input_typed(&[1], DType::Uint8)
+        .absent()
+        .input(&[4])
+        .output(&[3, 4]);
+    let e = l.eval(true);
+    // IOPs: 12 * 5 + |A| 15 = 75; FLOPs: scale + bias, 2 * 12.
+    assert_eq!((e.flops, e.iops), (24, 75));
+    assert_eq!((e.mread, e.mwrite), (15 + 20 + 4 + 16 + 1 + 16, 12 * 4));
+    // Without FMA: 12 * (2 * 5 - 1) + 15 = 123.
+    assert_eq!(l.eval(false).iops, 123);
+}
+
+#[test]
+fn dynamic_quantize_matmul_counts_quantize_product_and_dequantize() {
+    // A f32 (3, 5), B i8 (5, 4), b_scale (1): |A| = 15, |Y| = 12, K = 5.
+    let l = ms("DynamicQuantizeMatMul")
+        .input(&[3, 5])
+        .input_typed(&[5, 4], DType::Int8)
+        .input(&[1])
+        .output(&[3, 4]);
+    let e = l.eval(true);
+    // FLOPs: min/max 2 * 14 + 8 + divide and round 2 * 15 + scale 12 = 78.
+    // IOPs: zero point 15 + product 12 * 5 + A zero point 15 = 90.
+    assert_eq!((e.flops, e.iops), (78, 90));
+    // A read twice (2 * 60 bytes), B 20, b_scale 4.
+    assert_eq!((e.mread, e.mwrite), (120 + 20 + 4, 48));
+    assert_eq!(l.eval(false).iops, 15 + 12 * 9 + 15);
+}
