@@ -171,3 +171,28 @@ fn dynamic_quantize_matmul_counts_quantize_product_and_dequantize() {
     assert_eq!((e.mread, e.mwrite), (120 + 20 + 4, 48));
     assert_eq!(l.eval(false).iops, 15 + 12 * 9 + 15);
 }
+
+#[test]
+fn qattention_projects_in_integers_and_attends_in_floats() {
+    // input u8 (1, 2, 4), weight i8 (4, 6), bias (6), scales (1): one head,
+    // Dv = 2, Dq = (6 - 2) / 2 = 2, d = dv = 2, S = L = 2, pairs n = 4, rows 2.
+    let l = ms("QAttention")
+        .input_typed(&[1, 2, 4], DType::Uint8)
+        .input_typed(&[4, 6], DType::Int8)
+        .input(&[6])
+        .input(&[1])
+        .input(&[1])
+        .output(&[1, 2, 2])
+        .int("num_heads", 1);
+    let e = l.eval(true);
+    // IOPs: 2 * 6 projected elements * Din 4 = 48.
+    // FLOPs: dequantize + bias 2 * 12 = 24; QK^T 4 * 2 = 8; scale 4, softmax
+    // 3 * 4 - 2 = 10; softmax . V 4 * 2 = 8: 24 + 30 = 54.
+    assert_eq!((e.flops, e.iops), (54, 48));
+    assert_eq!((e.mread, e.mwrite), (8 + 24 + 24 + 4 + 4, 4 * 4));
+    // Without FMA: IOPs 12 * 7 = 84; QK^T 4 * 3 = 12, . V 2 * (8 - 2) = 12.
+    let e = l.eval(false);
+    assert_eq!((e.flops, e.iops), (24 + 12 + 14 + 12, 84));
+    // unidirectional: n = S L - S(S - 1)/2 = 3 pairs; FMA: 24 + 6 + 3 + 7 + 6 = 46.
+    assert_eq!(l.int("unidirectional", 1).eval(true).flops, 46);
+}
