@@ -196,3 +196,34 @@ fn qattention_projects_in_integers_and_attends_in_floats() {
     // unidirectional: n = S L - S(S - 1)/2 = 3 pairs; FMA: 24 + 6 + 3 + 7 + 6 = 46.
     assert_eq!(l.int("unidirectional", 1).eval(true).flops, 46);
 }
+
+#[test]
+fn sparse_attention_counts_dense_causal_as_an_upper_bound() {
+    // B = 1, S = 4, N = 2, N_kv = 1, d = 32 / (1 * 4 * 2) = 4, cache L = 24 / 4 = 6.
+    // Causal, aligned to the end: query i sees 3 + i keys, n = 3 + 4 + 5 + 6 = 18.
+    let l = ms("SparseAttention")
+        .input(&[1, 4, 8])
+        .input(&[1, 4, 4])
+        .input(&[1, 4, 4])
+        .input(&[1, 1, 6, 4])
+        .input(&[1, 1, 6, 4])
+        .input_typed(&[1, 2], DType::Int32)
+        .input_typed(&[1, 1], DType::Int32)
+        .input_typed(&[1], DType::Int32)
+        .input_typed(&[1], DType::Int32)
+        .output(&[1, 4, 8])
+        .output(&[1, 1, 6, 4])
+        .output(&[1, 1, 6, 4])
+        .int("num_heads", 2)
+        .int("kv_num_heads", 1);
+    // Per head, FMA: QK^T 18 * 4 = 72, scale 18 + softmax 3 * 18 - 4 = 68,
+    // . V 72: 212; two heads 424.
+    let e = l.eval(true);
+    assert_eq!(e.flops, 424);
+    // Without FMA: 18 * 7 = 126, 68, 4 * (36 - 4) = 128: 322 per head.
+    assert_eq!(l.eval(false).flops, 644);
+    assert_eq!(
+        (e.mread, e.mwrite),
+        (128 + 64 + 64 + 96 + 96 + 8 + 4 + 4 + 4, 128 + 96 + 96)
+    );
+}
