@@ -227,3 +227,63 @@ fn sparse_attention_counts_dense_causal_as_an_upper_bound() {
         (128 + 64 + 64 + 96 + 96 + 8 + 4 + 4 + 4, 128 + 96 + 96)
     );
 }
+
+// ------------------------------------------------------------ ONNX opset 27
+
+#[test]
+fn causal_conv_with_state_counts_taps_bias_and_silu() {
+    // input (1, 2, 5), weight (2, 1, 3), bias (2): |Y| = 10, k = 3.
+    let l = layer("CausalConvWithState")
+        .input(&[1, 2, 5])
+        .input(&[2, 1, 3])
+        .input(&[2])
+        .output(&[1, 2, 5])
+        .output(&[1, 2, 2]);
+    let e = l.eval(true);
+    // FMA: 10 * (3 + 1) = 40; without: 10 * (5 + 1) = 60.
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (40, (10 + 6 + 2) * 4, (10 + 4) * 4)
+    );
+    assert_eq!(l.eval(false).flops, 60);
+    // silu: + 5 per output.
+    assert_eq!(l.string("activation", "silu").eval(true).flops, 90);
+}
+
+#[test]
+fn linear_attention_counts_the_recurrence_per_token() {
+    // B = 1, T = 2, H_q = 2, H_kv = 1, d_k = 2, d_v = 3: s = 6.
+    let l = layer("LinearAttention")
+        .input(&[1, 2, 4])
+        .input(&[1, 2, 2])
+        .input(&[1, 2, 3])
+        .output(&[1, 2, 6])
+        .output(&[1, 1, 2, 3])
+        .int("q_num_heads", 2)
+        .int("kv_num_heads", 1);
+    // linear, FMA: update 2 tokens * 6 = 12; readout 2 * 2 * (6 + 3) = 36.
+    let lin = l.string("update_rule", "linear");
+    let e = lin.eval(true);
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (48, (4 + 2 + 3) * 2 * 4, (12 + 6) * 4)
+    );
+    // Without FMA: update 2 * 12 = 24; readout 4 * (3 * 3 + 3) = 48.
+    assert_eq!(lin.eval(false).flops, 72);
+
+    // gated_delta (default) with decay (1, 2, 1) and beta (1, 2, 1), no past:
+    // update per token 6 + (6 + 2 * 3) + 6 = 24, 2 tokens 48; readout 36; exp 2.
+    let e = layer("LinearAttention")
+        .input(&[1, 2, 4])
+        .input(&[1, 2, 2])
+        .input(&[1, 2, 3])
+        .absent()
+        .input(&[1, 2, 1])
+        .input(&[1, 2, 1])
+        .output(&[1, 2, 6])
+        .output(&[1, 1, 2, 3])
+        .int("q_num_heads", 2)
+        .int("kv_num_heads", 1)
+        .eval(true);
+    assert_eq!(e.flops, 86);
+}
