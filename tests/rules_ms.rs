@@ -287,3 +287,21 @@ fn linear_attention_counts_the_recurrence_per_token() {
         .eval(true);
     assert_eq!(e.flops, 86);
 }
+
+#[test]
+fn ms_causal_conv_with_state_counts_every_spatial_tap() {
+    // 2-D: input (1, 2, 3, 4), weight (2, 1, 2, 3): 6 taps per output, |Y| = 24.
+    let l = ms("CausalConvWithState")
+        .input(&[1, 2, 3, 4])
+        .input(&[2, 1, 2, 3])
+        .output(&[1, 2, 3, 4])
+        .int("ndim", 2);
+    let e = l.eval(true);
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (24 * 6, (24 + 12) * 4, 24 * 4)
+    );
+    // Without FMA: 24 * (2 * 6 - 1) = 264; swish: + 24 * 5.
+    assert_eq!(l.eval(false).flops, 264);
+    assert_eq!(l.string("activation", "swish").eval(true).flops, 24 * 11);
+}
