@@ -305,3 +305,22 @@ fn ms_causal_conv_with_state_counts_every_spatial_tap() {
     assert_eq!(l.eval(false).flops, 264);
     assert_eq!(l.string("activation", "swish").eval(true).flops, 24 * 11);
 }
+
+#[test]
+fn flex_attention_counts_dense_attention_without_the_modifiers() {
+    // Q (1, 2, 3, 4), K (1, 1, 5, 4), V (1, 1, 5, 2): 2 query heads, n = 15 pairs.
+    let mut l = layer("FlexAttention")
+        .input(&[1, 2, 3, 4])
+        .input(&[1, 1, 5, 4])
+        .input(&[1, 1, 5, 2])
+        .output(&[1, 2, 3, 2]);
+    l.node.domain = "ai.onnx.preview".to_string();
+    // FMA per head: QK^T 60 + scale 15 + softmax 45 - 3 + . V 30 = 147.
+    let e = l.eval(true);
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (294, (24 + 20 + 10) * 4, 12 * 4)
+    );
+    // Without FMA: 15 * 7 + 57 + 2 * (30 - 3) = 216 per head.
+    assert_eq!(l.eval(false).flops, 432);
+}
