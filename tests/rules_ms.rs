@@ -324,3 +324,23 @@ fn flex_attention_counts_dense_attention_without_the_modifiers() {
     // Without FMA: 15 * 7 + 57 + 2 * (30 - 3) = 216 per head.
     assert_eq!(l.eval(false).flops, 432);
 }
+
+#[test]
+fn ms_linear_attention_counts_as_the_onnx_rule() {
+    // B = 1, T = 2, H_q = 2, H_kv = 1, d_k = 2, d_v = 3, linear rule:
+    // update 2 * 6 = 12, readout 2 tokens * 2 heads * (6 + 3) = 36.
+    let e = ms("LinearAttention")
+        .input(&[1, 2, 4])
+        .input(&[1, 2, 2])
+        .input(&[1, 2, 3])
+        .output(&[1, 2, 6])
+        .output(&[1, 1, 2, 3])
+        .int("q_num_heads", 2)
+        .int("kv_num_heads", 1)
+        .string("update_rule", "linear")
+        .eval(true);
+    assert_eq!(
+        (e.flops, e.mread, e.mwrite),
+        (48, (4 + 2 + 3) * 2 * 4, (12 + 6) * 4)
+    );
+}
