@@ -72,11 +72,7 @@ impl Catalog {
 
     /// Adds (or replaces, by key) the devices of a catalog file.
     pub fn add_source(&mut self, path: &str, text: &str) -> Result<Vec<String>, RuleError> {
-        let src = SourceFile {
-            path,
-            text,
-            builtin: false,
-        };
+        let src = SourceFile::new(path, text, false);
         let defs: OrderedMap<DeviceDef> =
             serde_saphyr::from_str(text).map_err(|e| crate::rules::pack::yaml_error(&src, &e))?;
         let mut keys = Vec::new();

@@ -63,11 +63,7 @@ pub struct Fusions {
 impl Fusions {
     /// Adds (or replaces, by name) the patterns of a `fusions.yaml`.
     pub fn add_source(&mut self, path: &str, text: &str) -> Result<Vec<String>, RuleError> {
-        let src = crate::rules::rule::SourceFile {
-            path,
-            text,
-            builtin: false,
-        };
+        let src = crate::rules::rule::SourceFile::new(path, text, false);
         let defs: OrderedMap<FusionDef> =
             serde_saphyr::from_str(text).map_err(|e| crate::rules::pack::yaml_error(&src, &e))?;
         let mut names = Vec::new();

@@ -128,11 +128,7 @@ impl RuleSet {
         text: &str,
         builtin: bool,
     ) -> Result<Vec<String>, RuleError> {
-        let src = SourceFile {
-            path,
-            text,
-            builtin,
-        };
+        let src = SourceFile::new(path, text, builtin);
         let def: RuleFileDef = serde_saphyr::from_str(text).map_err(|e| yaml_error(&src, &e))?;
         let mut ops = Vec::new();
         for (op, rule_def) in &def.0 {

@@ -157,16 +157,54 @@ pub struct SourceFile<'a> {
     pub path: &'a str,
     pub text: &'a str,
     pub builtin: bool,
+    /// Byte offset of every line's start, to turn offsets into line:col.
+    lines: Vec<usize>,
+    /// Byte offset of every top-level key (`Conv:`), to name a rule's line.
+    keys: HashMap<&'a str, usize>,
+}
+
+impl<'a> SourceFile<'a> {
+    /// Indexes the file's lines and top-level keys once.
+    pub fn new(path: &'a str, text: &'a str, builtin: bool) -> Self {
+        let mut lines = vec![0];
+        let mut keys = HashMap::new();
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            if let Some((key, _)) = line.split_once(':')
+                && !key.is_empty()
+                && !line.starts_with([' ', '\t', '#', '-'])
+            {
+                let key = key.trim().trim_matches(['"', '\'']);
+                keys.entry(key).or_insert(offset);
+            }
+            offset += line.len();
+            lines.push(offset);
+        }
+        Self {
+            path,
+            text,
+            builtin,
+            lines,
+            keys,
+        }
+    }
+
+    /// Byte offset of the line that opens the top-level key `key` (0 if none).
+    pub fn key_offset(&self, key: &str) -> usize {
+        self.keys.get(key).copied().unwrap_or(0)
+    }
 }
 
 impl SourceFile<'_> {
     /// Line and column (1-based, in characters) of a byte offset.
     pub fn line_col(&self, byte: usize) -> (usize, usize) {
         let byte = byte.min(self.text.len());
-        let before = &self.text[..byte];
-        let line = before.matches('\n').count() + 1;
-        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        (line, before[line_start..].chars().count() + 1)
+        let idx = self
+            .lines
+            .partition_point(|&start| start <= byte)
+            .saturating_sub(1);
+        let start = self.lines[idx].min(byte);
+        (idx + 1, self.text[start..byte].chars().count() + 1)
     }
 
     /// Byte offset of a value's first character from serde-saphyr's location.
@@ -314,7 +352,7 @@ impl CostRule {
     /// resolves every name, and lowers each formula to evalexpr.
     pub fn compile(op: &str, def: &RuleDef, src: &SourceFile) -> Result<CostRule, RuleError> {
         let mut scope = RuleScope::with_switches();
-        let op_byte = find_key(src.text, op);
+        let op_byte = src.key_offset(op);
         let (line, col) = src.line_col(op_byte);
         let origin = Origin {
             file: src.path.to_string(),
@@ -486,24 +524,6 @@ fn join_patterns(p: &[TensorPat]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Byte offset of the line `op:` that opens a rule (0 when not found).
-fn find_key(text: &str, op: &str) -> usize {
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let rest = line
-            .strip_prefix(op)
-            .or_else(|| line.strip_prefix(&format!("\"{op}\"")))
-            .or_else(|| line.strip_prefix(&format!("'{op}'")));
-        if let Some(rest) = rest
-            && rest.trim_start().starts_with(':')
-        {
-            return offset;
-        }
-        offset += line.len();
-    }
-    0
 }
 
 // ------------------------------------------------------------------ evaluation
