@@ -411,27 +411,30 @@ impl<'m> Walker<'m> {
         let op = n.op_type.clone().unwrap_or_default();
         let domain = domain_key(n.domain.as_deref().unwrap_or("")).to_string();
         let opset = opsets.get(&domain).copied().unwrap_or(1);
-        let inputs: Vec<Option<(String, Fact)>> = n
+        // One copy of each input's fact: it goes to the shape function and
+        // comes back for the node's record.
+        let facts: Vec<Option<Fact>> = n
             .input
             .iter()
             .map(|name| {
-                if name.is_empty() {
-                    None
-                } else {
-                    Some((
-                        name.clone(),
-                        scope.get(name).cloned().unwrap_or_else(Fact::unknown),
-                    ))
-                }
+                (!name.is_empty()).then(|| scope.get(name).cloned().unwrap_or_else(Fact::unknown))
             })
             .collect();
+        let pair = |facts: Vec<Option<Fact>>| -> Vec<Option<(String, Fact)>> {
+            n.input
+                .iter()
+                .zip(facts)
+                .map(|(name, f)| f.map(|f| (name.clone(), f)))
+                .collect()
+        };
         let infer = registry(&domain, &op);
         if infer.is_none()
             && let Some(f) = self.functions.get(&(domain.clone(), op.clone()))
         {
-            return self.expand(n, f, &inputs, scope, depth, prefix);
+            return self.expand(n, f, &pair(facts), scope, depth, prefix);
         }
         let mut outputs: Vec<Fact> = vec![Fact::unknown(); n.output.len()];
+        let facts_back: Vec<Option<Fact>>;
         if let Some(infer) = infer {
             let sub = SubWalker {
                 walker: self,
@@ -444,18 +447,20 @@ impl<'m> Walker<'m> {
                 &domain,
                 opset,
                 &n.attribute,
-                inputs
-                    .iter()
-                    .map(|i| i.as_ref().map(|(_, f)| f.clone()))
-                    .collect(),
+                facts,
                 n.output.len(),
                 &sub,
                 &sub,
                 &self.fresh,
             );
             infer(&mut ctx).map_err(|e| e.0)?;
-            outputs = ctx.outputs;
+            let (back, out) = ctx.into_parts();
+            facts_back = back;
+            outputs = out;
+        } else {
+            facts_back = facts;
         }
+        let inputs = pair(facts_back);
         // Where inference knows less than the model declares, take the declaration.
         for (o, name) in outputs.iter_mut().zip(&n.output) {
             if let Some(t) = declared.get(name.as_str()) {

@@ -211,6 +211,11 @@ impl<'a> InferCtx<'a> {
         self.outputs.len()
     }
 
+    /// The input facts (handed back to the caller) and the outputs.
+    pub fn into_parts(self) -> (Vec<Option<Fact>>, Vec<Fact>) {
+        (self.inputs, self.outputs)
+    }
+
     /// Sets output `i` (ignored when the node has fewer outputs).
     pub fn set(&mut self, i: usize, f: Fact) {
         if let Some(o) = self.outputs.get_mut(i) {
