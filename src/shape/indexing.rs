@@ -1450,16 +1450,7 @@ mod tests {
         ))
     }
 
-    fn run_in(
-        domain: &str,
-        op: &str,
-        opset: i64,
-        attrs: &[AttributeProto],
-        inputs: Vec<Option<Fact>>,
-        n_out: usize,
-    ) -> Result<Vec<Fact>> {
-        crate::shape::ctx::run_op(domain, op, opset, attrs, inputs, n_out)
-    }
+    use crate::shape::ctx::run_op as run_in;
     fn run(
         op: &str,
         opset: i64,

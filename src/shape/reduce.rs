@@ -362,7 +362,6 @@ pub fn ops() -> Vec<OpEntry> {
 pub(super) mod testing {
     use crate::ir::{DType, Dim};
     use crate::onnx::proto::AttributeProto;
-    use crate::shape::ctx::Result;
     use crate::shape::{Fact, TensorValue};
 
     /// Dims from "batch,3,seq": numbers are known, names are symbols.
@@ -427,16 +426,7 @@ pub(super) mod testing {
     }
 
     /// Runs the registered shape function of `domain::op`.
-    pub fn run(
-        domain: &str,
-        op: &str,
-        opset: i64,
-        attrs: &[AttributeProto],
-        inputs: Vec<Option<Fact>>,
-        n_outputs: usize,
-    ) -> Result<Vec<Fact>> {
-        crate::shape::ctx::run_op(domain, op, opset, attrs, inputs, n_outputs)
-    }
+    pub use crate::shape::ctx::run_op as run;
 
     /// The shapes of `facts`, as "a,b;c" strings ("?" for an unknown rank).
     pub fn shapes(facts: &[Fact]) -> String {
