@@ -10,6 +10,7 @@ use crate::cost::{self, CostReport};
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact};
 use crate::report::{self, Format, Parts, ReportOptions, Unit};
+use crate::rules::rule::BranchChoice;
 use crate::rules::rule::show_value;
 use crate::rules::{CountOptions, RuleSet, render};
 
@@ -98,6 +99,14 @@ pub struct EstimateArgs {
     /// Count a multiply-add as two FLOPs instead of one.
     #[arg(long)]
     pub no_fma: bool,
+    /// Attention: `masked` counts the (query, key) pairs a causal or
+    /// windowed mask leaves; `full` counts the whole square.
+    #[arg(long, value_enum, default_value_t = Attention::Masked)]
+    pub attention: Attention,
+    /// Which If branch the totals count: larger, smaller, then, else (the
+    /// other is reported beside them).
+    #[arg(long, value_name = "WHICH", default_value = "larger")]
+    pub if_branch: BranchChoice,
     /// Output format: table, md, csv, json (default: table on a terminal, md otherwise).
     #[arg(long)]
     pub format: Option<String>,
@@ -156,6 +165,9 @@ pub struct ExplainArgs {
     /// Count a multiply-add as two FLOPs instead of one.
     #[arg(long)]
     pub no_fma: bool,
+    /// Attention: `masked` (the default) or `full`, as for `c3 estimate`.
+    #[arg(long, value_enum, default_value_t = Attention::Masked)]
+    pub attention: Attention,
 }
 
 #[derive(Args, Debug)]
@@ -244,8 +256,7 @@ fn bind_dims(graph: &mut Graph, dims: &BTreeMap<String, i64>) {
     if dims.is_empty() {
         return;
     }
-    let unanalysed = graph.unanalysed.iter_mut().map(|(n, _)| n);
-    for node in graph.nodes.iter_mut().chain(unanalysed) {
+    graph.for_each_node_mut(&mut |node| {
         for t in node
             .inputs
             .iter_mut()
@@ -256,7 +267,10 @@ fn bind_dims(graph: &mut Graph, dims: &BTreeMap<String, i64>) {
                 *d = d.bind(dims);
             }
         }
-    }
+        for b in &mut node.bodies {
+            b.repeats = b.repeats.bind(dims);
+        }
+    });
 }
 
 fn report_options(a: &EstimateArgs) -> Result<ReportOptions> {
@@ -361,15 +375,34 @@ fn precision_type(flag: &str, v: &Option<String>) -> Result<Option<DType>> {
     Ok(Some(t))
 }
 
+/// `--attention`: which (query, key) pairs attention rules count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Attention {
+    /// Those a causal or windowed mask leaves.
+    Masked,
+    /// All of them, the whole square.
+    Full,
+}
+
+/// The counting switches of `c3 estimate`.
+fn count_options(a: &EstimateArgs) -> CountOptions {
+    CountOptions {
+        fma: !a.no_fma,
+        full_attention: a.attention == Attention::Full,
+        branch: a.if_branch,
+    }
+}
+
 /// Reads the model or trace and computes its costs (shared by tests).
 pub fn estimate_report(a: &EstimateArgs) -> Result<CostReport> {
+    let opts = count_options(a);
     let rules = a.rules.load()?;
     let mut graph = read_graph(&a.source)?;
     graph.override_precision(
         precision_type("--weights", &a.weights)?,
         precision_type("--activations", &a.activations)?,
     );
-    let report = cost::estimate(&graph, &rules, CountOptions { fma: !a.no_fma });
+    let report = cost::estimate(&graph, &rules, opts);
     // `c3 estimate` exits right after this: freeing a large graph node by
     // node would cost more than it saves.
     std::mem::forget(graph);
@@ -522,6 +555,12 @@ fn explain(a: &ExplainArgs) -> Result<String> {
     for line in rule.doc.lines() {
         out.push_str(&format!("  {line}\n"));
     }
+    if let Some(reason) = &rule.unsupported {
+        out.push_str(&format!(
+            "\n  Not counted: layers of this op are listed as unsupported: {reason}\n"
+        ));
+        return Ok(out);
+    }
     out.push('\n');
     out.push_str(&format!(
         "  inputs:  {}\n  outputs: {}\n",
@@ -631,9 +670,16 @@ fn explain(a: &ExplainArgs) -> Result<String> {
         attrs,
         inputs,
         outputs,
+        bodies: Vec::new(),
     };
     let ev = rule
-        .explain(&node, CountOptions { fma: !a.no_fma })
+        .explain(
+            &node,
+            CountOptions {
+                full_attention: a.attention == Attention::Full,
+                ..CountOptions::fma(!a.no_fma)
+            },
+        )
         .map_err(|e| Error::Usage(format!("cannot evaluate {}: {e}", rule.op)))?;
     out.push_str(&format!(
         "\nEvaluated (fma {}):\n",

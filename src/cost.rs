@@ -2,8 +2,12 @@
 
 use evalexpr::Value;
 
+use rustc_hash::FxHashMap;
+
 use crate::error::{Error, Result};
-use crate::ir::{Graph, Node, TensorFact};
+use crate::fusion::FusedGroup;
+use crate::ir::{Dim, Graph, Node, TensorFact};
+use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};
 
 /// The cost of one layer.
@@ -24,6 +28,9 @@ pub struct LayerCost {
     pub params: Vec<(String, Value)>,
     /// The fused group this layer belongs to (`conv_bn_relu#3`), if any.
     pub fused: Option<String>,
+    /// How many times the layer runs per run of the model (a Loop body's
+    /// layers run once per iteration); the figures above include them all.
+    pub runs: u64,
 }
 
 impl LayerCost {
@@ -83,9 +90,24 @@ pub struct OpSummary {
     pub totals: Totals,
 }
 
+/// An If branch the totals leave out (`--if-branch`), with its layers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SkippedBranch {
+    /// The If layer's name.
+    pub node: String,
+    /// `then_branch` or `else_branch`.
+    pub branch: String,
+    /// Why it is not counted.
+    pub reason: String,
+    pub totals: Totals,
+    pub layers: Vec<LayerCost>,
+}
+
 /// Everything the reports show.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CostReport {
+    /// Every counted layer, in execution order; a subgraph's layers follow
+    /// the node that runs them, their figures multiplied by its trip count.
     pub layers: Vec<LayerCost>,
     /// Per operator type, in the order each type first appears.
     pub summary: Vec<OpSummary>,
@@ -93,44 +115,28 @@ pub struct CostReport {
     pub unsupported: Vec<Unsupported>,
     /// Groups of layers fused by the pack's patterns.
     pub fusions: Vec<crate::fusion::FusedGroup>,
+    /// If branches not counted in the totals.
+    pub skipped: Vec<SkippedBranch>,
 }
 
-/// Applies the rules to every node, in order.
+/// What the walk over nested graphs collects besides the layers.
+struct Collected {
+    unsupported: Vec<Unsupported>,
+    skipped: Vec<SkippedBranch>,
+}
+
+/// Applies the rules to every node, in order; subgraphs (If branches, Loop
+/// and Scan bodies) are costed where their node stands.
 pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<CostReport> {
-    let mut layers = Vec::with_capacity(graph.nodes.len());
-    let mut layer_nodes = Vec::with_capacity(graph.nodes.len());
-    let mut unsupported = Vec::new();
-    for node in &graph.nodes {
-        match rules.get(&node.domain, &node.op) {
-            None => unsupported.push(Unsupported {
-                name: node.name.clone(),
-                op: node.op.clone(),
-                domain: node.domain.clone(),
-                reason: NO_RULE.into(),
-            }),
-            Some(rule) => {
-                layers.push(cost_of(node, rule, opts)?);
-                layer_nodes.push(node);
-            }
-        }
-    }
-    let fusions = crate::fusion::apply(&rules.fusions, &layer_nodes, &mut layers, &graph.outputs);
-    for (node, reason) in &graph.unanalysed {
-        let reason = match rules.get(&node.domain, &node.op) {
-            None => format!("{NO_RULE}; {reason}"),
-            Some(_) => reason.clone(),
-        };
-        unsupported.push(Unsupported {
-            name: node.name.clone(),
-            op: node.op.clone(),
-            domain: node.domain.clone(),
-            reason,
-        });
-    }
-    let mut total = Totals::default();
+    let mut acc = Collected {
+        unsupported: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let (mut layers, mut fusions) = cost_graph(graph, rules, opts, &mut acc)?;
+    number_groups(&mut fusions, &mut layers);
+    let total = totals_of(&layers)?;
     let mut summary: Vec<OpSummary> = Vec::new();
     for l in &layers {
-        total.add(l)?;
         let row = match summary
             .iter_mut()
             .position(|s| s.op == l.op && s.domain == l.domain)
@@ -151,9 +157,266 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         layers,
         summary,
         total,
-        unsupported,
+        unsupported: acc.unsupported,
         fusions,
+        skipped: acc.skipped,
     })
+}
+
+fn totals_of(layers: &[LayerCost]) -> Result<Totals> {
+    let mut t = Totals::default();
+    for l in layers {
+        t.add(l)?;
+    }
+    Ok(t)
+}
+
+/// Gives fused groups their final ids (`pattern#n`, n counting per pattern
+/// in execution order), whichever graph level matched them.
+fn number_groups(groups: &mut [FusedGroup], layers: &mut [LayerCost]) {
+    groups.sort_by_key(|g| g.members.first().copied());
+    let mut counts: FxHashMap<String, usize> = FxHashMap::default();
+    for g in groups {
+        let n = counts.entry(g.pattern.clone()).or_insert(0);
+        *n += 1;
+        g.id = format!("{}#{}", g.pattern, n);
+        for &m in &g.members {
+            layers[m].fused = Some(g.id.clone());
+        }
+    }
+}
+
+/// The layers of one graph level, each node followed by its subgraphs'
+/// layers; fused groups index into the returned list.
+fn cost_graph(
+    graph: &Graph,
+    rules: &RuleSet,
+    opts: CountOptions,
+    acc: &mut Collected,
+) -> Result<(Vec<LayerCost>, Vec<FusedGroup>)> {
+    let mut own = Vec::with_capacity(graph.nodes.len());
+    let mut own_nodes = Vec::with_capacity(graph.nodes.len());
+    // Per costed node with subgraphs: its position in `own`, and the layers
+    // and groups its counted subgraphs add.
+    let mut nested: Vec<(usize, Vec<LayerCost>, Vec<FusedGroup>)> = Vec::new();
+    for node in &graph.nodes {
+        let Some(rule) = rules.get(&node.domain, &node.op) else {
+            acc.unsupported.push(Unsupported {
+                name: node.name.clone(),
+                op: node.op.clone(),
+                domain: node.domain.clone(),
+                reason: NO_RULE.into(),
+            });
+            continue;
+        };
+        if let Some(reason) = &rule.unsupported {
+            acc.unsupported.push(Unsupported {
+                name: node.name.clone(),
+                op: node.op.clone(),
+                domain: node.domain.clone(),
+                reason: reason.clone(),
+            });
+            continue;
+        }
+        let mut layer = cost_of(node, rule, opts)?;
+        if !node.bodies.is_empty() {
+            let (layers, groups) = cost_bodies(node, &mut layer, rules, opts, acc)?;
+            nested.push((own.len(), layers, groups));
+        }
+        own.push(layer);
+        own_nodes.push(node);
+    }
+    // Values a subgraph reads from this level must be written, fused or not.
+    let mut keep = graph.outputs.clone();
+    for node in graph.nodes.iter().filter(|n| !n.bodies.is_empty()) {
+        captured_names(node, &mut keep);
+    }
+    let own_groups = crate::fusion::apply(&rules.fusions, &own_nodes, &mut own, &keep);
+    for (node, reason) in &graph.unanalysed {
+        let reason = match rules.get(&node.domain, &node.op) {
+            None => format!("{NO_RULE}; {reason}"),
+            Some(_) => reason.clone(),
+        };
+        acc.unsupported.push(Unsupported {
+            name: node.name.clone(),
+            op: node.op.clone(),
+            domain: node.domain.clone(),
+            reason,
+        });
+    }
+    if nested.is_empty() {
+        return Ok((own, own_groups));
+    }
+    // Splice each node's subgraph layers in after it.
+    let mut at = Vec::with_capacity(own.len());
+    let mut layers = Vec::with_capacity(own.len());
+    let mut groups = Vec::new();
+    let mut nested = nested.into_iter().peekable();
+    for (i, l) in own.into_iter().enumerate() {
+        at.push(layers.len());
+        layers.push(l);
+        if let Some((_, inner, inner_groups)) = nested.next_if(|(j, _, _)| *j == i) {
+            let offset = layers.len();
+            groups.extend(inner_groups.into_iter().map(|mut g| {
+                g.members.iter_mut().for_each(|m| *m += offset);
+                g
+            }));
+            layers.extend(inner);
+        }
+    }
+    groups.extend(own_groups.into_iter().map(|mut g| {
+        g.members.iter_mut().for_each(|m| *m = at[*m]);
+        g
+    }));
+    Ok((layers, groups))
+}
+
+/// Names a node's subgraphs read from enclosing graphs (and their own, which
+/// do no harm here).
+fn captured_names(node: &Node, out: &mut Vec<String>) {
+    for b in &node.bodies {
+        let Ok(g) = &b.graph else { continue };
+        for n in g.nodes.iter().chain(g.unanalysed.iter().map(|(n, _)| n)) {
+            out.extend(n.inputs.iter().flatten().filter_map(|t| t.name.clone()));
+            captured_names(n, out);
+        }
+    }
+}
+
+/// One subgraph's layers, all its runs included.
+struct BodyCost<'a> {
+    attr: &'a str,
+    alternative: bool,
+    runs: u64,
+    layers: Vec<LayerCost>,
+    groups: Vec<FusedGroup>,
+    totals: Totals,
+}
+
+/// Costs a node's subgraphs: each body's layers times its trip count; of
+/// alternative branches, the one `opts.branch` picks, the others reported
+/// in `acc.skipped`. Adds what it decided to the node's params.
+fn cost_bodies(
+    node: &Node,
+    layer: &mut LayerCost,
+    rules: &RuleSet,
+    opts: CountOptions,
+    acc: &mut Collected,
+) -> Result<(Vec<LayerCost>, Vec<FusedGroup>)> {
+    let layer_error = |message: String| Error::Layer {
+        layer: node.name.clone(),
+        op: node.op.clone(),
+        message,
+    };
+    let mut bodies = Vec::new();
+    for b in &node.bodies {
+        let g = match &b.graph {
+            Ok(g) => g,
+            Err(reason) => {
+                acc.skipped.push(SkippedBranch {
+                    node: node.name.clone(),
+                    branch: b.attr.clone(),
+                    reason: reason.clone(),
+                    totals: Totals::default(),
+                    layers: Vec::new(),
+                });
+                continue;
+            }
+        };
+        let runs = match &b.repeats {
+            Dim::Known(n) => *n,
+            Dim::Sym(s) => {
+                let flags: Vec<String> =
+                    s.symbols().iter().map(|n| format!("--dim {n}=N")).collect();
+                return Err(layer_error(format!(
+                    "its {} runs '{s}' times, a number only known at run time; bind it with {}",
+                    b.attr,
+                    flags.join(" ")
+                )));
+            }
+        };
+        let (mut layers, mut groups) = cost_graph(g, rules, opts, acc)?;
+        for l in &mut layers {
+            repeat(l, runs).ok_or_else(|| {
+                layer_error(format!(
+                    "layer {} run {runs} times overflows 64 bits",
+                    l.name
+                ))
+            })?;
+        }
+        for g in &mut groups {
+            g.saved_bytes = g.saved_bytes.saturating_mul(runs);
+        }
+        let totals = totals_of(&layers)?;
+        bodies.push(BodyCost {
+            attr: &b.attr,
+            alternative: b.alternative,
+            runs,
+            layers,
+            groups,
+            totals,
+        });
+    }
+    let chosen = pick(&bodies, opts.branch);
+    let counted = chosen.map_or("", |i| bodies[i].attr);
+    let mut layers = Vec::new();
+    let mut groups = Vec::new();
+    for (i, b) in bodies.into_iter().enumerate() {
+        if b.alternative && Some(i) != chosen {
+            acc.skipped.push(SkippedBranch {
+                node: node.name.clone(),
+                branch: b.attr.to_string(),
+                reason: format!(
+                    "{counted} is counted instead (--if-branch {})",
+                    opts.branch.name()
+                ),
+                totals: b.totals,
+                layers: b.layers,
+            });
+            continue;
+        }
+        let param = if b.alternative {
+            ("branch".to_string(), Value::String(b.attr.to_string()))
+        } else {
+            (
+                format!("{}_runs", b.attr),
+                Value::Int(i64::try_from(b.runs).unwrap_or(i64::MAX)),
+            )
+        };
+        layer.params.push(param);
+        let offset = layers.len();
+        groups.extend(b.groups.into_iter().map(|mut g| {
+            g.members.iter_mut().for_each(|m| *m += offset);
+            g
+        }));
+        layers.extend(b.layers);
+    }
+    Ok((layers, groups))
+}
+
+/// Of the alternative bodies (If's branches), the index of the one to count.
+fn pick(bodies: &[BodyCost], choice: BranchChoice) -> Option<usize> {
+    let alternatives = bodies.iter().enumerate().filter(|(_, b)| b.alternative);
+    // Work first (float and integer), bytes to break ties.
+    let work = |b: &BodyCost| (b.totals.flops.saturating_add(b.totals.iops), b.totals.mrw);
+    let named = |attr: &str| bodies.iter().position(|b| b.alternative && b.attr == attr);
+    match choice {
+        BranchChoice::Larger => alternatives.max_by_key(|(_, b)| work(b)).map(|(i, _)| i),
+        BranchChoice::Smaller => alternatives.min_by_key(|(_, b)| work(b)).map(|(i, _)| i),
+        // The named branch when it was inferred, else the one that was.
+        BranchChoice::Then => named("then_branch").or_else(|| named("else_branch")),
+        BranchChoice::Else => named("else_branch").or_else(|| named("then_branch")),
+    }
+}
+
+/// Multiplies a layer's figures by how many times it runs.
+fn repeat(l: &mut LayerCost, runs: u64) -> Option<()> {
+    l.flops = l.flops.checked_mul(runs)?;
+    l.iops = l.iops.checked_mul(runs)?;
+    l.mread = l.mread.checked_mul(runs)?;
+    l.mwrite = l.mwrite.checked_mul(runs)?;
+    l.runs = l.runs.checked_mul(runs)?;
+    Some(())
 }
 
 fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Result<LayerCost> {
@@ -187,5 +450,6 @@ fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Re
         outputs: node.outputs.clone(),
         params: ev.params,
         fused: None,
+        runs: 1,
     })
 }

@@ -35,6 +35,7 @@ struct RuleDoc {
     lets: Vec<NamedFormula>,
     formulas: Vec<NamedFormula>,
     params: Vec<NamedFormula>,
+    unsupported: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -160,6 +161,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 v
             },
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
+            unsupported: r.unsupported.clone(),
         };
         match categories.iter_mut().find(|c| c.name == r.category) {
             Some(c) => c.rules.push(doc),

@@ -290,6 +290,23 @@ pub struct Node {
     /// In ONNX input order; `None` for an absent optional input.
     pub inputs: Vec<Option<TensorFact>>,
     pub outputs: Vec<Option<TensorFact>>,
+    /// The subgraphs the node runs (If branches, Loop and Scan bodies).
+    pub bodies: Vec<Body>,
+}
+
+/// A subgraph a node runs: an If branch, a Loop, Scan or SequenceMap body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Body {
+    /// The graph attribute that holds it (`then_branch`, `body`).
+    pub attr: String,
+    /// Runs per run of the node: Loop's trip count, Scan's sequence length;
+    /// 1 for a branch.
+    pub repeats: Dim,
+    /// One of several alternatives of which one runs (If's branches).
+    pub alternative: bool,
+    /// Its nodes, or why they could not be inferred (a branch that cannot
+    /// run on these shapes).
+    pub graph: std::result::Result<Graph, String>,
 }
 
 /// Whether a type holds real numbers (the types `--weights` and
@@ -338,12 +355,25 @@ pub fn name_unnamed(nodes: &mut [Node]) {
 }
 
 impl Graph {
+    /// Calls `f` on every node, those inside subgraphs and those not
+    /// analysed included; a node before its bodies' nodes.
+    pub fn for_each_node_mut(&mut self, f: &mut impl FnMut(&mut Node)) {
+        let unanalysed = self.unanalysed.iter_mut().map(|(n, _)| n);
+        for node in self.nodes.iter_mut().chain(unanalysed) {
+            f(node);
+            for b in &mut node.bodies {
+                if let Ok(g) = &mut b.graph {
+                    g.for_each_node_mut(f);
+                }
+            }
+        }
+    }
+
     /// What-if precisions: every floating-point constant tensor (weights)
     /// becomes `weights`, every other floating-point tensor `activations`.
     /// Bytes and the compute precision follow.
     pub fn override_precision(&mut self, weights: Option<DType>, activations: Option<DType>) {
-        let unanalysed = self.unanalysed.iter_mut().map(|(n, _)| n);
-        for node in self.nodes.iter_mut().chain(unanalysed) {
+        self.for_each_node_mut(&mut |node| {
             for t in node
                 .inputs
                 .iter_mut()
@@ -358,7 +388,7 @@ impl Graph {
                     t.dtype = d;
                 }
             }
-        }
+        });
     }
 }
 
@@ -392,6 +422,7 @@ mod tests {
             attrs: BTreeMap::new(),
             inputs: vec![],
             outputs: vec![],
+            bodies: vec![],
         };
         let mut nodes = vec![
             node("Relu", ""),

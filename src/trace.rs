@@ -123,6 +123,7 @@ pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
             attrs,
             inputs,
             outputs,
+            bodies: Vec::new(),
         });
     }
     name_unnamed(&mut nodes);

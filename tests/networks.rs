@@ -22,7 +22,7 @@ fn expected() -> Value {
 }
 
 fn run(net: &str, rules: &RuleSet, fma: bool) -> CostReport {
-    estimate(&trace(net), rules, CountOptions { fma }).expect("the trace is costed")
+    estimate(&trace(net), rules, CountOptions::fma(fma)).expect("the trace is costed")
 }
 
 /// Asserts the totals equal the original tool's, as (flops, mread, mwrite, layers).

@@ -141,9 +141,9 @@ fn node_for(rule: &CostRule, dims: &[u64], list_len: usize, present: &[bool]) ->
             inputs.push(fact(shape));
         }
     }
-    // Outputs without a pattern take the first input's shape, as element-wise
-    // ops and reductions with keepdims do.
-    let first = inputs.first().cloned().flatten();
+    // Outputs without a pattern take the first present input's shape, as
+    // element-wise ops and reductions with keepdims do.
+    let first = inputs.iter().flatten().next().cloned();
     let mut outputs = Vec::new();
     for p in &rule.outputs {
         if p.optional {
@@ -171,6 +171,7 @@ fn node_for(rule: &CostRule, dims: &[u64], list_len: usize, present: &[bool]) ->
         attrs,
         inputs,
         outputs,
+        bodies: Vec::new(),
     }
 }
 
@@ -189,8 +190,8 @@ proptest! {
         for rule in common::builtin().iter() {
             let rule = rule.clone();
             let node = node_for(&rule, &dims, list_len, &present);
-            let on = rule.evaluate(&node, CountOptions { fma: true });
-            let off = rule.evaluate(&node, CountOptions { fma: false });
+            let on = rule.evaluate(&node, CountOptions::fma(true));
+            let off = rule.evaluate(&node, CountOptions::fma(false));
             let (on, off) = match (on, off) {
                 (Ok(a), Ok(b)) => (a, b),
                 (a, b) => panic!("{} ({}) failed on {:?}: {:?} / {:?}", rule.op, rule.origin, node, a.err(), b.err()),

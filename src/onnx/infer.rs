@@ -42,6 +42,25 @@ pub struct InferredNode {
     pub outputs: Vec<Option<(String, Fact)>>,
     /// Whether c3 has shape logic for the op.
     pub has_shape_fn: bool,
+    /// The subgraphs inference ran (If branches, Loop and Scan bodies), in
+    /// the node's attribute order.
+    pub bodies: Vec<InferredBody>,
+    /// How many times the bodies run per run of the node (Loop's trip
+    /// count, Scan's sequence length); `None`: once.
+    pub repeats: Option<Dim>,
+}
+
+/// One subgraph of a node, as inference last ran it: a loop body's last run
+/// is the one that covers every iteration.
+#[derive(Debug, Clone)]
+pub struct InferredBody {
+    /// The graph attribute: `then_branch`, `else_branch`, `body`.
+    pub attr: String,
+    /// The body's nodes, or why it could not be inferred (an If branch
+    /// that cannot run on these shapes).
+    pub nodes: std::result::Result<Vec<InferredNode>, String>,
+    /// The body's output names.
+    pub outputs: Vec<String>,
 }
 
 impl InferredNode {
@@ -109,6 +128,10 @@ impl Scope<'_> {
             .or_else(|| self.parent.and_then(|p| p.get(name)))
     }
 }
+
+/// The op of the pass-through record that defines a function call's
+/// outputs in the caller's scope; never costed.
+const FUNCTION_OUTPUTS: &str = "__function_outputs__";
 
 /// Node inferences per model, counting every run of a subgraph: loop bodies
 /// run twice where carried shapes change, so nested loops could otherwise
@@ -435,12 +458,15 @@ impl<'m> Walker<'m> {
         }
         let mut outputs: Vec<Fact> = vec![Fact::unknown(); n.output.len()];
         let facts_back: Vec<Option<Fact>>;
+        let mut bodies = Vec::new();
+        let mut repeats = None;
         if let Some(infer) = infer {
             let sub = SubWalker {
                 walker: self,
                 scope,
                 depth,
                 opsets,
+                runs: RefCell::new(Vec::new()),
             };
             let mut ctx = InferCtx::new(
                 &op,
@@ -454,9 +480,11 @@ impl<'m> Walker<'m> {
                 &self.fresh,
             );
             infer(&mut ctx).map_err(|e| e.0)?;
-            let (back, out) = ctx.into_parts();
+            let (back, out, times) = ctx.into_parts();
             facts_back = back;
             outputs = out;
+            repeats = times;
+            bodies = sub.bodies(n);
         } else {
             facts_back = facts;
         }
@@ -489,6 +517,8 @@ impl<'m> Walker<'m> {
                 .map(|(name, f)| (!name.is_empty()).then(|| (name.clone(), f)))
                 .collect(),
             has_shape_fn: infer.is_some(),
+            bodies,
+            repeats,
         }])
     }
 
@@ -598,13 +628,15 @@ impl<'m> Walker<'m> {
         // A pass-through record that defines the call's outputs in the caller's scope.
         records.push(InferredNode {
             name: String::new(),
-            op: "__function_outputs__".into(),
+            op: FUNCTION_OUTPUTS.into(),
             domain: String::new(),
             opset: 0,
             attrs: BTreeMap::new(),
             inputs: Vec::new(),
             outputs: call_outputs,
             has_shape_fn: true,
+            bodies: Vec::new(),
+            repeats: None,
         });
         Ok(records)
     }
@@ -700,6 +732,34 @@ struct SubWalker<'a, 'm> {
     depth: usize,
     /// Opset versions where the node stands (a function imports its own).
     opsets: &'a BTreeMap<String, i64>,
+    /// Each subgraph's last run: its nodes, or why it failed.
+    runs: RefCell<Vec<BodyRun>>,
+}
+
+type BodyRun = (
+    *const GraphProto,
+    std::result::Result<Vec<InferredNode>, String>,
+);
+
+impl SubWalker<'_, '_> {
+    /// The recorded runs, named by the attributes of `n` that hold them.
+    fn bodies(self, n: &NodeProto) -> Vec<InferredBody> {
+        let mut runs = self.runs.into_inner();
+        let mut out = Vec::new();
+        for a in &n.attribute {
+            let Some(g) = a.g.as_deref() else { continue };
+            let Some(i) = runs.iter().position(|(p, _)| std::ptr::eq(*p, g)) else {
+                continue;
+            };
+            let (_, nodes) = runs.swap_remove(i);
+            out.push(InferredBody {
+                attr: a.name.clone().unwrap_or_default(),
+                nodes,
+                outputs: g.output.iter().filter_map(|o| o.name.clone()).collect(),
+            });
+        }
+        out
+    }
 }
 
 impl SubgraphInfer for SubWalker<'_, '_> {
@@ -715,9 +775,29 @@ impl SubgraphInfer for SubWalker<'_, '_> {
             refine(&mut fact, declared);
             scope.vars.insert(name, fact);
         }
-        self.walker
-            .walk(g, &mut scope, self.depth + 1, self.opsets, None, None)
-            .map_err(ShapeError)?;
+        let mut nodes = Vec::new();
+        let walked = self.walker.walk(
+            g,
+            &mut scope,
+            self.depth + 1,
+            self.opsets,
+            Some(&mut nodes),
+            None,
+        );
+        // The last run of a graph is the one its node keeps for costing.
+        let mut runs = self.runs.borrow_mut();
+        runs.retain(|(p, _)| !std::ptr::eq(*p, g));
+        match walked {
+            Ok(()) => {
+                nodes.retain(|n| n.op != FUNCTION_OUTPUTS);
+                runs.push((g, Ok(nodes)));
+            }
+            Err(m) => {
+                runs.push((g, Err(m.clone())));
+                return Err(ShapeError(m));
+            }
+        }
+        drop(runs);
         Ok(g.output
             .iter()
             .map(|o| {
@@ -819,7 +899,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
     if let Some(m) = walker.limit.take() {
         return Err(bad(m));
     }
-    nodes.retain(|n| n.op != "__function_outputs__");
+    nodes.retain(|n| n.op != FUNCTION_OUTPUTS);
     let outputs = g.output.iter().filter_map(|o| o.name.clone()).collect();
     Ok(Inferred {
         values,
@@ -837,7 +917,11 @@ fn tensor_of(
     f: Fact,
     folded: &HashSet<String>,
 ) -> std::result::Result<TensorFact, String> {
-    let (Some(dtype), Some(shape), ValueKind::Tensor) = (f.dtype, f.shape, f.kind) else {
+    // A sequence or an optional is described by its element, as the rules
+    // for them expect.
+    let (Some(dtype), Some(shape), ValueKind::Tensor | ValueKind::Sequence | ValueKind::Optional) =
+        (f.dtype, f.shape, f.kind)
+    else {
         return Err(format!("the shape of '{name}' is unknown"));
     };
     Ok(TensorFact {
@@ -848,28 +932,51 @@ fn tensor_of(
     })
 }
 
+/// Whether an engine folds the node away at load time: every input is
+/// known, and its subgraphs (if any) hold nothing that must run.
+fn folds(n: &InferredNode) -> bool {
+    n.is_constant()
+        && n.bodies
+            .iter()
+            .all(|b| matches!(&b.nodes, Ok(nodes) if nodes.iter().all(folds)))
+}
+
 /// The graph the cost stage sees. Nodes an engine folds at load time (all
 /// inputs constant) are left out; nodes whose shapes are unknown are listed
 /// as not analysed, with the reason. Consumes the inference result: nothing
 /// is copied.
 pub fn to_graph(inferred: Inferred) -> ir::Graph {
+    let mut folded_names = HashSet::default();
+    graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names)
+}
+
+/// One graph level: the main graph, or a subgraph whose node names get
+/// `prefix` (`loop/body/`). `folded_names` holds what folded nodes produce,
+/// here and in enclosing graphs.
+fn graph_of(
+    nodes: Vec<InferredNode>,
+    outputs: Vec<String>,
+    prefix: &str,
+    folded_names: &mut HashSet<String>,
+) -> ir::Graph {
     // What folded nodes produce (weights built by ConstantOfShape, say) is
     // a constant of the model too.
-    let folded_outputs: HashSet<String> = inferred
-        .nodes
-        .iter()
-        .filter(|n| n.is_constant())
-        .flat_map(|n| n.outputs.iter().flatten().map(|(name, _)| name.clone()))
-        .collect();
-    let conv = |list: Vec<Option<(String, Fact)>>| -> std::result::Result<Vec<Option<TensorFact>>, String> {
+    for n in nodes.iter().filter(|n| folds(n)) {
+        folded_names.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
+    }
+    let conv = |list: Vec<Option<(String, Fact)>>,
+                folded: &HashSet<String>|
+     -> std::result::Result<Vec<Option<TensorFact>>, String> {
         list.into_iter()
-            .map(|t| t.map(|(name, f)| tensor_of(name, f, &folded_outputs)).transpose())
+            .map(|t| t.map(|(name, f)| tensor_of(name, f, folded)).transpose())
             .collect()
     };
     let mut folded = 0;
-    let mut entries: Vec<(ir::Node, Option<String>)> = Vec::with_capacity(inferred.nodes.len());
-    for n in inferred.nodes {
-        if n.is_constant() {
+    // Per node: the node, why it is not analysed, its bodies and their runs.
+    let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len());
+    let mut rest = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        if folds(&n) {
             folded += 1;
             continue;
         }
@@ -881,8 +988,9 @@ pub fn to_graph(inferred: Inferred) -> ir::Graph {
             attrs: n.attrs,
             inputs: Vec::new(),
             outputs: Vec::new(),
+            bodies: Vec::new(),
         };
-        let reason = match (conv(n.inputs), conv(n.outputs)) {
+        let reason = match (conv(n.inputs, folded_names), conv(n.outputs, folded_names)) {
             (Ok(inputs), Ok(outputs)) => {
                 node.inputs = inputs;
                 node.outputs = outputs;
@@ -890,17 +998,50 @@ pub fn to_graph(inferred: Inferred) -> ir::Graph {
             }
             (Err(reason), _) | (_, Err(reason)) => Some(reason),
         };
-        entries.push((node, reason));
+        plain.push(node);
+        rest.push((reason, n.bodies, n.repeats));
     }
     // Number unnamed nodes in execution order, analysed or not.
-    let (mut plain, reasons): (Vec<ir::Node>, Vec<Option<String>>) = entries.into_iter().unzip();
     ir::name_unnamed(&mut plain);
     let mut graph = ir::Graph {
         folded,
-        outputs: inferred.outputs,
+        outputs,
         ..ir::Graph::default()
     };
-    for (node, reason) in plain.into_iter().zip(reasons) {
+    for (mut node, (reason, bodies, repeats)) in plain.into_iter().zip(rest) {
+        if !prefix.is_empty() {
+            node.name = format!("{prefix}{}", node.name);
+        }
+        // If's branches are alternatives; other bodies run `repeats` times.
+        let alternative = node.op == "If" && node.domain.is_empty();
+        let repeats = repeats.unwrap_or(Dim::Known(1));
+        node.bodies = bodies
+            .into_iter()
+            .map(|b| ir::Body {
+                graph: b.nodes.map(|nodes| {
+                    let inner = format!("{}/{}/", node.name, b.attr);
+                    graph_of(nodes, b.outputs, &inner, folded_names)
+                }),
+                attr: b.attr,
+                repeats: repeats.clone(),
+                alternative,
+            })
+            .collect();
+        // A branch inference did not run: the condition chose the other.
+        if alternative {
+            for attr in ["then_branch", "else_branch"] {
+                if !node.bodies.iter().any(|b| b.attr == attr) {
+                    node.bodies.push(ir::Body {
+                        attr: attr.to_string(),
+                        repeats: Dim::Known(1),
+                        alternative,
+                        graph: Err(
+                            "never runs: the condition is known when the model loads".to_string()
+                        ),
+                    });
+                }
+            }
+        }
         match reason {
             None => graph.nodes.push(node),
             Some(r) => graph.unanalysed.push((node, r)),

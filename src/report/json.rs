@@ -88,6 +88,7 @@ impl Serialize for LayerJ<'_> {
         )?;
         m.serialize_entry("params", &ParamsJ(&l.params))?;
         m.serialize_entry("fused", &l.fused)?;
+        m.serialize_entry("runs", &l.runs)?;
         if let Some(t) = self.time {
             m.serialize_entry("precision", t.precision)?;
             m.serialize_entry("compute_s", &num(t.compute_s))?;
@@ -172,6 +173,19 @@ struct FusionJ<'a> {
 }
 
 #[derive(Serialize)]
+struct SkippedJ<'a> {
+    node: &'a str,
+    branch: &'a str,
+    reason: &'a str,
+    flops: u64,
+    iops: u64,
+    mread: u64,
+    mwrite: u64,
+    mrw: u64,
+    layers: Vec<LayerJ<'a>>,
+}
+
+#[derive(Serialize)]
 struct Doc<'a> {
     layers: Vec<LayerJ<'a>>,
     summary: Vec<SummaryJ<'a>>,
@@ -181,6 +195,9 @@ struct Doc<'a> {
     device: Option<DeviceJ<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     fusions: Vec<FusionJ<'a>>,
+    /// If branches the totals leave out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    skipped_branches: Vec<SkippedJ<'a>>,
 }
 
 fn summary_row<'a>(op: String, t: &Totals) -> SummaryJ<'a> {
@@ -259,6 +276,21 @@ pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
             bandwidth: r.device.bandwidth,
         }),
         fusions: report.fusions.iter().map(|g| fusion(report, g)).collect(),
+        skipped_branches: report
+            .skipped
+            .iter()
+            .map(|b| SkippedJ {
+                node: &b.node,
+                branch: &b.branch,
+                reason: &b.reason,
+                flops: b.totals.flops,
+                iops: b.totals.iops,
+                mread: b.totals.mread,
+                mwrite: b.totals.mwrite,
+                mrw: b.totals.mrw,
+                layers: b.layers.iter().map(|l| LayerJ { l, time: None }).collect(),
+            })
+            .collect(),
     };
     serde_json::to_string_pretty(&doc).expect("the report always serializes") + "\n"
 }

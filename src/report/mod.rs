@@ -100,6 +100,8 @@ pub enum Column {
     Mrw,
     /// Integer operations (quantized layers); shown when a layer has any.
     Iops,
+    /// Runs per model run (a Loop body's layers); shown when one runs more than once.
+    Runs,
     FlopsPct,
     MreadPct,
     MwritePct,
@@ -117,6 +119,7 @@ const COLUMN_NAMES: &[(&str, Column)] = &[
     ("mwrite", Column::Mwrite),
     ("mrw", Column::Mrw),
     ("iops", Column::Iops),
+    ("runs", Column::Runs),
     ("flops%", Column::FlopsPct),
     ("mread%", Column::MreadPct),
     ("mwrite%", Column::MwritePct),
@@ -256,6 +259,7 @@ impl Scaler {
             Column::Mwrite => bytes("MemWrite"),
             Column::Mrw => bytes("MemR+W"),
             Column::Iops => format!("{}IOPs", PREFIXES[self.flops_power]),
+            Column::Runs => "Runs".into(),
             Column::FlopsPct => "FLOPs %".into(),
             Column::MreadPct => "MemRead %".into(),
             Column::MwritePct => "MemWrite %".into(),
@@ -301,6 +305,29 @@ fn shapes(list: &[Option<TensorFact>]) -> String {
         .join(", ")
 }
 
+/// One line per If branch the totals leave out.
+fn skipped_lines(report: &CostReport, s: &Scaler) -> Vec<String> {
+    report
+        .skipped
+        .iter()
+        .map(|b| {
+            let figures = if b.layers.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} layers, {} {}, {} {})",
+                    b.layers.len(),
+                    s.value(b.totals.flops, Column::Flops),
+                    s.header(Column::Flops),
+                    s.value(b.totals.mrw, Column::Mrw),
+                    s.header(Column::Mrw),
+                )
+            };
+            format!("{}/{}{figures}: {}", b.node, b.branch, b.reason)
+        })
+        .collect()
+}
+
 fn is_numeric(c: Column) -> bool {
     !matches!(
         c,
@@ -323,6 +350,13 @@ fn layer_grid(
             .map_or(cols.len(), |i| i + 1);
         cols.insert(at, Column::Iops);
     }
+    if report.layers.iter().any(|l| l.runs != 1) && !cols.contains(&Column::Runs) {
+        let at = cols
+            .iter()
+            .position(|c| *c == Column::Op)
+            .map_or(cols.len(), |i| i + 1);
+        cols.insert(at, Column::Runs);
+    }
     let cols = &cols;
     let cell =
         |c: Column, name: &str, op: &str, t: &Totals, extra: Option<&crate::cost::LayerCost>| {
@@ -335,6 +369,7 @@ fn layer_grid(
                 Column::FlopsPct | Column::MreadPct | Column::MwritePct | Column::MrwPct => {
                     s.percent(metric(t, c), metric(&report.total, c))
                 }
+                Column::Runs => extra.map_or(String::new(), |l| l.runs.to_string()),
                 Column::Inputs => extra.map_or(String::new(), |l| shapes(&l.inputs)),
                 Column::Outputs => extra.map_or(String::new(), |l| shapes(&l.outputs)),
                 Column::Params => extra.map_or(String::new(), |l| {
@@ -559,6 +594,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         grids.push(summary_grid(report, &s));
     }
     let unsupported = unsupported_lines(report);
+    let skipped = skipped_lines(report, &s);
     let mut out = String::new();
     match opts.format {
         Format::Table => {
@@ -574,6 +610,12 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                 );
                 for u in &unsupported {
                     let _ = writeln!(out, "  {u}");
+                }
+            }
+            if !skipped.is_empty() {
+                let _ = writeln!(out, "If branches not counted: {}", skipped.len());
+                for b in &skipped {
+                    let _ = writeln!(out, "  {b}");
                 }
             }
             if let Some(line) = fusion_line(report) {
@@ -594,6 +636,12 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                 let _ = writeln!(out, "### Unsupported operators (not counted)\n");
                 for u in &unsupported {
                     let _ = writeln!(out, "- {u}");
+                }
+            }
+            if !skipped.is_empty() {
+                let _ = writeln!(out, "### If branches not counted\n");
+                for b in &skipped {
+                    let _ = writeln!(out, "- {b}");
                 }
             }
             if let Some(line) = fusion_line(report) {
@@ -622,6 +670,20 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                         "{},{}",
                         csv_field(&u.name),
                         csv_field(&crate::rules::rule::qualified(&u.domain, &u.op))
+                    );
+                }
+            }
+            if !report.skipped.is_empty() {
+                out.push_str("\nskipped_branch,layers,flops,mrw,reason\n");
+                for b in &report.skipped {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},{}",
+                        csv_field(&format!("{}/{}", b.node, b.branch)),
+                        b.layers.len(),
+                        b.totals.flops,
+                        b.totals.mrw,
+                        csv_field(&b.reason)
                     );
                 }
             }

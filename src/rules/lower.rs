@@ -23,12 +23,12 @@ pub enum NameKind {
     Attr,
     /// A `let` name; `counts_elements` when it uses `|X|`.
     Let { counts_elements: bool },
-    /// `fma`, `opset`, `true`, `false`.
+    /// `fma`, `full_attention`, `opset`, `true`, `false`.
     Switch,
 }
 
 /// The switches every formula may use.
-pub const SWITCHES: &[&str] = &["fma", "opset", "true", "false"];
+pub const SWITCHES: &[&str] = &["fma", "opset", "true", "false", "full_attention"];
 
 /// Functions available in formulas: name, min and max argument count, meaning.
 pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[

@@ -58,6 +58,10 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
         "rules/transformer.yaml",
         include_str!("../../rules/transformer.yaml"),
     ),
+    (
+        "rules/control.yaml",
+        include_str!("../../rules/control.yaml"),
+    ),
 ];
 
 /// A built-in pack: a name users pass to `--rules`, what it is for, its files.

@@ -136,6 +136,7 @@ fn latex(e: &Expr, out: &mut String) {
         ExprKind::Str(s) => out.push_str(&format!("\\text{{\"{s}\"}}")),
         ExprKind::Name(n) => match n.as_str() {
             "fma" => out.push_str("\\mathrm{fma}"),
+            "full_attention" => out.push_str("\\mathrm{full\\_attention}"),
             "opset" => out.push_str("\\mathrm{opset}"),
             "true" | "false" => out.push_str(&format!("\\mathrm{{{n}}}")),
             _ => out.push_str(&latex_name(n)),

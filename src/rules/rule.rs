@@ -57,7 +57,7 @@ struct Keys {
     dims: Vec<(String, Arc<str>)>,
     attrs: Vec<Arc<str>>,
     lets: Vec<Arc<str>>,
-    /// fma, opset, true, false
+    /// Keys of [`lower::SWITCHES`], in its order.
     switches: Vec<Arc<str>>,
 }
 
@@ -100,9 +100,10 @@ impl Keys {
                 .map(|a| arc(lower::var_attr(&a.name)))
                 .collect(),
             lets: lets.iter().map(|(n, _)| arc(lower::var_let(n))).collect(),
-            switches: ["fma", "opset", "true", "false"]
+            switches: lower::SWITCHES
+                .iter()
                 .map(|n| arc(lower::var_switch(n)))
-                .to_vec(),
+                .collect(),
         }
     }
 }
@@ -149,6 +150,9 @@ pub struct CostRule {
     /// Integer operations, when the rule has an `iops:` formula.
     pub iops: Option<Formula>,
     pub params: Vec<(String, Formula)>,
+    /// Set when c3 lists this op's layers as unsupported, with the reason,
+    /// instead of counting them.
+    pub unsupported: Option<String>,
     keys: Keys,
 }
 
@@ -502,6 +506,7 @@ impl CostRule {
             mwrite,
             iops,
             params,
+            unsupported: def.unsupported.as_ref().map(|s| s.trim().to_string()),
         })
     }
 
@@ -533,11 +538,70 @@ fn join_patterns(p: &[TensorPat]) -> String {
 pub struct CountOptions {
     /// A multiply-add counts as one FLOP (the default) rather than two.
     pub fma: bool,
+    /// Attention counts every (query, key) pair, masked or not
+    /// (`--attention full`); by default only the unmasked ones.
+    pub full_attention: bool,
+    /// Which If branch the totals count (`--if-branch`).
+    pub branch: BranchChoice,
 }
 
 impl Default for CountOptions {
     fn default() -> Self {
-        Self { fma: true }
+        Self {
+            fma: true,
+            full_attention: false,
+            branch: BranchChoice::Larger,
+        }
+    }
+}
+
+impl CountOptions {
+    /// The defaults with the FMA switch set.
+    pub fn fma(fma: bool) -> Self {
+        Self {
+            fma,
+            ..Self::default()
+        }
+    }
+}
+
+/// Which of an If's two branches the totals count; the other is reported
+/// beside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchChoice {
+    /// The one with more work (FLOPs plus IOPs, then bytes): an upper bound.
+    Larger,
+    Smaller,
+    Then,
+    Else,
+}
+
+impl BranchChoice {
+    /// The value `--if-branch` takes for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BranchChoice::Larger => "larger",
+            BranchChoice::Smaller => "smaller",
+            BranchChoice::Then => "then",
+            BranchChoice::Else => "else",
+        }
+    }
+}
+
+impl std::str::FromStr for BranchChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "larger" => BranchChoice::Larger,
+            "smaller" => BranchChoice::Smaller,
+            "then" => BranchChoice::Then,
+            "else" => BranchChoice::Else,
+            _ => {
+                return Err(format!(
+                    "unknown branch '{s}' (larger, smaller, then, else)"
+                ));
+            }
+        })
     }
 }
 
@@ -896,6 +960,7 @@ impl CostRule {
         env.set(&sw[1], Value::Int(node.opset));
         env.set(&sw[2], Value::Boolean(true));
         env.set(&sw[3], Value::Boolean(false));
+        env.set(&sw[4], Value::Boolean(opts.full_attention));
         self.bind(node, &mut env)?;
 
         for (a, key) in self.attrs.iter().zip(&self.keys.attrs) {

@@ -106,6 +106,10 @@ pub struct RuleDef {
     pub iops: Option<Text>,
     #[serde(default)]
     pub params: OrderedMap<Text>,
+    /// Why layers of this op are listed as unsupported rather than counted
+    /// (an op whose cost is no function of its own node).
+    #[serde(default)]
+    pub unsupported: Option<String>,
 }
 
 /// A rule file: operator name → rule.

@@ -149,6 +149,10 @@ fn with_leading(d: &Dim, shape: &Option<Vec<Dim>>) -> Option<Vec<Dim>> {
     })
 }
 
+/// A Loop's `M` at or above this, with a run-time condition, stands for
+/// "until the condition says stop" (2^31: no real loop runs that often).
+const MAX_PLAUSIBLE_TRIPS: i64 = 1 << 31;
+
 /// The iteration count of a loop as a dimension: `known` when the model fixes
 /// it, otherwise one fresh symbol shared by every scan output.
 fn trip_dim(ctx: &InferCtx, known: Option<SymInt>) -> Result<Dim> {
@@ -318,8 +322,19 @@ fn loop_op(ctx: &mut InferCtx) -> Result<()> {
         cond == Some(true) && m.as_ref().and_then(SymInt::as_int).is_some_and(|m| m >= 1);
     let facts = run_body(ctx, body, &before, &initial, &[], 1, at_least_once)?;
     // The trip count M when the model fixes it: exact unless the condition
-    // stops the loop early, so an upper bound in any case.
-    let trips = trip_dim(ctx, m)?;
+    // stops the loop early, so an upper bound in any case. Exporters write
+    // `while` loops as M = INT64_MAX with a run-time condition: there the
+    // count is data, a fresh symbol.
+    let sentinel = ctx.input(1).is_some()
+        && cond.is_none()
+        && m.as_ref()
+            .and_then(SymInt::as_int)
+            .is_some_and(|m| m >= MAX_PLAUSIBLE_TRIPS);
+    let trips = match cond {
+        Some(false) => Dim::Known(0),
+        _ => trip_dim(ctx, m.filter(|_| !sentinel))?,
+    };
+    ctx.set_repeats(trips.clone());
     let n = initial.len();
     for (i, f) in facts.carried.into_iter().enumerate() {
         ctx.set(i, f);
@@ -404,6 +419,12 @@ fn scan(ctx: &mut InferCtx) -> Result<()> {
         (true, Some(b)) => Some(b),
         (true, None) => Some(ctx.fresh_dim("batch")),
     };
+    // The body runs once per step of the sequence, for each batch entry.
+    let repeats = match &batch {
+        Some(b) => dim(&b.to_symint().mul(&seq.to_symint())?)?,
+        None => seq.clone(),
+    };
+    ctx.set_repeats(repeats);
     let out_axes = ctx.attr_ints("scan_output_axes").unwrap_or_default();
     let mut results = facts.carried;
     for (k, e) in facts.scans.iter().enumerate() {
@@ -633,6 +654,16 @@ fn sequence_map(ctx: &mut InferCtx) -> Result<()> {
         .map(|i| element(&input_or_unknown(ctx, i)))
         .collect();
     let out = ctx.subgraphs.infer(body, &inputs)?;
+    // Once per element: sequence lengths are not tracked, so the count is a
+    // symbol unless a tensor-only call makes it one.
+    let any_sequence =
+        (0..ctx.n_inputs()).any(|i| ctx.input(i).is_some_and(|f| f.kind == ValueKind::Sequence));
+    let repeats = if any_sequence {
+        ctx.fresh_dim("elements")
+    } else {
+        Dim::Known(1)
+    };
+    ctx.set_repeats(repeats);
     for (i, f) in out.iter().enumerate() {
         // A sequence of sequences has no tensor element to describe.
         let f = match f.kind {

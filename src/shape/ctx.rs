@@ -47,6 +47,9 @@ pub struct InferCtx<'a> {
     pub subgraphs: &'a dyn SubgraphInfer,
     pub tensors: &'a dyn TensorDecoder,
     fresh: &'a Cell<u64>,
+    /// How many times the node runs its subgraphs per run of its own
+    /// (Loop's trip count, Scan's sequence length); `None`: once.
+    repeats: Option<Dim>,
 }
 
 pub type Result<T> = std::result::Result<T, ShapeError>;
@@ -78,6 +81,7 @@ impl<'a> InferCtx<'a> {
             subgraphs,
             tensors,
             fresh,
+            repeats: None,
         }
     }
 
@@ -211,9 +215,15 @@ impl<'a> InferCtx<'a> {
         self.outputs.len()
     }
 
-    /// The input facts (handed back to the caller) and the outputs.
-    pub fn into_parts(self) -> (Vec<Option<Fact>>, Vec<Fact>) {
-        (self.inputs, self.outputs)
+    /// The input facts (handed back to the caller), the outputs, and how
+    /// many times the subgraphs run.
+    pub fn into_parts(self) -> (Vec<Option<Fact>>, Vec<Fact>, Option<Dim>) {
+        (self.inputs, self.outputs, self.repeats)
+    }
+
+    /// Says how many times the node's subgraphs run per run of the node.
+    pub fn set_repeats(&mut self, d: Dim) {
+        self.repeats = Some(d);
     }
 
     /// Sets output `i` (ignored when the node has fewer outputs).

@@ -41,6 +41,7 @@ pub fn layer(op: &str) -> Layer {
             attrs: BTreeMap::new(),
             inputs: Vec::new(),
             outputs: Vec::new(),
+            bodies: Vec::new(),
         },
     }
 }
@@ -102,7 +103,7 @@ impl Layer {
         let rule = rules
             .get(&self.node.domain, &self.node.op)
             .unwrap_or_else(|| panic!("no rule for {}", self.node.op));
-        rule.evaluate(&self.node, CountOptions { fma })
+        rule.evaluate(&self.node, CountOptions::fma(fma))
             .unwrap_or_else(|e| panic!("{}: {e}", self.node.op))
     }
 }
