@@ -520,3 +520,37 @@ fn output_file_and_columns() {
     );
     assert_eq!(text.lines().last(), Some("total,3884871583,100.000"));
 }
+
+#[test]
+fn attention_full_counts_the_whole_square() {
+    // Causal self-attention, one head of d = 4 over 3 tokens.
+    let run = |mode: &str| {
+        c3(&[
+            "explain",
+            "Attention",
+            "--attention",
+            mode,
+            "--in",
+            "Q=1x1x3x4",
+            "--in",
+            "K=1x1x3x4",
+            "--in",
+            "V=1x1x3x4",
+            "--in",
+            "Y=1x1x3x4",
+            "--attr",
+            "is_causal=1",
+        ])
+    };
+    // masked: n = 1 + 2 + 3 = 6 pairs over 3 rows,
+    // 6 * 4 + (6 + 18 - 3) + 6 * 4 = 69.
+    let r = run("masked");
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    assert!(r.stdout().contains("  flops  = 69\n"), "{}", r.stdout());
+    // full: n = 3 * 3 = 9 pairs, 9 * 4 + (9 + 27 - 3) + 9 * 4 = 105.
+    let r = run("full");
+    assert!(r.stdout().contains("  flops  = 105\n"), "{}", r.stdout());
+    let r = run("square");
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    assert!(r.stderr().contains("--attention"), "{}", r.stderr());
+}

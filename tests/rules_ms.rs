@@ -222,6 +222,8 @@ fn sparse_attention_counts_dense_causal_as_an_upper_bound() {
     assert_eq!(e.flops, 424);
     // Without FMA: 18 * 7 = 126, 68, 4 * (36 - 4) = 128: 322 per head.
     assert_eq!(l.eval(false).flops, 644);
+    // --attention full: n = 4 * 6 = 24: 96 + (24 + 72 - 4) + 96 = 284 per head.
+    assert_eq!(l.eval_full_attention().flops, 2 * 284);
     assert_eq!(
         (e.mread, e.mwrite),
         (128 + 64 + 64 + 96 + 96 + 8 + 4 + 4 + 4, 128 + 96 + 96)

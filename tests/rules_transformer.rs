@@ -196,6 +196,9 @@ fn attention_3d_causal_with_past_counts_the_unmasked_pairs() {
     // FMA: 34 * 8 + (34 + 102 - 4) + 34 * 8 = 676.
     // No FMA: 34 * 15 + 132 + 8 * (68 - 4) = 1154.
     assert_eq!(flops(&l), (2 * 676, 2 * 1154));
+    // --attention full: every query scores all 10 keys, n = 4 * 10 = 40.
+    // FMA: 40 * 8 + (40 + 120 - 4) + 40 * 8 = 796 per query head.
+    assert_eq!(l.eval_full_attention().flops, 2 * 796);
     let ev = l.eval(true);
     assert_eq!(ev.mread, (64 + 32 + 32 + 48 + 48) * F32);
     assert_eq!(ev.mwrite, (64 + 80 + 80) * F32);
@@ -215,6 +218,8 @@ fn attention_causal_without_past_is_top_left_and_windows_cap_the_keys() {
         .int("is_causal", 1);
     // FMA: 3 * 4 + (3 * 2 + 9 - 2) + 3 * 4 = 37; no FMA: 21 + 13 + 16 = 50.
     assert_eq!(flops(&l), (37, 50));
+    // --attention full: n = 2 * 5 = 10: 40 + (10 * 2 + 30 - 2) + 40 = 128.
+    assert_eq!(l.eval_full_attention().flops, 128);
     // softcap c * tanh(x / c): 3 more per pair when positive; 0.0 is off.
     assert_eq!(l.eval(true).flops, 37);
     let capped = |c: f64| {
@@ -266,6 +271,9 @@ fn attention_with_an_external_cache_aligns_the_queries_on_its_end() {
     // the others see 1 and 2 keys: n = 3 over 2 rows.
     // FMA: 12 + (3 + 9 - 2) + 12 = 34.
     assert_eq!(ext(4, 2).eval(true).flops, 34);
+    // --attention full: no row is skipped, n = 4 * 2 = 8 over 4 rows:
+    // 32 + (8 + 24 - 4) + 32 = 92.
+    assert_eq!(ext(4, 2).eval_full_attention().flops, 92);
 }
 
 #[test]
@@ -361,6 +369,8 @@ fn multi_head_attention_decoding_with_past_and_causal_mask() {
     // n = 5 (the one query sees all 5 keys).
     // FMA: 20 + (5 + 15 - 1) + 20 = 59; no FMA: 35 + 19 + 4 * 9 = 90.
     assert_eq!(flops(&l), (2 * 59, 2 * 90));
+    // Nothing is masked when decoding one token: --attention full agrees.
+    assert_eq!(l.eval_full_attention().flops, 2 * 59);
     let ev = l.eval(true);
     assert_eq!(ev.mread, (8 * 3 + 32 + 32) * F32);
     assert_eq!(ev.mwrite, (8 + 40 + 40) * F32);
@@ -390,6 +400,8 @@ fn group_query_attention_shares_kv_heads_and_counts_causal_pairs() {
     // n = 4 * 10 - 4 * 3 / 2 = 34 pairs per query head, 4 query heads.
     // FMA: 272 + (34 + 102 - 4) + 272 = 676; no FMA: 510 + 132 + 8 * 64 = 1154.
     assert_eq!(flops(&l), (4 * 676, 4 * 1154));
+    // --attention full: n = 4 * 10 = 40: 320 + (40 + 120 - 4) + 320 = 796.
+    assert_eq!(l.eval_full_attention().flops, 4 * 796);
     let ev = l.eval(true);
     // K, V and the caches once each; seqlens_k (one int32) is read.
     assert_eq!(ev.mread, (128 + 64 + 64 + 96 + 96) * F32 + 4);
@@ -453,6 +465,7 @@ fn ms_attention_gpt2_decoding_with_past() {
         .int("unidirectional", 1);
     // Projection 24 * 9 = 216; 2 heads of n = 5: 20 + 19 + 20 = 59.
     assert_eq!(l.eval(true).flops, 216 + 2 * 59);
+    assert_eq!(l.eval_full_attention().flops, 216 + 2 * 59);
     let ev = l.eval(true);
     assert_eq!(param(&ev, "kv_len"), "5");
     assert_eq!(ev.mwrite, (8 + 80) * F32);

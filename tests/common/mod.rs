@@ -100,10 +100,24 @@ impl Layer {
 
     /// Evaluates with the given rule set; panics with the error if it fails.
     pub fn eval_with(&self, rules: &RuleSet, fma: bool) -> Evaluation {
+        self.eval_opts(rules, CountOptions::fma(fma))
+    }
+
+    /// Evaluates with the built-in rules and `--attention full` (FMA on).
+    #[allow(dead_code)] // not every test binary uses it
+    pub fn eval_full_attention(&self) -> Evaluation {
+        let opts = CountOptions {
+            full_attention: true,
+            ..CountOptions::default()
+        };
+        self.eval_opts(builtin(), opts)
+    }
+
+    fn eval_opts(&self, rules: &RuleSet, opts: CountOptions) -> Evaluation {
         let rule = rules
             .get(&self.node.domain, &self.node.op)
             .unwrap_or_else(|| panic!("no rule for {}", self.node.op));
-        rule.evaluate(&self.node, CountOptions::fma(fma))
+        rule.evaluate(&self.node, opts)
             .unwrap_or_else(|e| panic!("{}: {e}", self.node.op))
     }
 }
