@@ -251,28 +251,6 @@ fn parse_dims(list: &[String]) -> Result<BTreeMap<String, i64>> {
     Ok(out)
 }
 
-/// Replaces bound symbols by their values in every tensor of the graph.
-fn bind_dims(graph: &mut Graph, dims: &BTreeMap<String, i64>) {
-    if dims.is_empty() {
-        return;
-    }
-    graph.for_each_node_mut(&mut |node| {
-        for t in node
-            .inputs
-            .iter_mut()
-            .chain(node.outputs.iter_mut())
-            .flatten()
-        {
-            for d in &mut t.shape {
-                *d = d.bind(dims);
-            }
-        }
-        for b in &mut node.bodies {
-            b.repeats = b.repeats.bind(dims);
-        }
-    });
-}
-
 fn report_options(a: &EstimateArgs) -> Result<ReportOptions> {
     let format = match &a.format {
         Some(f) => f.parse::<Format>().map_err(Error::Usage)?,
@@ -352,7 +330,7 @@ pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
     } else {
         crate::onnx::infer::to_graph(infer_model(a, true)?.1)
     };
-    bind_dims(&mut graph, &parse_dims(&a.dims)?);
+    graph.bind(&parse_dims(&a.dims)?);
     Ok(graph)
 }
 

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::fusion::FusedGroup;
-use crate::ir::{Dim, Graph, Node, TensorFact};
+use crate::ir::{Assumed, Dim, Graph, Node, TensorFact};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};
 
@@ -117,6 +117,8 @@ pub struct CostReport {
     pub fusions: Vec<crate::fusion::FusedGroup>,
     /// If branches not counted in the totals.
     pub skipped: Vec<SkippedBranch>,
+    /// Data-dependent sizes taken at their upper bounds.
+    pub assumed: Vec<Assumed>,
 }
 
 /// What the walk over nested graphs collects besides the layers.
@@ -160,6 +162,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         unsupported: acc.unsupported,
         fusions,
         skipped: acc.skipped,
+        assumed: graph.assumed.clone(),
     })
 }
 
@@ -218,6 +221,23 @@ fn cost_graph(
             });
             continue;
         }
+        // Subgraphs that run an unknown number of times, or whose sizes change
+        // at run time, cannot be counted: the node is listed instead.
+        let unknown = unbound_in_bodies(node);
+        if !unknown.is_empty() {
+            let flags: Vec<String> = unknown.iter().map(|n| format!("--dim {n}=N")).collect();
+            acc.unsupported.push(Unsupported {
+                name: node.name.clone(),
+                op: node.op.clone(),
+                domain: node.domain.clone(),
+                reason: format!(
+                    "its subgraphs run a number of times or on sizes only known at run time ({}); bind them with {}",
+                    unknown.join(", "),
+                    flags.join(" ")
+                ),
+            });
+            continue;
+        }
         let mut layer = cost_of(node, rule, opts)?;
         if !node.bodies.is_empty() {
             let (layers, groups) = cost_bodies(node, &mut layer, rules, opts, acc)?;
@@ -271,15 +291,36 @@ fn cost_graph(
     Ok((layers, groups))
 }
 
+/// The symbols left in a node's subgraphs: their run counts and their
+/// tensors' sizes, nested subgraphs included.
+fn unbound_in_bodies(node: &Node) -> Vec<String> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut add = |d: &Dim| {
+        if let Dim::Sym(s) = d {
+            found.extend(s.symbols());
+        }
+    };
+    for b in &node.bodies {
+        add(&b.repeats);
+        let Ok(g) = &b.graph else { continue };
+        g.for_each_node(&mut |n| {
+            for t in n.inputs.iter().chain(&n.outputs).flatten() {
+                t.shape.iter().for_each(&mut add);
+            }
+            n.bodies.iter().for_each(|b| add(&b.repeats));
+        });
+    }
+    found.into_iter().collect()
+}
+
 /// Names a node's subgraphs read from enclosing graphs (and their own, which
 /// do no harm here).
 fn captured_names(node: &Node, out: &mut Vec<String>) {
     for b in &node.bodies {
         let Ok(g) = &b.graph else { continue };
-        for n in g.nodes.iter().chain(g.unanalysed.iter().map(|(n, _)| n)) {
+        g.for_each_node(&mut |n| {
             out.extend(n.inputs.iter().flatten().filter_map(|t| t.name.clone()));
-            captured_names(n, out);
-        }
+        });
     }
 }
 
@@ -323,18 +364,8 @@ fn cost_bodies(
                 continue;
             }
         };
-        let runs = match &b.repeats {
-            Dim::Known(n) => *n,
-            Dim::Sym(s) => {
-                let flags: Vec<String> =
-                    s.symbols().iter().map(|n| format!("--dim {n}=N")).collect();
-                return Err(layer_error(format!(
-                    "its {} runs '{s}' times, a number only known at run time; bind it with {}",
-                    b.attr,
-                    flags.join(" ")
-                )));
-            }
-        };
+        // Symbolic counts were ruled out by `unbound_in_bodies`.
+        let runs = b.repeats.known().unwrap_or(0);
         let (mut layers, mut groups) = cost_graph(g, rules, opts, acc)?;
         for l in &mut layers {
             repeat(l, runs).ok_or_else(|| {

@@ -336,6 +336,27 @@ pub struct Graph {
     pub folded: usize,
     /// Names of the graph's outputs (they must be written, fused or not).
     pub outputs: Vec<String>,
+    /// Upper bounds of the data-dependent sizes (symbols) in the graph.
+    pub bounds: BTreeMap<String, Bound>,
+    /// The sizes [`Graph::bind`] took at their upper bound.
+    pub assumed: Vec<Assumed>,
+}
+
+/// An upper bound of a size only known at run time, and the op that makes
+/// the size (NonMaxSuppression selects at most what its inputs allow).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bound {
+    pub at_most: SymInt,
+    pub op: String,
+}
+
+/// A data-dependent size that costs take at its upper bound, nothing else
+/// having bound it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assumed {
+    pub symbol: String,
+    pub value: u64,
+    pub op: String,
 }
 
 /// The newest `ai.onnx` opset c3 knows; used when a trace names none.
@@ -357,6 +378,19 @@ pub fn name_unnamed(nodes: &mut [Node]) {
 impl Graph {
     /// Calls `f` on every node, those inside subgraphs and those not
     /// analysed included; a node before its bodies' nodes.
+    pub fn for_each_node(&self, f: &mut impl FnMut(&Node)) {
+        let unanalysed = self.unanalysed.iter().map(|(n, _)| n);
+        for node in self.nodes.iter().chain(unanalysed) {
+            f(node);
+            for b in &node.bodies {
+                if let Ok(g) = &b.graph {
+                    g.for_each_node(f);
+                }
+            }
+        }
+    }
+
+    /// [`Graph::for_each_node`], with each node mutable.
     pub fn for_each_node_mut(&mut self, f: &mut impl FnMut(&mut Node)) {
         let unanalysed = self.unanalysed.iter_mut().map(|(n, _)| n);
         for node in self.nodes.iter_mut().chain(unanalysed) {
@@ -367,6 +401,62 @@ impl Graph {
                 }
             }
         }
+    }
+
+    /// Replaces symbols by values: those given (`--dim`), then each
+    /// data-dependent size nothing gave at its upper bound (recorded in
+    /// `assumed`). Symbols without either stay.
+    pub fn bind(&mut self, given: &BTreeMap<String, i64>) {
+        if given.is_empty() && self.bounds.is_empty() {
+            return;
+        }
+        let mut present = std::collections::BTreeSet::new();
+        self.for_each_node(&mut |node| {
+            let dims = node
+                .inputs
+                .iter()
+                .chain(&node.outputs)
+                .flatten()
+                .flat_map(|t| &t.shape)
+                .chain(node.bodies.iter().map(|b| &b.repeats));
+            for d in dims {
+                if let Dim::Sym(s) = d {
+                    present.extend(s.symbols());
+                }
+            }
+        });
+        let mut values = given.clone();
+        for (name, b) in &self.bounds {
+            if !present.contains(name) || given.contains_key(name) {
+                continue;
+            }
+            if let Some(v) = b.at_most.bind(given).as_int().filter(|v| *v >= 0) {
+                values.insert(name.clone(), v);
+                self.assumed.push(Assumed {
+                    symbol: name.clone(),
+                    value: v as u64,
+                    op: b.op.clone(),
+                });
+            }
+        }
+        if values.is_empty() {
+            return;
+        }
+        self.for_each_node_mut(&mut |node| {
+            for t in node
+                .inputs
+                .iter_mut()
+                .chain(node.outputs.iter_mut())
+                .flatten()
+            {
+                for d in &mut t.shape {
+                    *d = d.bind(&values);
+                }
+            }
+            for b in &mut node.bodies {
+                b.repeats = b.repeats.bind(&values);
+            }
+        });
     }
 
     /// What-if precisions: every floating-point constant tensor (weights)

@@ -129,7 +129,9 @@ fn cost_with(m: &ModelProto, opts: CountOptions, dims: &[(&str, i64)]) -> CostRe
         ..Default::default()
     };
     let inferred = c3::onnx::infer::infer(&loaded, &infer_opts).expect("shapes are inferred");
-    let graph = c3::onnx::infer::to_graph(inferred);
+    let mut graph = c3::onnx::infer::to_graph(inferred);
+    // As `c3 estimate` does: --dim values, then upper bounds for the rest.
+    graph.bind(&infer_opts.dims);
     let rules = RuleSet::builtin().unwrap();
     estimate(&graph, &rules, opts).expect("the model is costed")
 }
@@ -266,20 +268,29 @@ fn fma_off_doubles_the_body_multiply_adds() {
 }
 
 #[test]
-fn a_loop_whose_count_is_data_needs_it_bound() {
-    // No M and a run-time condition: the count is a symbol c3 names.
+fn a_loop_whose_count_is_data_is_listed_until_it_is_bound() {
+    // No M and a run-time condition: the count is a symbol c3 names; the
+    // Loop is listed as not counted (a warning; --strict fails).
     let m = loop_model("", "go", vec![], vec![typed("go", BOOL, &[])]);
-    let (code, _, err) = c3_on(&m, "while", &["estimate", "--format", "json"]);
-    assert_eq!(code, 2, "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("Loop-1"), "{err}");
-    let symbol = err
+    let (code, out, err) = c3_on(&m, "while", &["estimate", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("Loop (1)"), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["total"]["flops"], 0);
+    let reason = json["unsupported"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(json["unsupported"][0]["name"], "Loop-1");
+    let symbol = reason
         .split("--dim ")
         .nth(1)
         .and_then(|s| s.split('=').next())
-        .expect("the error says which symbol to bind")
+        .expect("the reason says which symbol to bind")
         .to_string();
-    assert!(symbol.starts_with("iterations_"), "{err}");
+    assert!(symbol.starts_with("iterations_"), "{reason}");
+    let (code, _, err) = c3_on(&m, "while", &["estimate", "--strict"]);
+    assert_eq!(code, 3, "{err}");
     let bind = format!("{symbol}=7");
     let (code, out, err) = c3_on(
         &m,
@@ -308,9 +319,13 @@ fn an_exporter_while_loop_is_not_counted_int64_max_times() {
         vec![scalar("M", INT64, i64::MAX)],
         vec![typed("go", BOOL, &[])],
     );
-    let (code, _, err) = c3_on(&m, "int64max", &["estimate"]);
-    assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--dim iterations_"), "{err}");
+    let r = cost(&m);
+    assert_eq!(r.total.flops, 0);
+    assert!(
+        r.unsupported[0].reason.contains("--dim iterations_"),
+        "{}",
+        r.unsupported[0].reason
+    );
     // With M small and the same condition, M is the bound that is counted.
     let m = loop_model(
         "M",
@@ -556,4 +571,80 @@ fn every_operator_with_a_rule_has_its_doc_and_control_flow_is_covered() {
     // Gradient's cost is the backward graph's: listed, with the reason.
     let g = rules.get("ai.onnx.preview.training", "Gradient").unwrap();
     assert!(g.unsupported.as_deref().unwrap().contains("backward pass"));
+}
+
+/// A detection head's post-processing: NonMaxSuppression over 1,000 boxes
+/// and 80 classes keeping at most `keep` per class, then a Gather of the
+/// kept boxes by the selected indices.
+fn nms_model(keep: Option<i64>) -> ModelProto {
+    let mut inputs = vec!["boxes", "scores"];
+    let mut initializer = vec![scalar("two", INT64, 2), weights("scale", &[4])];
+    if let Some(k) = keep {
+        inputs.push("keep");
+        initializer.push(TensorProto {
+            name: Some("keep".into()),
+            dims: vec![1],
+            data_type: Some(INT64),
+            raw_data: Some(k.to_le_bytes().to_vec().into()),
+            ..Default::default()
+        });
+    }
+    let mut squeeze_axes = scalar("zero", INT64, 0);
+    squeeze_axes.dims = vec![1];
+    initializer.push(squeeze_axes);
+    model(GraphProto {
+        node: vec![
+            node("NonMaxSuppression", &inputs, &["sel"]),
+            with_int(node("Gather", &["sel", "two"], &["idx"]), "axis", 1),
+            node("Squeeze", &["boxes", "zero"], &["b2"]),
+            node("Gather", &["b2", "idx"], &["picked"]),
+            node("Mul", &["picked", "scale"], &["out"]),
+        ],
+        initializer,
+        input: vec![
+            float("boxes", &[1, 1000, 4]),
+            float("scores", &[1, 80, 1000]),
+        ],
+        output: vec![untyped("out")],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn data_dependent_sizes_take_their_upper_bound() {
+    let r = cost(&nms_model(Some(50)));
+    // At most batch * classes * min(keep, boxes) = 1 * 80 * 50 = 4,000
+    // boxes are selected; the Mul scales 4,000 boxes of 4 coordinates.
+    assert_eq!(r.assumed.len(), 1);
+    assert_eq!(r.assumed[0].value, 4000);
+    assert_eq!(r.assumed[0].op, "NonMaxSuppression");
+    assert_eq!(layer(&r, "Mul-1").flops, 4000 * 4);
+    // The selected indices: 4,000 int64 triples written.
+    assert_eq!(layer(&r, "NonMaxSuppression-1").mwrite, 4000 * 3 * 8);
+    // Without max_output_boxes_per_class nothing is selected (its default
+    // is 0): the size is known, no bound is needed.
+    let r = cost(&nms_model(None));
+    assert!(r.assumed.is_empty());
+    assert_eq!(layer(&r, "Mul-1").flops, 0);
+    // --dim overrides the bound.
+    let symbol = {
+        let r = cost(&nms_model(Some(50)));
+        r.assumed[0].symbol.clone()
+    };
+    let r = cost_with(
+        &nms_model(Some(50)),
+        CountOptions::default(),
+        &[(&symbol, 10)],
+    );
+    assert!(r.assumed.is_empty());
+    assert_eq!(layer(&r, "Mul-1").flops, 10 * 4);
+    // The report says what it assumed.
+    let (code, out, err) = c3_on(&nms_model(Some(50)), "nms", &["estimate", "--format", "md"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "taken at their upper bounds (--dim NAME=N sets them): nms_1 = 4000 (NonMaxSuppression)"
+        ),
+        "{out}"
+    );
 }

@@ -14,7 +14,7 @@ use super::proto::{
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
 use crate::error::{Error, Result};
 use crate::ir::{self, AttrValue, DType, Dim, TensorFact};
-use crate::shape::ctx::{SubgraphInfer, TensorDecoder};
+use crate::shape::ctx::{SubgraphInfer, Symbols, TensorDecoder};
 use crate::shape::fact::ConstantData;
 use crate::shape::{Fact, InferCtx, ShapeError, TensorValue, ValueKind, registry};
 
@@ -81,6 +81,8 @@ pub struct Inferred {
     pub nodes: Vec<InferredNode>,
     /// The main graph's output names.
     pub outputs: Vec<String>,
+    /// Upper bounds of the data-dependent sizes inference made up.
+    pub bounds: BTreeMap<String, ir::Bound>,
 }
 
 /// An initializer (or Constant tensor) whose data is read only when needed.
@@ -145,7 +147,7 @@ struct Walker<'m> {
     model: &'m OnnxModel,
     functions: HashMap<(String, String), &'m FunctionProto>,
     opts: &'m InferOptions,
-    fresh: Cell<u64>,
+    symbols: Symbols,
     /// Nodes inferred so far, subgraph runs included (bounded by [`MAX_NODE_VISITS`]).
     visits: Cell<u64>,
     /// The first limit the model ran into. Kept here so that no caller (an
@@ -305,12 +307,6 @@ impl<'m> Walker<'m> {
         message
     }
 
-    fn fresh_symbol(&self, hint: &str) -> Dim {
-        let n = self.fresh.get() + 1;
-        self.fresh.set(n);
-        Dim::symbol(format!("{hint}_{n}"))
-    }
-
     fn declared(&self, t: Option<&TypeProto>, top: bool, name: &str) -> Fact {
         let Some(t) = t else { return Fact::unknown() };
         let (kind, tt) = if let Some(tt) = &t.tensor_type {
@@ -344,7 +340,7 @@ impl<'m> Walker<'m> {
                         Some(&v) if top => Dim::Known(v as u64),
                         _ => Dim::symbol(p),
                     },
-                    _ => self.fresh_symbol("unk"),
+                    _ => self.symbols.fresh("unk"),
                 })
                 .collect::<Vec<_>>()
         });
@@ -477,7 +473,7 @@ impl<'m> Walker<'m> {
                 n.output.len(),
                 &sub,
                 &sub,
-                &self.fresh,
+                &self.symbols,
             );
             infer(&mut ctx).map_err(|e| e.0)?;
             let (back, out, times) = ctx.into_parts();
@@ -851,7 +847,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         model,
         functions,
         opts,
-        fresh: Cell::new(0),
+        symbols: Symbols::default(),
         visits: Cell::new(0),
         limit: RefCell::new(None),
     };
@@ -905,6 +901,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         values,
         nodes,
         outputs,
+        bounds: walker.symbols.into_bounds(),
     })
 }
 
@@ -947,7 +944,9 @@ fn folds(n: &InferredNode) -> bool {
 /// is copied.
 pub fn to_graph(inferred: Inferred) -> ir::Graph {
     let mut folded_names = HashSet::default();
-    graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names)
+    let mut graph = graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names);
+    graph.bounds = inferred.bounds;
+    graph
 }
 
 /// One graph level: the main graph, or a subgraph whose node names get

@@ -198,6 +198,16 @@ struct Doc<'a> {
     /// If branches the totals leave out.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     skipped_branches: Vec<SkippedJ<'a>>,
+    /// Data-dependent sizes taken at their upper bounds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    assumed: Vec<AssumedJ<'a>>,
+}
+
+#[derive(Serialize)]
+struct AssumedJ<'a> {
+    symbol: &'a str,
+    value: u64,
+    op: &'a str,
 }
 
 fn summary_row<'a>(op: String, t: &Totals) -> SummaryJ<'a> {
@@ -289,6 +299,15 @@ pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
                 mwrite: b.totals.mwrite,
                 mrw: b.totals.mrw,
                 layers: b.layers.iter().map(|l| LayerJ { l, time: None }).collect(),
+            })
+            .collect(),
+        assumed: report
+            .assumed
+            .iter()
+            .map(|a| AssumedJ {
+                symbol: &a.symbol,
+                value: a.value,
+                op: &a.op,
             })
             .collect(),
     };

@@ -305,6 +305,22 @@ fn shapes(list: &[Option<TensorFact>]) -> String {
         .join(", ")
 }
 
+/// The data-dependent sizes costs took at their upper bounds, on one line.
+fn assumed_line(report: &CostReport) -> Option<String> {
+    if report.assumed.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = report
+        .assumed
+        .iter()
+        .map(|a| format!("{} = {} ({})", a.symbol, a.value, a.op))
+        .collect();
+    Some(format!(
+        "Sizes only known at run time, taken at their upper bounds (--dim NAME=N sets them): {}",
+        list.join(", ")
+    ))
+}
+
 /// One line per If branch the totals leave out.
 fn skipped_lines(report: &CostReport, s: &Scaler) -> Vec<String> {
     report
@@ -618,6 +634,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                     let _ = writeln!(out, "  {b}");
                 }
             }
+            if let Some(line) = assumed_line(report) {
+                let _ = writeln!(out, "{line}");
+            }
             if let Some(line) = fusion_line(report) {
                 let _ = writeln!(out, "{line}");
             }
@@ -643,6 +662,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                 for b in &skipped {
                     let _ = writeln!(out, "- {b}");
                 }
+            }
+            if let Some(line) = assumed_line(report) {
+                let _ = writeln!(out, "\n{line}");
             }
             if let Some(line) = fusion_line(report) {
                 let _ = writeln!(out, "\n{line}");
@@ -670,6 +692,18 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                         "{},{}",
                         csv_field(&u.name),
                         csv_field(&crate::rules::rule::qualified(&u.domain, &u.op))
+                    );
+                }
+            }
+            if !report.assumed.is_empty() {
+                out.push_str("\nassumed_size,value,op\n");
+                for a in &report.assumed {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{}",
+                        csv_field(&a.symbol),
+                        a.value,
+                        csv_field(&a.op)
                     );
                 }
             }

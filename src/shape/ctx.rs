@@ -1,12 +1,13 @@
 //! The view a shape function has of one node: its input facts, attributes
 //! (with typed getters), opset, and the outputs it fills in.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use crate::dim::SymInt;
-use crate::ir::{DType, Dim};
+use crate::ir::{Bound, DType, Dim};
 use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
 
 /// Why a node's shapes cannot be inferred (an inconsistent model).
@@ -22,6 +23,44 @@ impl fmt::Display for ShapeError {
 impl From<crate::dim::Overflow> for ShapeError {
     fn from(_: crate::dim::Overflow) -> Self {
         ShapeError("dimension arithmetic overflows 64 bits".into())
+    }
+}
+
+/// The symbols inference makes up for sizes only known at run time, and
+/// the upper bounds known for some of them (NonMaxSuppression selects at
+/// most what its attributes allow, NonZero at most every element).
+#[derive(Debug, Default)]
+pub struct Symbols {
+    count: Cell<u64>,
+    bounds: RefCell<BTreeMap<String, Bound>>,
+}
+
+impl Symbols {
+    /// A new symbol `hint_N`.
+    pub fn fresh(&self, hint: &str) -> Dim {
+        let n = self.count.get() + 1;
+        self.count.set(n);
+        Dim::symbol(format!("{hint}_{n}"))
+    }
+
+    /// A new symbol known to be at most `at_most`.
+    pub fn bounded(&self, hint: &str, at_most: SymInt, op: &str) -> Dim {
+        let d = self.fresh(hint);
+        if let Dim::Sym(s) = &d {
+            self.bounds.borrow_mut().insert(
+                s.to_string(),
+                Bound {
+                    at_most,
+                    op: op.to_string(),
+                },
+            );
+        }
+        d
+    }
+
+    /// Every bound recorded, by symbol name.
+    pub fn into_bounds(self) -> BTreeMap<String, Bound> {
+        self.bounds.into_inner()
     }
 }
 
@@ -46,7 +85,7 @@ pub struct InferCtx<'a> {
     pub outputs: Vec<Fact>,
     pub subgraphs: &'a dyn SubgraphInfer,
     pub tensors: &'a dyn TensorDecoder,
-    fresh: &'a Cell<u64>,
+    symbols: &'a Symbols,
     /// How many times the node runs its subgraphs per run of its own
     /// (Loop's trip count, Scan's sequence length); `None`: once.
     repeats: Option<Dim>,
@@ -69,7 +108,7 @@ impl<'a> InferCtx<'a> {
         n_outputs: usize,
         subgraphs: &'a dyn SubgraphInfer,
         tensors: &'a dyn TensorDecoder,
-        fresh: &'a Cell<u64>,
+        symbols: &'a Symbols,
     ) -> Self {
         Self {
             op,
@@ -80,16 +119,23 @@ impl<'a> InferCtx<'a> {
             outputs: vec![Fact::unknown(); n_outputs],
             subgraphs,
             tensors,
-            fresh,
+            symbols,
             repeats: None,
         }
     }
 
     /// A new symbol for a size only known at run time (NonZero's count...).
     pub fn fresh_dim(&self, hint: &str) -> Dim {
-        let n = self.fresh.get() + 1;
-        self.fresh.set(n);
-        Dim::symbol(format!("{hint}_{n}"))
+        self.symbols.fresh(hint)
+    }
+
+    /// A new symbol for a size only known at run time that cannot exceed
+    /// `at_most` (costs take the bound when nothing else binds it).
+    pub fn bounded_dim(&self, hint: &str, at_most: SymInt) -> Dim {
+        match at_most.as_int() {
+            Some(0) => Dim::Known(0),
+            _ => self.symbols.bounded(hint, at_most, self.op),
+        }
     }
 
     // ------------------------------------------------------------ inputs
@@ -355,7 +401,7 @@ pub fn run_op(
 ) -> Result<Vec<Fact>> {
     let f = super::registry(domain, op)
         .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
-    let fresh = Cell::new(0);
+    let symbols = Symbols::default();
     let mut ctx = InferCtx::new(
         op,
         domain,
@@ -365,7 +411,7 @@ pub fn run_op(
         n_outputs,
         &NoSubgraphs,
         &NoSubgraphs,
-        &fresh,
+        &symbols,
     );
     f(&mut ctx)?;
     Ok(ctx.outputs)

@@ -410,7 +410,11 @@ fn top_k(ctx: &mut InferCtx) -> Result<()> {
     let mut shape = None;
     if let Some(s) = ctx.shape(0) {
         let a = axis(ctx.attr_int_or("axis", -1), s.len())?;
-        let kd = dim_or_fresh(ctx, k.as_ref(), "topk")?;
+        // k read from data is at most the axis size.
+        let kd = match &k {
+            Some(k) => dim(k)?,
+            None => ctx.bounded_dim("topk", s[a].to_symint()),
+        };
         let mut s = s.clone();
         if let Some(slot) = s.get_mut(a) {
             if let (Some(k), Some(n)) = (kd.known(), slot.known())
@@ -437,7 +441,11 @@ fn non_zero(ctx: &mut InferCtx) -> Result<()> {
     };
     let rank = s.len() as u64;
     let Some((dims, data)) = shaped_data(ctx, 0) else {
-        let n = ctx.fresh_dim("nonzero");
+        // At most every element is non-zero.
+        let n = match x.elements() {
+            Some(all) => ctx.bounded_dim("nonzero", all),
+            None => ctx.fresh_dim("nonzero"),
+        };
         ctx.set(0, Fact::new(DType::Int64, vec![Dim::Known(rank), n]));
         return Ok(());
     };
@@ -497,9 +505,16 @@ fn unique(ctx: &mut InferCtx) -> Result<()> {
         (Some(_), None) => None,
         (None, _) => Some(None),
     };
-    let u = match ax.and_then(|a| distinct_count(ctx, a)) {
-        Some(n) => Dim::Known(n),
-        None => ctx.fresh_dim("unique"),
+    // At most every element (or slice along the axis) is distinct.
+    let all = match (ax, &x.shape) {
+        (Some(None), _) => x.elements(),
+        (Some(Some(a)), Some(s)) => s.get(a).map(Dim::to_symint),
+        _ => None,
+    };
+    let u = match (ax.and_then(|a| distinct_count(ctx, a)), all) {
+        (Some(n), _) => Dim::Known(n),
+        (None, Some(all)) => ctx.bounded_dim("unique", all),
+        (None, None) => ctx.fresh_dim("unique"),
     };
     let (y, inverse) = match (ax, &x.shape) {
         (Some(None), _) => {
@@ -547,7 +562,17 @@ fn compress(ctx: &mut InferCtx) -> Result<()> {
         let take = limit.map_or(c.len(), |l| c.len().min(l as usize));
         c.iter().take(take).filter(|e| is_nonzero(e)).count() as u64
     });
-    let n = count.map_or_else(|| ctx.fresh_dim("compress"), Dim::Known);
+    // At most every entry the condition covers is kept.
+    let covered = ctx.shape(1).and_then(|s| s.first()).and_then(Dim::known);
+    let at_most = match (limit, covered) {
+        (Some(l), Some(c)) => Some(l.min(c)),
+        (l, c) => l.or(c),
+    };
+    let n = match (count, at_most) {
+        (Some(n), _) => Dim::Known(n),
+        (None, Some(m)) => ctx.bounded_dim("compress", SymInt::Int(m as i64)),
+        (None, None) => ctx.fresh_dim("compress"),
+    };
     let shape = match ax {
         None => Some(vec![n]),
         Some(a) => x.shape.map(|mut s| {
@@ -562,9 +587,30 @@ fn compress(ctx: &mut InferCtx) -> Result<()> {
 }
 
 /// NonMaxSuppression: `[selected, 3]` int64 triples; how many are selected
-/// depends on the boxes.
+/// depends on the boxes, but never more than `max_output_boxes_per_class`
+/// (absent: 0) or the boxes there are, per batch entry and class.
 fn non_max_suppression(ctx: &mut InferCtx) -> Result<()> {
-    let n = ctx.fresh_dim("nms");
+    let dims = |i: usize, k: usize| ctx.shape(i).and_then(|s| s.get(k)).map(Dim::to_symint);
+    let (batch, classes, boxes) = (dims(1, 0), dims(1, 1), dims(0, 1));
+    let per_class = match ctx.input(2) {
+        None => Some(SymInt::Int(0)),
+        Some(_) => scalar(ctx, 2),
+    };
+    let at_most = match (batch, classes, boxes) {
+        (Some(b), Some(c), Some(s)) => {
+            let each = match (per_class.as_ref().and_then(SymInt::as_int), s.as_int()) {
+                (Some(m), Some(n)) => SymInt::Int(m.clamp(0, n)),
+                (Some(m), None) => SymInt::Int(m.max(0)),
+                (None, _) => s,
+            };
+            Some(b.mul(&c)?.mul(&each)?)
+        }
+        _ => None,
+    };
+    let n = match at_most {
+        Some(m) => ctx.bounded_dim("nms", m),
+        None => ctx.fresh_dim("nms"),
+    };
     ctx.set(0, Fact::new(DType::Int64, vec![n, Dim::Known(3)]));
     Ok(())
 }
