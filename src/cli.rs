@@ -319,7 +319,8 @@ fn infer_model(
 
 /// Reads the model or trace into the graph the cost stage sees.
 pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
-    let mut graph = if is_trace(&a.model)? {
+    let trace = is_trace(&a.model)?;
+    let mut graph = if trace {
         if !a.inputs.is_empty() {
             return Err(Error::Usage(
                 "--input applies to ONNX models, not traces".into(),
@@ -331,6 +332,23 @@ pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
         crate::onnx::infer::to_graph(infer_model(a, true)?.1)
     };
     graph.bind(&parse_dims(&a.dims)?);
+    let unbound = graph.unbound_symbols();
+    if !unbound.is_empty() {
+        let flags: Vec<String> = unbound.iter().map(|s| format!("--dim {s}=N")).collect();
+        let or_input = if trace {
+            ""
+        } else {
+            " (or give an input's shape with --input NAME=1x3x224x224)"
+        };
+        return Err(Error::Input {
+            path: a.model.clone(),
+            message: format!(
+                "sizes unknown until bound: {}; bind them with {}{or_input}",
+                unbound.join(", "),
+                flags.join(" ")
+            ),
+        });
+    }
     Ok(graph)
 }
 
@@ -405,7 +423,7 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
             });
         }
         eprintln!(
-            "warning: {} layer(s) have no cost rule and are not counted: {}",
+            "warning: {} layer(s) are not counted (see the unsupported list): {}",
             report.unsupported.len(),
             ops.join(", ")
         );

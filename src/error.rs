@@ -62,7 +62,7 @@ pub enum Error {
     },
     /// Operators without a rule, under `--strict`.
     #[error(
-        "{count} layer(s) have no cost rule ({ops}); drop --strict to report them as unsupported"
+        "{count} layer(s) are not counted ({ops}); drop --strict to report them as unsupported"
     )]
     Unsupported { count: usize, ops: String },
     /// Bad arguments.

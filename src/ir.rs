@@ -340,6 +340,9 @@ pub struct Graph {
     pub bounds: BTreeMap<String, Bound>,
     /// The sizes [`Graph::bind`] took at their upper bound.
     pub assumed: Vec<Assumed>,
+    /// The symbols in the model inputs' shapes not bound yet: binding them
+    /// settles most of the others.
+    pub input_symbols: Vec<String>,
 }
 
 /// An upper bound of a size only known at run time, and the op that makes
@@ -407,6 +410,7 @@ impl Graph {
     /// data-dependent size nothing gave at its upper bound (recorded in
     /// `assumed`). Symbols without either stay.
     pub fn bind(&mut self, given: &BTreeMap<String, i64>) {
+        self.input_symbols.retain(|s| !given.contains_key(s));
         if given.is_empty() && self.bounds.is_empty() {
             return;
         }
@@ -457,6 +461,28 @@ impl Graph {
                 b.repeats = b.repeats.bind(&values);
             }
         });
+    }
+
+    /// The symbols left in the tensors of the graph's own layers (those in
+    /// subgraphs are the subgraph's node's concern), in name order; when
+    /// the model inputs' sizes are not all bound, those (the others follow
+    /// from them).
+    pub fn unbound_symbols(&self) -> Vec<String> {
+        let mut found = std::collections::BTreeSet::new();
+        for node in &self.nodes {
+            for t in node.inputs.iter().chain(&node.outputs).flatten() {
+                for d in &t.shape {
+                    if let Dim::Sym(s) = d {
+                        found.extend(s.symbols());
+                    }
+                }
+            }
+        }
+        if found.is_empty() || self.input_symbols.is_empty() {
+            found.into_iter().collect()
+        } else {
+            self.input_symbols.clone()
+        }
     }
 
     /// What-if precisions: every floating-point constant tensor (weights)

@@ -408,8 +408,9 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
     let r = c3(&["estimate", t, "--format", "json"]);
     assert_eq!(r.code(), 0);
     assert!(
-        r.stderr()
-            .contains("warning: 1 layer(s) have no cost rule and are not counted: FancyOp (1)")
+        r.stderr().contains(
+            "warning: 1 layer(s) are not counted (see the unsupported list): FancyOp (1)"
+        )
     );
     assert_eq!(
         r.json()["unsupported"],
@@ -422,7 +423,7 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
     assert_eq!(r.code(), 3);
     assert!(
         r.stderr()
-            .contains("1 layer(s) have no cost rule (FancyOp (1))"),
+            .contains("1 layer(s) are not counted (FancyOp (1))"),
         "{}",
         r.stderr()
     );
@@ -449,7 +450,7 @@ fn bad_inputs_fail_with_one_line_and_exit_2() {
         (
             "symbol.json",
             br#"{"layers": [{"op": "Relu", "inputs": [{"shape": ["batch", 3]}], "outputs": [{"shape": ["batch", 3]}]}]}"#,
-            "dimension 'batch' of X is unknown; bind it with --dim batch=N",
+            "sizes unknown until bound: batch; bind them with --dim batch=N",
         ),
         (
             "overflow.json",

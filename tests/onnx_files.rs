@@ -115,7 +115,7 @@ fn symbolic_batch_flows_and_binds() {
     let (code, _, err) = c3(&["estimate", &path]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("dimension 'batch' of X is unknown; bind it with --dim batch=N"),
+        err.contains("sizes unknown until bound: batch; bind them with --dim batch=N (or give"),
         "{err}"
     );
     // --dim binds it; --input overrides the whole input.

@@ -83,6 +83,8 @@ pub struct Inferred {
     pub outputs: Vec<String>,
     /// Upper bounds of the data-dependent sizes inference made up.
     pub bounds: BTreeMap<String, ir::Bound>,
+    /// The symbols in the graph inputs' shapes (`batch`, `x_dim0`).
+    pub input_symbols: Vec<String>,
 }
 
 /// An initializer (or Constant tensor) whose data is read only when needed.
@@ -334,12 +336,23 @@ impl<'m> Walker<'m> {
         let shape = tt.and_then(|tt| tt.shape.as_ref()).map(|s| {
             s.dim
                 .iter()
-                .map(|d| match (d.dim_value, d.dim_param.as_deref()) {
-                    (Some(v), _) => Dim::Known(v.max(0) as u64),
-                    (None, Some(p)) if !p.is_empty() => match self.opts.dims.get(p) {
+                .enumerate()
+                .map(|(i, d)| match (d.dim_value, d.dim_param.as_deref()) {
+                    (Some(v), _) if v >= 0 => Dim::Known(v as u64),
+                    // "?" is how some exporters write "no name".
+                    (None, Some(p)) if !p.is_empty() && p != "?" => match self.opts.dims.get(p) {
                         Some(&v) if top => Dim::Known(v as u64),
                         _ => Dim::symbol(p),
                     },
+                    // A graph input's unnamed (or -1) dimension gets a name
+                    // the user can bind: `x_dim0`.
+                    _ if top => {
+                        let p = format!("{name}_dim{i}");
+                        match self.opts.dims.get(&p) {
+                            Some(&v) => Dim::Known(v as u64),
+                            None => Dim::symbol(p),
+                        }
+                    }
                     _ => self.symbols.fresh("unk"),
                 })
                 .collect::<Vec<_>>()
@@ -870,12 +883,18 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         .iter()
         .filter_map(|t| t.name.as_deref())
         .collect();
+    let mut input_symbols = std::collections::BTreeSet::new();
     for v in &g.input {
         let name = v.name.clone().unwrap_or_default();
         if initializers.contains(name.as_str()) {
             continue; // an initializer listed as input (IR < 4) is a constant
         }
         let f = walker.declared(v.r#type.as_ref(), true, &name);
+        for d in f.shape.iter().flatten() {
+            if let Dim::Sym(s) = d {
+                input_symbols.extend(s.symbols());
+            }
+        }
         if scope.vars.insert(name.clone(), f.clone()).is_some() {
             return Err(bad(format!("graph input '{name}' is declared twice")));
         }
@@ -902,6 +921,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         nodes,
         outputs,
         bounds: walker.symbols.into_bounds(),
+        input_symbols: input_symbols.into_iter().collect(),
     })
 }
 
@@ -946,6 +966,7 @@ pub fn to_graph(inferred: Inferred) -> ir::Graph {
     let mut folded_names = HashSet::default();
     let mut graph = graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names);
     graph.bounds = inferred.bounds;
+    graph.input_symbols = inferred.input_symbols;
     graph
 }
 
@@ -1026,21 +1047,6 @@ fn graph_of(
                 alternative,
             })
             .collect();
-        // A branch inference did not run: the condition chose the other.
-        if alternative {
-            for attr in ["then_branch", "else_branch"] {
-                if !node.bodies.iter().any(|b| b.attr == attr) {
-                    node.bodies.push(ir::Body {
-                        attr: attr.to_string(),
-                        repeats: Dim::Known(1),
-                        alternative,
-                        graph: Err(
-                            "never runs: the condition is known when the model loads".to_string()
-                        ),
-                    });
-                }
-            }
-        }
         match reason {
             None => graph.nodes.push(node),
             Some(r) => graph.unanalysed.push((node, r)),

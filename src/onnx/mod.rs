@@ -154,10 +154,11 @@ fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
                     shape.dim.len()
                 ));
             }
+            // -1 is how some exporters (paddle2onnx) write "unknown".
             if let Some(d) = shape
                 .dim
                 .iter()
-                .find_map(|d| d.dim_value.filter(|v| *v < 0))
+                .find_map(|d| d.dim_value.filter(|v| *v < -1))
             {
                 return Err(format!(
                     "'{}' declares a negative dimension {d}",

@@ -66,12 +66,11 @@ fn either(ctx: &InferCtx, a: &Fact, b: &Fact, what: &str) -> Result<Fact> {
         (Some(x), Some(y)) if x.len() == y.len() => Some(
             x.iter()
                 .zip(y)
-                .map(|(p, q)| {
-                    if p == q {
-                        p.clone()
-                    } else {
-                        ctx.fresh_dim("either")
-                    }
+                .map(|(p, q)| match (p.known(), q.known()) {
+                    _ if p == q => p.clone(),
+                    // Whichever it is, it is at most the larger.
+                    (Some(a), Some(b)) => ctx.bounded_dim("either", SymInt::Int(a.max(b) as i64)),
+                    _ => ctx.fresh_dim("either"),
                 })
                 .collect(),
         ),
