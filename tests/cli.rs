@@ -166,6 +166,32 @@ fn pack_overriding_relu_moves_the_total_by_exactly_its_change() {
 }
 
 #[test]
+fn rules_list_json_describes_every_builtin_rule() {
+    // Issue 4: `[{"op", "domain", "category", "source"}...]`, one per rule.
+    let r = c3(&["rules", "list", "--format", "json"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let list = r.json();
+    let list = list.as_array().expect("a JSON array");
+    let rules = c3::rules::RuleSet::builtin().unwrap();
+    assert_eq!(list.len(), rules.iter().count());
+    let mut seen = std::collections::BTreeSet::new();
+    for e in list {
+        for key in ["op", "domain", "category", "source"] {
+            let v = e[key].as_str().unwrap_or_else(|| panic!("{key} in {e}"));
+            assert!(!v.is_empty(), "empty {key} in {e}");
+        }
+        let (op, domain) = (e["op"].as_str().unwrap(), e["domain"].as_str().unwrap());
+        // Built-in rules say where they come from: rules/<family>.yaml:<line>.
+        let source = e["source"].as_str().unwrap();
+        let (file, line) = source.rsplit_once(':').unwrap();
+        assert!(file.starts_with("rules/") && file.ends_with(".yaml"), "{e}");
+        assert!(line.parse::<u32>().is_ok_and(|l| l > 0), "{e}");
+        assert!(rules.get(domain, op).is_some(), "{e} is not a rule");
+        assert!(seen.insert((domain, op)), "{e} listed twice");
+    }
+}
+
+#[test]
 fn broken_rule_files_name_the_place() {
     let rest = "  flops: \"|X|\"\n  mread: \"|X|\"\n  mwrite: \"|Y|\"\n";
     // A YAML error.

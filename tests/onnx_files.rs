@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use c3::onnx::proto::{
-    AttributeProto, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto,
+    AttributeProto, Dimension, GraphProto, MapTypeProto, ModelProto, NodeProto, OperatorSetIdProto,
     StringStringEntryProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
     ValueInfoProto, attr_type,
 };
@@ -382,8 +382,13 @@ fn light_models_are_fully_analysed() {
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "onnx"))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("light_"))
+        })
         .collect();
     models.sort();
+    // The decoders beside them have symbolic axes: tests/decoder.rs.
     assert_eq!(models.len(), 9);
     for m in &models {
         let path = m.to_str().unwrap();
@@ -610,4 +615,62 @@ fn a_decoder_graphs_matmul_flops_equal_the_analytic_count() {
     assert_eq!(matmul["flops"], layers * per_layer);
     assert_eq!(matmul["layers"], 6 * layers);
     assert_eq!(j["total"]["layers"], 18 * layers);
+}
+
+#[test]
+fn a_map_input_carries_its_value_type_and_is_reported_not_analysed() {
+    // M: map(string -> float64) -> DictVectorizer over 3 words -> V.
+    let map = TypeProto {
+        map_type: Some(Box::new(MapTypeProto {
+            key_type: Some(8), // string
+            value_type: Some(TypeProto {
+                tensor_type: Some(TensorTypeProto {
+                    elem_type: Some(11), // double
+                    shape: None,
+                }),
+                ..Default::default()
+            }),
+        })),
+        ..Default::default()
+    };
+    let mut dv = node("DictVectorizer", &["M"], &["V"]);
+    dv.domain = Some("ai.onnx.ml".into());
+    dv.attribute = vec![AttributeProto {
+        name: Some("string_vocabulary".into()),
+        r#type: Some(attr_type::STRINGS),
+        strings: ["a", "b", "c"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec().into())
+            .collect(),
+        ..Default::default()
+    }];
+    let mut m = model(GraphProto {
+        node: vec![dv],
+        input: vec![ValueInfoProto {
+            name: Some("M".into()),
+            r#type: Some(map),
+        }],
+        output: vec![ValueInfoProto {
+            name: Some("V".into()),
+            r#type: None,
+        }],
+        ..Default::default()
+    });
+    m.opset_import.push(OperatorSetIdProto {
+        domain: Some("ai.onnx.ml".into()),
+        version: Some(3),
+    });
+    let path = write(&scratch("map_input"), "dict.onnx", &m.encode_to_vec());
+    let (code, out, err) = c3(&["shapes", &path, "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // onnxruntime's layout: [1, vocabulary], of the map's value type.
+    assert_eq!(j["tensors"]["V"]["dtype"], "float64");
+    assert_eq!(j["tensors"]["V"]["shape"], serde_json::json!([1, 3]));
+    // The ONNX front end costs tensors only: the layer is listed, not counted.
+    let (code, out, _) = c3(&["estimate", &path, "--format", "json"]);
+    assert_eq!(code, 0);
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["unsupported"][0]["op"], "ai.onnx.ml::DictVectorizer");
+    assert_eq!(j["unsupported"][0]["reason"], "the shape of 'M' is unknown");
 }

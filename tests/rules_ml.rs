@@ -163,6 +163,46 @@ fn svm() {
 }
 
 #[test]
+fn map_operators() {
+    // The map inputs' size is unknown to shape inference; the rules count on
+    // the output side. A map of 6 entries is described here by its values.
+    // CastMap DENSE, 6 entries -> [1, 6] float: the 6 values are read in key
+    // order (counted at the output's 4 bytes) and 6 floats written.
+    let ev = ml("CastMap")
+        .input_typed(&[6], DType::String)
+        .output(&[1, 6])
+        .eval(true);
+    assert_eq!((ev.flops, ev.mread, ev.mwrite), (0, 6 * F32, 6 * F32));
+    assert_eq!(param(&ev, "form"), "\"DENSE\"");
+    // SPARSE to int64, max_map 10: at most 10 int64 keys placing 10 values of
+    // 8 bytes.
+    let ev = ml("CastMap")
+        .input(&[3])
+        .output_typed(&[1, 10], DType::Int64)
+        .string("map_form", "SPARSE")
+        .int("max_map", 10)
+        .string("cast_to", "TO_INT64")
+        .eval(true);
+    assert_eq!((ev.mread, ev.mwrite), (10 * 8 + 10 * 8, 10 * 8));
+    // DictVectorizer, 4-word vocabulary of float64 values: 4 lookups of
+    // 8-byte values, [1, 4] float64 written.
+    let ev = ml("DictVectorizer")
+        .input_typed(&[2], DType::Float64)
+        .output_typed(&[1, 4], DType::Float64)
+        .eval(true);
+    assert_eq!((ev.flops, ev.mread, ev.mwrite), (0, 4 * 8, 4 * 8));
+    assert_eq!(param(&ev, "vocabulary"), "4");
+    // ZipMap, 5 rows of 3 scores: 15 floats read; 15 entries written, each
+    // a 4-byte score and an 8-byte label.
+    let ev = ml("ZipMap").input(&[5, 3]).output(&[5]).eval(true);
+    assert_eq!(
+        (ev.flops, ev.mread, ev.mwrite),
+        (0, 15 * F32, 15 * (F32 + 8))
+    );
+    assert_eq!(param(&ev, "classes"), "3");
+}
+
+#[test]
 fn tree_ensembles() {
     // 10 samples, 7 nodes, 4 leaf weights: 10 * (7 + 4) upper bound.
     let ev = ml("TreeEnsembleRegressor")

@@ -323,8 +323,12 @@ impl<'m> Walker<'m> {
                 ValueKind::Optional,
                 o.elem_type.as_ref().and_then(|e| e.tensor_type.as_ref()),
             )
-        } else if t.map_type.is_some() {
-            (ValueKind::Map, None)
+        } else if let Some(m) = &t.map_type {
+            // A map is described by its value type (DictVectorizer's output has it).
+            (
+                ValueKind::Map,
+                m.value_type.as_ref().and_then(|v| v.tensor_type.as_ref()),
+            )
         } else if let Some(st) = &t.sparse_tensor_type {
             (ValueKind::Tensor, Some(st))
         } else {

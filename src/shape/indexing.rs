@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err, join};
-use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue, ValueKind};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -1240,6 +1240,7 @@ fn batch_by(n: Option<Dim>, width: Option<usize>) -> Option<Vec<Dim>> {
 }
 
 /// Regressors: `[N, targets]`; TreeEnsemble keeps the input's type.
+/// SVMRegressor has no target count: one score per row, `[N, 1]`.
 fn regressor(ctx: &mut InferCtx) -> Result<()> {
     let (targets, dtype) = match ctx.op {
         "TreeEnsemble" => (ctx.attr_int("n_targets"), ctx.require(0)?.dtype),
@@ -1318,6 +1319,91 @@ fn category_mapper(ctx: &mut InferCtx) -> Result<()> {
         _ => None,
     };
     same_shape_as(ctx, dtype)
+}
+
+/// The count of a vocabulary or `max_map` attribute as a dimension.
+fn count_dim(n: i64, what: &str) -> Result<Dim> {
+    u64::try_from(n)
+        .map(Dim::Known)
+        .map_err(|_| ShapeError(format!("{what} is {n}")))
+}
+
+/// CastMap: a map int64 -> string/float becomes a `[1, N]` tensor of the
+/// `cast_to` type, as onnxruntime writes it. N is `max_map` for the SPARSE
+/// form, the map's entry count for DENSE (not known here: a fresh symbol).
+fn cast_map(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = match ctx.attr_string_or("cast_to", "TO_FLOAT").as_str() {
+        "TO_FLOAT" => DType::Float32,
+        "TO_STRING" => DType::String,
+        "TO_INT64" => DType::Int64,
+        other => {
+            return err(format!(
+                "CastMap cast_to {other:?} is not TO_FLOAT, TO_STRING or TO_INT64"
+            ));
+        }
+    };
+    let n = match ctx.attr_string_or("map_form", "DENSE").as_str() {
+        "DENSE" => ctx.fresh_dim("castmap"),
+        "SPARSE" => count_dim(ctx.attr_int_or("max_map", 1), "max_map")?,
+        other => return err(format!("CastMap map_form {other:?} is not DENSE or SPARSE")),
+    };
+    ctx.set(0, Fact::new(dtype, vec![Dim::Known(1), n]));
+    Ok(())
+}
+
+/// DictVectorizer: one map becomes a `[1, V]` tensor of the map's value type
+/// (onnxruntime's layout), one column per vocabulary entry.
+fn dict_vectorizer(ctx: &mut InferCtx) -> Result<()> {
+    let v = match (
+        ctx.attr_strings("string_vocabulary"),
+        ctx.attr_ints("int64_vocabulary"),
+    ) {
+        (Some(s), None) => s.len(),
+        (None, Some(i)) => i.len(),
+        _ => {
+            return err(
+                "DictVectorizer needs exactly one of string_vocabulary and int64_vocabulary",
+            );
+        }
+    };
+    let dtype = ctx.require(0)?.dtype;
+    let shape = vec![Dim::Known(1), count_dim(v as i64, "the vocabulary size")?];
+    ctx.set(0, Fact::tensor(dtype, Some(shape)));
+    Ok(())
+}
+
+/// ZipMap: each row of `[N, C]` scores (or one `[C]` row) becomes a map from
+/// the C class labels to float; the result is a sequence of maps, described
+/// by the map's value type.
+fn zip_map(ctx: &mut InferCtx) -> Result<()> {
+    let labels = match (
+        ctx.attr_strings("classlabels_strings"),
+        ctx.attr_ints("classlabels_int64s"),
+    ) {
+        (Some(s), None) => s.len(),
+        (None, Some(i)) => i.len(),
+        _ => return err("ZipMap needs exactly one of classlabels_strings and classlabels_int64s"),
+    };
+    let classes = match ctx.shape(0).map(Vec::as_slice) {
+        Some([c]) | Some([_, c]) => c.known(),
+        Some(s) => return err(format!("ZipMap input [{}] must be [N, C] or [C]", join(s))),
+        None => None,
+    };
+    if let Some(c) = classes
+        && c != labels as u64
+    {
+        return err(format!(
+            "ZipMap has {labels} class labels for {c} scores per row"
+        ));
+    }
+    ctx.set(
+        0,
+        Fact {
+            kind: ValueKind::Sequence,
+            ..Fact::tensor(Some(DType::Float32), None)
+        },
+    );
+    Ok(())
 }
 
 // ---------------------------------------------------------------- training
@@ -1404,10 +1490,12 @@ pub fn ops() -> Vec<OpEntry> {
         ("Multinomial", multinomial),
         ("TfIdfVectorizer", tfidf),
     ];
-    let ml: [(&'static str, InferFn); 15] = [
+    let ml: [(&'static str, InferFn); 19] = [
         ("ArrayFeatureExtractor", array_feature_extractor),
         ("Binarizer", like_input),
+        ("CastMap", cast_map),
         ("CategoryMapper", category_mapper),
+        ("DictVectorizer", dict_vectorizer),
         ("FeatureVectorizer", feature_vectorizer),
         ("LinearClassifier", classifier),
         ("OneHotEncoder", one_hot_encoder),
@@ -1420,6 +1508,8 @@ pub fn ops() -> Vec<OpEntry> {
         ("TreeEnsemble", regressor),
         ("TreeEnsembleRegressor", regressor),
         ("LinearRegressor", regressor),
+        ("SVMRegressor", regressor),
+        ("ZipMap", zip_map),
     ];
     let training: [(&'static str, InferFn); 4] = [
         ("Adagrad", optimizer),
@@ -1868,6 +1958,75 @@ mod tests {
         // A regressor without its optional n_targets: width unknown, no error.
         let out = run_in("ai.onnx.ml", "TreeEnsembleRegressor", 1, &[], vec![x], 1).unwrap();
         assert_eq!(out[0].shape, None);
+    }
+
+    fn strs(name: &str, v: &[&str]) -> AttributeProto {
+        AttributeProto {
+            strings: v.iter().map(|s| s.as_bytes().to_vec().into()).collect(),
+            ..attr(name)
+        }
+    }
+
+    fn map_of(dtype: DType) -> Option<Fact> {
+        Some(Fact {
+            kind: ValueKind::Map,
+            ..Fact::tensor(Some(dtype), None)
+        })
+    }
+
+    #[test]
+    fn map_operators_follow_onnxruntime_layouts() {
+        let ml = "ai.onnx.ml";
+        // CastMap SPARSE: [1, max_map] of the cast_to type.
+        let attrs = [
+            string("map_form", "SPARSE"),
+            int("max_map", 7),
+            string("cast_to", "TO_INT64"),
+        ];
+        let out = run_in(ml, "CastMap", 1, &attrs, vec![map_of(DType::Float32)], 1).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int64, vec![k(1), k(7)]));
+        // DENSE (the default): one column per map entry, a count unknown here.
+        let out = run_in(ml, "CastMap", 1, &[], vec![map_of(DType::String)], 1).unwrap();
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+        assert_eq!(shape(&out[0])[0], k(1));
+        assert!(is_fresh(&shape(&out[0])[1]));
+        let bad = [string("cast_to", "TO_DOUBLE")];
+        assert!(run_in(ml, "CastMap", 1, &bad, vec![map_of(DType::Float32)], 1).is_err());
+        // DictVectorizer: [1, vocabulary] of the map's value type.
+        let attrs = [strs("string_vocabulary", &["a", "b", "c"])];
+        let out = run_in(
+            ml,
+            "DictVectorizer",
+            1,
+            &attrs,
+            vec![map_of(DType::Float64)],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float64, vec![k(1), k(3)]));
+        assert!(
+            run_in(
+                ml,
+                "DictVectorizer",
+                1,
+                &[],
+                vec![map_of(DType::Float32)],
+                1
+            )
+            .is_err()
+        );
+        // ZipMap: a sequence of float maps; the label count must match C.
+        let attrs = [ints("classlabels_int64s", &[0, 1, 2])];
+        let x = f32s(vec![sym("n"), k(3)]);
+        let out = run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).unwrap();
+        assert_eq!(out[0].kind, ValueKind::Sequence);
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+        let x = f32s(vec![sym("n"), k(4)]);
+        assert!(run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).is_err());
+        // SVMRegressor: one score per row.
+        let x = f32s(vec![sym("n"), k(5)]);
+        let out = run_in(ml, "SVMRegressor", 1, &[], vec![x], 1).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float32, vec![sym("n"), k(1)]));
     }
 
     #[test]
