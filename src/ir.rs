@@ -5,7 +5,7 @@
 //! the cost rules need about its input and output tensors (element type and
 //! shape) and its attributes with their ONNX names.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use crate::dim::SymInt;
@@ -362,6 +362,22 @@ pub struct Assumed {
     pub op: String,
 }
 
+/// Adds the symbols in a node's tensor shapes and its bodies' run counts.
+fn symbols_of(node: &Node, out: &mut BTreeSet<String>) {
+    let dims = node
+        .inputs
+        .iter()
+        .chain(&node.outputs)
+        .flatten()
+        .flat_map(|t| &t.shape)
+        .chain(node.bodies.iter().map(|b| &b.repeats));
+    for d in dims {
+        if let Dim::Sym(s) = d {
+            out.extend(s.symbols());
+        }
+    }
+}
+
 /// The newest `ai.onnx` opset c3 knows; used when a trace names none.
 pub const DEFAULT_OPSET: i64 = 23;
 
@@ -414,21 +430,8 @@ impl Graph {
         if given.is_empty() && self.bounds.is_empty() {
             return;
         }
-        let mut present = std::collections::BTreeSet::new();
-        self.for_each_node(&mut |node| {
-            let dims = node
-                .inputs
-                .iter()
-                .chain(&node.outputs)
-                .flatten()
-                .flat_map(|t| &t.shape)
-                .chain(node.bodies.iter().map(|b| &b.repeats));
-            for d in dims {
-                if let Dim::Sym(s) = d {
-                    present.extend(s.symbols());
-                }
-            }
-        });
+        let mut present = BTreeSet::new();
+        self.for_each_node(&mut |node| symbols_of(node, &mut present));
         let mut values = given.clone();
         for (name, b) in &self.bounds {
             if !present.contains(name) || given.contains_key(name) {
@@ -463,26 +466,39 @@ impl Graph {
         });
     }
 
-    /// The symbols left in the tensors of the graph's own layers (those in
-    /// subgraphs are the subgraph's node's concern), in name order; when
-    /// the model inputs' sizes are not all bound, those (the others follow
-    /// from them).
+    /// The symbols that keep the graph from being costed, in name order:
+    /// the model inputs' unbound sizes wherever they reach (the others
+    /// follow from them), else those left in the graph's own layers. (What
+    /// is left inside a subgraph only keeps its node from being counted.)
     pub fn unbound_symbols(&self) -> Vec<String> {
-        let mut found = std::collections::BTreeSet::new();
-        for node in &self.nodes {
-            for t in node.inputs.iter().chain(&node.outputs).flatten() {
-                for d in &t.shape {
-                    if let Dim::Sym(s) = d {
-                        found.extend(s.symbols());
-                    }
+        let mut everywhere = BTreeSet::new();
+        if !self.input_symbols.is_empty() {
+            self.for_each_node(&mut |n| symbols_of(n, &mut everywhere));
+            let inputs: Vec<String> = self
+                .input_symbols
+                .iter()
+                .filter(|s| everywhere.contains(*s))
+                .cloned()
+                .collect();
+            if !inputs.is_empty() {
+                return inputs;
+            }
+        }
+        // A node's own tensors: its subgraphs' run counts are its concern.
+        let mut own = BTreeSet::new();
+        for t in self
+            .nodes
+            .iter()
+            .flat_map(|n| n.inputs.iter().chain(&n.outputs))
+            .flatten()
+        {
+            for d in &t.shape {
+                if let Dim::Sym(s) = d {
+                    own.extend(s.symbols());
                 }
             }
         }
-        if found.is_empty() || self.input_symbols.is_empty() {
-            found.into_iter().collect()
-        } else {
-            self.input_symbols.clone()
-        }
+        own.into_iter().collect()
     }
 
     /// What-if precisions: every floating-point constant tensor (weights)
