@@ -226,3 +226,34 @@ fn data_dependent_sizes_take_their_upper_bound() {
         "{out}"
     );
 }
+
+#[test]
+fn an_input_size_that_only_a_subgraph_reads_must_be_bound_too() {
+    // All the work is inside the If: y = If(c) { Relu(x) } else { Neg(x) },
+    // x[batch, 4]. The If's own tensors know nothing of batch.
+    let branch = |op: &str, out: &str| GraphProto {
+        node: vec![node(op, &["x"], &[out])],
+        output: vec![untyped(out)],
+        ..Default::default()
+    };
+    let m = model(GraphProto {
+        node: vec![with_graph(
+            with_graph(
+                node("If", &["c"], &["y"]),
+                "then_branch",
+                branch("Relu", "t"),
+            ),
+            "else_branch",
+            branch("Neg", "e"),
+        )],
+        input: vec![float("x", &[-1, 4]), typed("c", BOOL, &[])],
+        output: vec![typed("y", FLOAT, &[-1, 4])],
+        ..Default::default()
+    });
+    let (code, _, err) = c3_on(&m, "only_in_body", &["estimate"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("sizes unknown until bound: batch;"), "{err}");
+    // Bound, both branches cost 3 * 4: Relu a maximum, Neg a negation each.
+    let r = cost_with(&m, CountOptions::default(), &[("batch", 3)]);
+    assert_eq!(r.total.flops, 12);
+}
