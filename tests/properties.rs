@@ -155,6 +155,22 @@ fn node_for(rule: &CostRule, dims: &[u64], list_len: usize, present: &[bool]) ->
         }
     }
     let mut attrs = BTreeMap::new();
+    // Einsum needs an equation that fits the operands: each one's axes are
+    // the first letters, as the output's (they all share one shape here).
+    if rule.op == "Einsum" {
+        let term = |t: &TensorFact| "abcdefghij"[..t.shape.len()].to_string();
+        let lhs: Vec<String> = inputs.iter().flatten().map(term).collect();
+        let rhs = outputs
+            .iter()
+            .flatten()
+            .map(term)
+            .next()
+            .unwrap_or_default();
+        attrs.insert(
+            "equation".into(),
+            AttrValue::Str(format!("{}->{rhs}", lhs.join(","))),
+        );
+    }
     // The one required attribute formulas use: a pooling window per spatial dim.
     if rule
         .attrs

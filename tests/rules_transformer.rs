@@ -108,50 +108,95 @@ fn rnn_counts_one_dot_product_and_a_tanh_per_unit() {
 
 // ------------------------------------------------------------------ Einsum
 
+/// An Einsum layer of `equation` over float32 operands of these shapes.
+fn einsum(equation: &str, inputs: &[&[u64]], output: &[u64]) -> Layer {
+    let mut l = layer("Einsum");
+    for i in inputs {
+        l = l.input(i);
+    }
+    l.output(output).string("equation", equation)
+}
+
 #[test]
-fn einsum_counts_matmul_like_contractions_and_outer_products() {
-    // bhqd,bhkd->bhqk: |Y| = 120 dot products of length d = 8.
-    let l = layer("Einsum")
-        .input(&[2, 3, 4, 8])
-        .input(&[2, 3, 5, 8])
-        .output(&[2, 3, 4, 5])
-        .string("equation", "bhqd,bhkd->bhqk");
-    assert_eq!(flops(&l), (120 * 8, 2 * 120 * 8 - 120));
+fn einsum_counts_the_full_index_space_of_any_equation() {
+    // bhqd,bhkd->bhqk: P = 2 * 3 * 4 * 8 * 5 = 960 points, |Y| = 120 dot
+    // products of length 8: 960 FLOPs with FMA, 2 * 960 - 120 without.
+    let l = einsum(
+        "bhqd,bhkd->bhqk",
+        &[&[2, 3, 4, 8], &[2, 3, 5, 8]],
+        &[2, 3, 4, 5],
+    );
+    assert_eq!(flops(&l), (960, 2 * 960 - 120));
     let ev = l.eval(true);
     assert_eq!(ev.mread, (192 + 240) * F32);
     assert_eq!(ev.mwrite, 120 * F32);
     assert_eq!(param(&ev, "equation"), "\"bhqd,bhkd->bhqk\"");
+    assert_eq!(param(&ev, "points"), "960");
 
-    // ij,ik->jk (Aᵀ B): |A| |B| / |Y| = 12 * 15 / 20 = 9 is not a multiple
-    // of 4², but is of 3², so k = 3, A's second-to-last dimension.
-    let ta = layer("Einsum")
-        .input(&[3, 4])
-        .input(&[3, 5])
-        .output(&[4, 5]);
-    assert_eq!(flops(&ta), (20 * 3, 2 * 20 * 3 - 20));
+    // ij,ik->jk (Aᵀ B): P = 3 * 4 * 5 = 60, |Y| = 20.
+    let ta = einsum("ij,ik->jk", &[&[3, 4], &[3, 5]], &[4, 5]);
+    assert_eq!(flops(&ta), (60, 2 * 60 - 20));
 
-    // i,j->ij: |A| * |B| = |Y|, one multiplication per output element.
-    let outer = layer("Einsum").input(&[3]).input(&[4]).output(&[3, 4]);
+    // Two contracted indices, ijk,jkl->il: P = 2 * 3 * 4 * 5 = 120, |Y| = 10.
+    let two = einsum("ijk,jkl->il", &[&[2, 3, 4], &[3, 4, 5]], &[2, 5]);
+    assert_eq!(flops(&two), (120, 2 * 120 - 10));
+
+    // i,j->ij: P = |Y| = 12, one multiplication per output element.
+    let outer = einsum("i,j->ij", &[&[3], &[4]], &[3, 4]);
     assert_eq!(flops(&outer), (12, 12));
 
-    // ij,jk,kl->il: the first pair as a MatMul (|Y| * 3), plus one
-    // multiplication per output element for the third operand.
-    let three = layer("Einsum")
-        .input(&[2, 3])
-        .input(&[3, 4])
-        .input(&[4, 5])
-        .output(&[2, 5]);
-    assert_eq!(three.eval(true).flops, 10 * 3 + 10);
+    // Three operands, ij,jk,kl->il: P = 2 * 3 * 4 * 5 = 120 points of two
+    // multiplications and an addition: 2P with FMA, 3P - |Y| without.
+    let three = einsum("ij,jk,kl->il", &[&[2, 3], &[3, 4], &[4, 5]], &[2, 5]);
+    assert_eq!(flops(&three), (240, 3 * 120 - 10));
+
+    // An ellipsis broadcasts: ...ij,...jk->...ik over [2, 3, 4, 5] and
+    // [3, 5, 6]: the batch is [2, 3], P = 2 * 3 * 4 * 5 * 6 = 720.
+    let e = einsum(
+        "...ij,...jk->...ik",
+        &[&[2, 3, 4, 5], &[3, 5, 6]],
+        &[2, 3, 4, 6],
+    );
+    assert_eq!(flops(&e), (720, 2 * 720 - 144));
+
+    // A size of 1 broadcasts: bij,bjk->bik with b = 1 and 3: P = 3 * 4 * 5 * 6.
+    let b = einsum("bij,bjk->bik", &[&[1, 4, 5], &[3, 5, 6]], &[3, 4, 6]);
+    assert_eq!(flops(&b).0, 360);
 }
 
 #[test]
 fn einsum_with_one_operand_adds_what_it_reduces() {
     // ij->ji: a transpose, no arithmetic.
-    let t = layer("Einsum").input(&[3, 4]).output(&[4, 3]);
+    let t = einsum("ij->ji", &[&[3, 4]], &[4, 3]);
     assert_eq!(flops(&t), (0, 0));
-    // ij->i: 12 - 3 additions.
-    let r = layer("Einsum").input(&[3, 4]).output(&[3]);
+    // ij->i: 12 points into 3 outputs, 9 additions.
+    let r = einsum("ij->i", &[&[3, 4]], &[3]);
     assert_eq!(flops(&r), (9, 9));
+    // ii->i takes the diagonal (P = 4 = |Y|); ii-> sums it, 3 additions.
+    assert_eq!(flops(&einsum("ii->i", &[&[4, 4]], &[4])), (0, 0));
+    assert_eq!(flops(&einsum("ii->", &[&[4, 4]], &[])), (3, 3));
+}
+
+#[test]
+fn einsum_equations_that_do_not_fit_their_operands_are_errors() {
+    let rule = common::builtin().get("", "Einsum").unwrap();
+    let fails = |l: Layer| {
+        rule.evaluate(&l.node, c3::rules::CountOptions::default())
+            .unwrap_err()
+            .to_string()
+    };
+    let e = fails(einsum("ij,jk->ik", &[&[2, 3], &[4, 5]], &[2, 5]));
+    assert!(
+        e.contains("einsum index 'j' is 3 in one operand and 4 in another"),
+        "{e}"
+    );
+    let e = fails(einsum("ij,jk->ik", &[&[2, 3]], &[2, 3]));
+    assert!(e.contains("has 2 operands, the node 1"), "{e}");
+    let e = fails(einsum("ijk->i", &[&[2, 3]], &[2]));
+    assert!(
+        e.contains("term 'ijk' does not fit an operand of rank 2"),
+        "{e}"
+    );
 }
 
 // ------------------------------------------------------------------ attention

@@ -78,6 +78,12 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
         1,
         "bits per element of a tensor's dtype (0 when absent)",
     ),
+    (
+        "index_space",
+        2,
+        65,
+        "product of the sizes of every distinct index of an Einstein-summation equation, given its operands' shapes (absent ones skipped)",
+    ),
 ];
 
 /// Resolves names while lowering; implemented by the rule compiler.
@@ -498,8 +504,110 @@ pub fn call(identifier: &str, arg: &Value) -> EvalexprResult<Value> {
             ))
         }
         ("has", [v]) => Ok(Value::Boolean(!matches!(v, Value::Empty))),
+        ("index_space", [eq, shapes @ ..]) => {
+            let Value::String(eq) = eq else {
+                return fail(format!(
+                    "index_space: the equation must be a string, got {}",
+                    describe(eq)
+                ));
+            };
+            // Absent optional operands do not take part.
+            let mut dims = Vec::new();
+            for s in shapes.iter().filter(|s| !matches!(s, Value::Empty)) {
+                let d = list(s, name)?
+                    .iter()
+                    .map(|v| int(v, name))
+                    .collect::<EvalexprResult<Vec<i64>>>()?;
+                dims.push(d);
+            }
+            index_space(eq, &dims)
+                .map(Value::Int)
+                .map_err(EvalexprError::CustomMessage)
+        }
         _ => Err(EvalexprError::FunctionIdentifierNotFound(identifier.into())),
     }
+}
+
+/// The size of an Einstein summation's full index space: the product of
+/// every distinct index's size, the dimensions an ellipsis stands for
+/// broadcast across the operands. Sizes of one broadcast to the others.
+pub fn index_space(equation: &str, shapes: &[Vec<i64>]) -> Result<i64, String> {
+    let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+    let lhs = eq.split("->").next().unwrap_or("");
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != shapes.len() {
+        return Err(format!(
+            "einsum '{equation}' has {} operands, the node {}",
+            terms.len(),
+            shapes.len()
+        ));
+    }
+    // Index letter -> size; the ellipsis dimensions, aligned on the right.
+    let mut sizes: std::collections::BTreeMap<char, i64> = Default::default();
+    let mut ellipsis: Vec<i64> = Vec::new();
+    let merge = |slot: &mut i64, d: i64, what: &dyn Fn() -> String| -> Result<(), String> {
+        match (*slot, d) {
+            (a, b) if a == b || b == 1 => Ok(()),
+            (1, b) => {
+                *slot = b;
+                Ok(())
+            }
+            (a, b) => Err(format!(
+                "{} is {a} in one operand and {b} in another",
+                what()
+            )),
+        }
+    };
+    for (term, shape) in terms.iter().zip(shapes) {
+        let (before, after) = match term.split_once("...") {
+            Some((b, a)) => (b, Some(a)),
+            None => (*term, None),
+        };
+        let letters = before.chars().count() + after.map_or(0, |a| a.chars().count());
+        if let Some(c) = term.chars().find(|c| !c.is_ascii_alphabetic() && *c != '.') {
+            return Err(format!("einsum '{equation}': '{c}' is not an index letter"));
+        }
+        if after.is_some_and(|a| a.contains('.')) || (after.is_none() && term.contains('.')) {
+            return Err(format!(
+                "einsum '{equation}': a term has a malformed ellipsis"
+            ));
+        }
+        let rank = shape.len();
+        if letters > rank || (after.is_none() && letters != rank) {
+            return Err(format!(
+                "einsum '{equation}': term '{term}' does not fit an operand of rank {rank}"
+            ));
+        }
+        let spread = rank - letters;
+        let mut axis = shape.iter();
+        for c in before.chars() {
+            let d = *axis.next().expect("rank checked");
+            let slot = sizes.entry(c).or_insert(d);
+            merge(slot, d, &|| format!("einsum index '{c}'"))?;
+        }
+        let middle: Vec<i64> = axis.by_ref().take(spread).copied().collect();
+        if ellipsis.len() < middle.len() {
+            let mut wider = vec![1; middle.len() - ellipsis.len()];
+            wider.extend(&ellipsis);
+            ellipsis = wider;
+        }
+        let offset = ellipsis.len() - middle.len();
+        for (i, &d) in middle.iter().enumerate() {
+            merge(&mut ellipsis[offset + i], d, &|| {
+                "an ellipsis dimension".to_string()
+            })?;
+        }
+        for c in after.unwrap_or("").chars() {
+            let d = *axis.next().expect("rank checked");
+            let slot = sizes.entry(c).or_insert(d);
+            merge(slot, d, &|| format!("einsum index '{c}'"))?;
+        }
+    }
+    sizes
+        .values()
+        .chain(&ellipsis)
+        .try_fold(1i64, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| "index_space: integer overflow".to_string())
 }
 
 #[cfg(test)]
