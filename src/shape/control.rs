@@ -1230,7 +1230,7 @@ mod tests {
         let ty = AttributeProto {
             name: Some("type".into()),
             r#type: Some(attr_type::TYPE_PROTO),
-            tp: Some(t(&["n", "2"])),
+            tp: Some(Box::new(t(&["n", "2"]))),
             ..Default::default()
         };
         let g = graph(
