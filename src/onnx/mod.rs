@@ -25,7 +25,7 @@ pub const MAX_GRAPH_DEPTH: usize = 64;
 pub const MAX_RANK: usize = 64;
 /// Nodes a model may hold in all (main graph, subgraphs, function bodies;
 /// and again once its functions are expanded). Ten times the largest real
-/// graphs; c3 needs about 2.6 KB and 9 µs per node, so this bounds what any
+/// graphs; c3 needs about 3 KB and 9 µs per node, so this bounds what any
 /// file can cost. Counted on the wire format before anything is decoded.
 pub const MAX_NODES: usize = 1_000_000;
 /// How deep protobuf messages may nest: prost's own decoder limit, which
