@@ -213,10 +213,33 @@ pub fn main() -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", one_line(&e.to_string()));
             e.exit_code()
         }
     }
+}
+
+/// Errors are printed at most this many characters long.
+pub const MAX_ERROR_CHARS: usize = 480;
+
+/// An error as one line a person reads: control characters (a newline in a
+/// node's name) become spaces, and an overlong message (a long chain of
+/// nested subgraphs) keeps its start, which names the place, and its end,
+/// which says what went wrong.
+pub fn one_line(message: &str) -> String {
+    let clean: Vec<char> = message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if clean.len() <= MAX_ERROR_CHARS {
+        return clean.into_iter().collect();
+    }
+    let head = MAX_ERROR_CHARS / 3;
+    let tail = MAX_ERROR_CHARS - head - 3;
+    let mut out: String = clean[..head].iter().collect();
+    out.push_str(" … ");
+    out.extend(&clean[clean.len() - tail..]);
+    out
 }
 
 /// Runs one command; what it returns goes to standard output.
@@ -281,6 +304,14 @@ fn report_options(a: &EstimateArgs) -> Result<ReportOptions> {
 /// Whether a file is an operator trace (JSON) rather than an ONNX model.
 fn is_trace(path: &str) -> Result<bool> {
     use std::io::Read;
+    // Reading a pipe or a device could block or never end.
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::Input {
+            path: path.to_string(),
+            message: "not a regular file".into(),
+        });
+    }
     let mut head = [0u8; 64];
     let n = std::fs::File::open(path)
         .and_then(|mut f| f.read(&mut head))
@@ -326,8 +357,7 @@ pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
                 "--input applies to ONNX models, not traces".into(),
             ));
         }
-        let bytes = std::fs::read(&a.model).map_err(|e| Error::io(&a.model, e))?;
-        crate::trace::parse_trace(&bytes, &a.model)?
+        crate::trace::read_trace(&a.model)?
     } else {
         crate::onnx::infer::to_graph(infer_model(a, true)?.1)
     };

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact, name_unnamed};
+use crate::onnx::{MAX_NODES, MAX_RANK};
 
 #[derive(Deserialize)]
 struct TraceFile {
@@ -55,33 +56,101 @@ struct TraceTensor {
     constant: bool,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
 enum TraceDim {
     Size(i64),
     Symbol(String),
 }
 
-/// Reads a trace file.
+/// A size or a name; a size that does not fit 64 bits is refused where it
+/// stands (serde's untagged enums would only say that nothing matched).
+impl<'de> Deserialize<'de> for TraceDim {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct DimVisitor;
+        impl serde::de::Visitor<'_> for DimVisitor {
+            type Value = TraceDim;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a dimension: a size or a symbol name")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<TraceDim, E> {
+                Ok(TraceDim::Size(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<TraceDim, E> {
+                i64::try_from(v).map(TraceDim::Size).map_err(|_| {
+                    E::custom(format!(
+                        "dimension {v} exceeds the limit of {} (2^63 - 1)",
+                        i64::MAX
+                    ))
+                })
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<TraceDim, E> {
+                Err(E::custom(format!("dimension {v:?} is not an integer")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<TraceDim, E> {
+                Ok(TraceDim::Symbol(v.to_string()))
+            }
+        }
+        d.deserialize_any(DimVisitor)
+    }
+}
+
+/// Trace files larger than this are refused before they are read.
+pub const MAX_TRACE_BYTES: u64 = 256 * 1024 * 1024;
+/// JSON nesting depth: serde_json's own limit, which refuses deeper input.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// Traces up to this size are read whole (parsing from memory is faster);
+/// larger ones are parsed as they are read, so that memory follows what the
+/// file holds rather than its length (a file of blanks costs nothing).
+const READ_WHOLE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Reads a trace file, refused by its size before it is read.
 pub fn read_trace(path: &str) -> Result<Graph> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    parse_trace(&bytes, path)
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len > MAX_TRACE_BYTES {
+        return Err(Error::Input {
+            path: path.to_string(),
+            message: format!(
+                "trace file is {len} bytes, which exceeds the limit of {MAX_TRACE_BYTES} bytes"
+            ),
+        });
+    }
+    if len <= READ_WHOLE_BYTES {
+        let mut bytes = Vec::with_capacity(len as usize);
+        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(path, e))?;
+        return parse_trace(&bytes, path);
+    }
+    let file = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+    from_file(file, path)
 }
 
 /// Parses trace JSON; `path` is only used in error messages.
 pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
+    from_file(serde_json::from_slice(bytes), path)
+}
+
+fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
     let bad = |message: String| Error::Input {
         path: path.to_string(),
         message,
     };
-    let file: TraceFile = serde_json::from_slice(bytes).map_err(|e| {
+    let file: TraceFile = file.map_err(|e| {
+        let mut message = strip_position(&e.to_string());
+        if message == "recursion limit exceeded" {
+            message = format!("JSON nesting exceeds the limit of {MAX_JSON_DEPTH} levels");
+        }
         bad(format!(
-            "line {} column {}: not a valid trace: {}",
+            "line {} column {}: not a valid trace: {message}",
             e.line(),
             e.column(),
-            strip_position(&e.to_string())
         ))
     })?;
+    if file.layers.len() > MAX_NODES {
+        return Err(bad(format!(
+            "{} layers, which exceeds the limit of {MAX_NODES} layers",
+            file.layers.len()
+        )));
+    }
     let default_opset = file.opset.unwrap_or(DEFAULT_OPSET);
     let mut nodes = Vec::with_capacity(file.layers.len());
     for (i, layer) in file.layers.into_iter().enumerate() {
@@ -145,6 +214,12 @@ fn tensor_from_trace(t: &TraceTensor) -> Result<TensorFact, String> {
         None => DType::Float32,
         Some(name) => DType::parse(name).ok_or_else(|| format!("unknown dtype '{name}'"))?,
     };
+    if t.shape.len() > MAX_RANK {
+        return Err(format!(
+            "rank {}, which exceeds the limit of {MAX_RANK}",
+            t.shape.len()
+        ));
+    }
     let shape = t
         .shape
         .iter()

@@ -1,12 +1,11 @@
-//! The ONNX front end on well-formed and hostile files: every bad file is a
-//! one-line error with exit code 2, never a panic or a hang.
+//! The ONNX front end on well-formed files (hostile ones: tests/hostile.rs).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use c3::onnx::proto::{
     AttributeProto, Dimension, GraphProto, MapTypeProto, ModelProto, NodeProto, OperatorSetIdProto,
-    StringStringEntryProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
+    TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
     ValueInfoProto, attr_type,
 };
 use prost::Message;
@@ -93,14 +92,6 @@ fn c3(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Asserts `c3 estimate` fails on the file with exit 2 and one line containing `want`.
-fn rejects(path: &str, want: &str) {
-    let (code, _, err) = c3(&["estimate", path, "--format", "json"]);
-    assert_eq!(code, 2, "{path}: {err}");
-    assert_eq!(err.lines().count(), 1, "{path}: {err}");
-    assert!(err.contains(want), "{path}: expected '{want}' in: {err}");
-}
-
 #[test]
 fn symbolic_batch_flows_and_binds() {
     let dir = scratch("symbolic");
@@ -176,81 +167,6 @@ fn shapes_output_writes_value_info_and_keeps_the_original_bytes() {
     assert_eq!(dims[1].dim_value, Some(8));
 }
 
-#[test]
-fn malformed_protobuf_is_rejected() {
-    let dir = scratch("malformed");
-    let good = model(relu_graph()).encode_to_vec();
-    rejects(
-        &write(&dir, "truncated.onnx", &good[..good.len() / 2]),
-        "not a valid ONNX model",
-    );
-    // Field 7 (graph) must be length-delimited; here it is a varint.
-    rejects(
-        &write(&dir, "wire.onnx", &[0x38, 0x01]),
-        "not a valid ONNX model",
-    );
-    // Field 7 claims 127 bytes, 1 follows.
-    rejects(
-        &write(&dir, "length.onnx", &[0x3a, 0x7f, 0x00]),
-        "not a valid ONNX model",
-    );
-    rejects(
-        &write(&dir, "text.onnx", b"hello, this is not a model at all"),
-        "not a valid ONNX model",
-    );
-    rejects(
-        &write(&dir, "nograph.onnx", &[0x08, 0x07]),
-        "it has no graph",
-    );
-}
-
-#[test]
-fn inconsistent_graphs_are_rejected() {
-    let dir = scratch("graphs");
-    let mut cyclic = relu_graph();
-    cyclic.node = vec![
-        node("Relu", &["x", "b"], &["a"]),
-        node("Relu", &["a"], &["b"]),
-    ];
-    rejects(
-        &write(&dir, "cycle.onnx", &model(cyclic).encode_to_vec()),
-        "the graph has a cycle",
-    );
-
-    let mut dangling = relu_graph();
-    dangling.node = vec![node("Relu", &["nope"], &["y"])];
-    rejects(
-        &write(&dir, "dangling.onnx", &model(dangling).encode_to_vec()),
-        "reads 'nope', which nothing produces",
-    );
-
-    let mut dup = relu_graph();
-    dup.node.push(node("Relu", &["x"], &["y"]));
-    rejects(
-        &write(&dir, "dup.onnx", &model(dup).encode_to_vec()),
-        "value 'y' is defined twice",
-    );
-
-    let mut neg = relu_graph();
-    neg.value_info.push(value("y", &[3, 0]));
-    neg.value_info[0]
-        .r#type
-        .as_mut()
-        .unwrap()
-        .tensor_type
-        .as_mut()
-        .unwrap()
-        .shape
-        .as_mut()
-        .unwrap()
-        .dim[1]
-        .dim_value = Some(-5);
-    rejects(
-        &write(&dir, "neg.onnx", &model(neg).encode_to_vec()),
-        "declares a negative dimension -5",
-    );
-}
-
 fn initializer(name: &str, dims: &[i64], raw: Option<Vec<u8>>) -> TensorProto {
     TensorProto {
         name: Some(name.into()),
@@ -259,118 +175,6 @@ fn initializer(name: &str, dims: &[i64], raw: Option<Vec<u8>>) -> TensorProto {
         raw_data: raw.map(Into::into),
         ..Default::default()
     }
-}
-
-#[test]
-fn bad_initializers_are_rejected_without_reading_weights() {
-    let dir = scratch("inits");
-    let with = |t: TensorProto| {
-        let mut g = relu_graph();
-        g.initializer.push(t);
-        model(g).encode_to_vec()
-    };
-    rejects(
-        &write(
-            &dir,
-            "size.onnx",
-            &with(initializer("w", &[2, 3], Some(vec![0; 8]))),
-        ),
-        "initializer 'w': raw_data is 8 bytes, but 6 float32 elements need 24",
-    );
-    rejects(
-        &write(&dir, "negdim.onnx", &with(initializer("w", &[-2, 3], None))),
-        "initializer 'w': negative dimension -2",
-    );
-    rejects(
-        &write(
-            &dir,
-            "overflow.onnx",
-            &with(initializer("w", &[1 << 32, 1 << 32], None)),
-        ),
-        "overflows 64 bits",
-    );
-    rejects(
-        &write(&dir, "nodata.onnx", &with(initializer("w", &[4], None))),
-        "no data for 4 declared elements",
-    );
-}
-
-fn external(location: &str) -> TensorProto {
-    TensorProto {
-        data_location: Some(1),
-        external_data: vec![StringStringEntryProto {
-            key: Some("location".into()),
-            value: Some(location.into()),
-        }],
-        ..initializer("w", &[4], None)
-    }
-}
-
-#[test]
-fn external_data_must_stay_in_the_model_folder() {
-    let dir = scratch("external");
-    let with = |t: TensorProto| {
-        let mut g = relu_graph();
-        g.initializer.push(t);
-        model(g).encode_to_vec()
-    };
-    std::fs::write(dir.join("w.bin"), [0u8; 16]).unwrap();
-    let ok = write(&dir, "ok.onnx", &with(external("w.bin")));
-    let (code, _, err) = c3(&["shapes", &ok]);
-    assert_eq!(code, 0, "{err}");
-    rejects(
-        &write(&dir, "dotdot.onnx", &with(external("../w.bin"))),
-        "leaves the model's folder",
-    );
-    rejects(
-        &write(&dir, "abs.onnx", &with(external("/etc/passwd"))),
-        "leaves the model's folder",
-    );
-    // A symlink inside the folder that points outside it.
-    let outside = scratch("external_outside");
-    std::fs::write(outside.join("secret.bin"), [0u8; 16]).unwrap();
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink(outside.join("secret.bin"), dir.join("link.bin")).unwrap();
-        rejects(
-            &write(&dir, "link.onnx", &with(external("link.bin"))),
-            "resolves outside the model's folder",
-        );
-    }
-}
-
-#[test]
-fn deeply_nested_subgraphs_are_an_error_not_a_stack_overflow() {
-    // Build 10,000 nested If nodes as raw protobuf bytes, inside out.
-    let mut graph = GraphProto::default().encode_to_vec();
-    for _ in 0..10_000 {
-        let attr = AttributeProto {
-            name: Some("then_branch".into()),
-            r#type: Some(attr_type::GRAPH),
-            ..Default::default()
-        };
-        let mut attr_bytes = attr.encode_to_vec();
-        // field 6 (g), length-delimited
-        attr_bytes.push(0x32);
-        prost::encoding::encode_varint(graph.len() as u64, &mut attr_bytes);
-        attr_bytes.extend_from_slice(&graph);
-        let mut node_bytes = node("If", &["c"], &["o"]).encode_to_vec();
-        node_bytes.push(0x2a); // field 5 (attribute)
-        prost::encoding::encode_varint(attr_bytes.len() as u64, &mut node_bytes);
-        node_bytes.extend_from_slice(&attr_bytes);
-        graph = Vec::new();
-        graph.push(0x0a); // field 1 (node)
-        prost::encoding::encode_varint(node_bytes.len() as u64, &mut graph);
-        graph.extend_from_slice(&node_bytes);
-    }
-    let mut bytes = vec![0x3a];
-    prost::encoding::encode_varint(graph.len() as u64, &mut bytes);
-    bytes.extend_from_slice(&graph);
-    let dir = scratch("nested");
-    rejects(
-        &write(&dir, "nested.onnx", &bytes),
-        "not a valid ONNX model",
-    );
 }
 
 /// The nine model-zoo "light" models the onnx package ships: every tensor
@@ -425,50 +229,6 @@ fn light_models_are_fully_analysed() {
     assert_eq!(
         j["tensors"]["gpu_0/softmax_1"]["shape"],
         serde_json::json!([1, 1000])
-    );
-}
-
-#[test]
-fn a_declared_2_pow_31_element_tensor_is_checked_without_allocating_it() {
-    let dir = scratch("huge_decl");
-    let mut g = relu_graph();
-    // 2^31 float32 elements declared, 4 bytes stored: refused by arithmetic
-    // on the lengths alone.
-    g.initializer
-        .push(initializer("w", &[1 << 31], Some(vec![0; 4])));
-    let start = std::time::Instant::now();
-    rejects(
-        &write(&dir, "huge.onnx", &model(g).encode_to_vec()),
-        "raw_data is 4 bytes, but 2147483648 float32 elements need 8589934592",
-    );
-    assert!(start.elapsed().as_secs() < 5);
-    // A 2^31-element activation is only arithmetic: Relu over it costs 2^31 FLOPs.
-    let path = write(&dir, "big_input.onnx", &model(relu_graph()).encode_to_vec());
-    let (code, out, err) = c3(&[
-        "estimate",
-        &path,
-        "--input",
-        "x=2147483648x1",
-        "--format",
-        "json",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(j["total"]["flops"], 1u64 << 31);
-}
-
-#[test]
-fn an_oversized_rule_pack_is_refused_before_parsing() {
-    let dir = scratch("big_pack");
-    // A 100 MB rule file (sparse: nothing is written to disk).
-    let f = std::fs::File::create(dir.join("huge.yaml")).unwrap();
-    f.set_len(100 * 1024 * 1024).unwrap();
-    let resnet = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/resnet50.trace.json");
-    let (code, _, err) = c3(&["estimate", resnet, "--rules", dir.to_str().unwrap()]);
-    assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("rule file is 104857600 bytes; the limit is 4194304"),
-        "{err}"
     );
 }
 

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
@@ -91,15 +91,35 @@ pub struct Inferred {
 struct LazyTensor {
     tensor: TensorProto,
     dir: PathBuf,
+    /// Where data that cannot be read is reported: shape functions take a
+    /// failed load as an unknown value, but a missing external file is a
+    /// broken model and must end inference with its own message.
+    unreadable: Arc<Mutex<Option<String>>>,
 }
 
 impl ConstantData for LazyTensor {
     fn load(&self) -> std::result::Result<TensorValue, String> {
-        tensor::decode(&self.tensor, &self.dir)
+        tensor::decode(&self.tensor, &self.dir).map_err(|e| match e {
+            tensor::DecodeError::NotCarried(m) => m,
+            tensor::DecodeError::Unreadable(m) => {
+                let m = format!(
+                    "tensor '{}': {m}",
+                    self.tensor.name.as_deref().unwrap_or("")
+                );
+                if let Ok(mut slot) = self.unreadable.lock() {
+                    slot.get_or_insert_with(|| m.clone());
+                }
+                m
+            }
+        })
     }
 }
 
-fn tensor_fact(t: &TensorProto, dir: &Path) -> std::result::Result<Fact, String> {
+fn tensor_fact(
+    t: &TensorProto,
+    dir: &Path,
+    unreadable: &Arc<Mutex<Option<String>>>,
+) -> std::result::Result<Fact, String> {
     let dtype = tensor::dtype_of(t)?;
     let shape = t
         .dims
@@ -114,6 +134,7 @@ fn tensor_fact(t: &TensorProto, dir: &Path) -> std::result::Result<Fact, String>
         constant: Some(Arc::new(LazyTensor {
             tensor: t.clone(),
             dir: dir.to_path_buf(),
+            unreadable: Arc::clone(unreadable),
         })),
         ..Fact::new(dtype, shape)
     })
@@ -138,23 +159,97 @@ impl Scope<'_> {
 const FUNCTION_OUTPUTS: &str = "__function_outputs__";
 
 /// Node inferences per model, counting every run of a subgraph: loop bodies
-/// run twice where carried shapes change, so nested loops could otherwise
-/// take time exponential in their depth. (Unit tests reach it sooner.)
-#[cfg(not(test))]
-const MAX_NODE_VISITS: u64 = 2_000_000;
-#[cfg(test)]
-const MAX_NODE_VISITS: u64 = 100_000;
+/// run up to three times where carried shapes change, so nested loops could
+/// otherwise take time exponential in their depth. The budget is this many
+/// visits plus [`NODE_VISITS_PER_NODE`] per node of the expanded model.
+pub const NODE_VISITS_BASE: u64 = 50_000;
+/// Visits allowed per node of the expanded model, on top of [`NODE_VISITS_BASE`].
+pub const NODE_VISITS_PER_NODE: u64 = 16;
+
+type Functions<'m> = HashMap<(String, String), &'m FunctionProto>;
+
+/// The nodes of the model once its functions are expanded, subgraphs
+/// included: what inference will record and visit at least once. Computed
+/// from the call graph (each function's size once), so functions that call
+/// each other twice per level are refused before the first expansion.
+fn expanded_nodes(g: &GraphProto, functions: &Functions) -> std::result::Result<u64, String> {
+    struct Sizer<'a, 'm> {
+        functions: &'a Functions<'m>,
+        sizes: HashMap<(String, String), u64>,
+        open: HashSet<(String, String)>,
+    }
+    impl Sizer<'_, '_> {
+        fn nodes(&mut self, nodes: &[NodeProto], depth: usize) -> std::result::Result<u64, String> {
+            if depth > MAX_GRAPH_DEPTH {
+                return Err(format!(
+                    "functions and subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
+                ));
+            }
+            let mut total: u64 = 0;
+            for n in nodes {
+                total = total.saturating_add(1);
+                for a in &n.attribute {
+                    for g in a.g.iter().map(|g| &**g).chain(&a.graphs) {
+                        total = total.saturating_add(self.nodes(&g.node, depth + 1)?);
+                    }
+                }
+                if self.functions.is_empty() {
+                    continue;
+                }
+                let op = n.op_type.as_deref().unwrap_or("");
+                let domain = domain_key(n.domain.as_deref().unwrap_or(""));
+                // Calls expand only where c3 has no shape logic of its own.
+                if registry(domain, op).is_some() {
+                    continue;
+                }
+                let key = (domain.to_string(), op.to_string());
+                let Some(f) = self.functions.get(&key) else {
+                    continue;
+                };
+                let size = match self.sizes.get(&key) {
+                    Some(&size) => size,
+                    None => {
+                        if !self.open.insert(key.clone()) {
+                            return Err(format!(
+                                "function '{}' calls itself, directly or through others",
+                                key.1
+                            ));
+                        }
+                        let size = self.nodes(&f.node, depth + 1)?;
+                        self.open.remove(&key);
+                        self.sizes.insert(key, size);
+                        size
+                    }
+                };
+                total = total.saturating_add(size);
+            }
+            Ok(total)
+        }
+    }
+    Sizer {
+        functions,
+        sizes: HashMap::default(),
+        open: HashSet::default(),
+    }
+    .nodes(&g.node, 0)
+}
 
 struct Walker<'m> {
     model: &'m OnnxModel,
-    functions: HashMap<(String, String), &'m FunctionProto>,
+    functions: Functions<'m>,
     opts: &'m InferOptions,
     symbols: Symbols,
-    /// Nodes inferred so far, subgraph runs included (bounded by [`MAX_NODE_VISITS`]).
+    /// Nodes inferred so far, subgraph runs included (bounded by `max_visits`).
     visits: Cell<u64>,
-    /// The first limit the model ran into. Kept here so that no caller (an
-    /// If that falls back on its other branch) can swallow it.
+    /// The visit budget: [`NODE_VISITS_BASE`] plus [`NODE_VISITS_PER_NODE`]
+    /// per node of the expanded model.
+    max_visits: u64,
+    /// The first limit the model ran into (or the first constant whose data
+    /// cannot be read). Kept here so that no caller (an If that falls back
+    /// on its other branch) can swallow it.
     limit: RefCell<Option<String>>,
+    /// Constants' data that could not be read, as [`LazyTensor`] reports it.
+    unreadable: Arc<Mutex<Option<String>>>,
 }
 
 fn node_label(n: &NodeProto) -> String {
@@ -168,7 +263,7 @@ fn node_label(n: &NodeProto) -> String {
 
 /// The value names a graph uses but does not define (it takes them from the
 /// enclosing scope).
-/// `work` counts the nodes looked at, toward [`MAX_NODE_VISITS`].
+/// `work` counts the nodes looked at, toward the visit budget.
 fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> HashSet<String> {
     work.set(work.get().saturating_add(g.node.len() as u64));
     let mut defined: HashSet<&str> = HashSet::default();
@@ -293,9 +388,10 @@ impl<'m> Walker<'m> {
     fn charge(&self, n: u64) -> std::result::Result<(), String> {
         let visits = self.visits.get().saturating_add(n);
         self.visits.set(visits);
-        if visits > MAX_NODE_VISITS {
+        if visits > self.max_visits {
             return Err(self.over_limit(format!(
-                "inference takes more than {MAX_NODE_VISITS} node visits (subgraphs nest too deep)"
+                "inference exceeds the limit of {} node visits ({NODE_VISITS_BASE} + {NODE_VISITS_PER_NODE} per node): nested loops re-infer their bodies too often",
+                self.max_visits
             )));
         }
         Ok(())
@@ -383,7 +479,7 @@ impl<'m> Walker<'m> {
     ) -> std::result::Result<(), String> {
         if depth > MAX_GRAPH_DEPTH {
             return Err(self.over_limit(format!(
-                "subgraphs nest deeper than {MAX_GRAPH_DEPTH} levels"
+                "subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
             )));
         }
         // One entry per node output and initializer: size the scope once.
@@ -394,7 +490,7 @@ impl<'m> Walker<'m> {
         let mut order_names: Vec<String> = Vec::new();
         for t in &g.initializer {
             let name = t.name.clone().unwrap_or_default();
-            let f = tensor_fact(t, &self.model.dir)
+            let f = tensor_fact(t, &self.model.dir, &self.unreadable)
                 .map_err(|m| format!("initializer '{name}': {m}"))?;
             scope.vars.insert(name.clone(), f);
             order_names.push(name);
@@ -492,7 +588,14 @@ impl<'m> Walker<'m> {
                 &sub,
                 &self.symbols,
             );
-            infer(&mut ctx).map_err(|e| e.0)?;
+            let inferred = infer(&mut ctx).map_err(|e| e.0);
+            let unreadable = self.unreadable.lock().ok().and_then(|mut m| m.take());
+            if let Some(m) = unreadable {
+                // The walk adds the node's label to what is returned.
+                self.over_limit(format!("{}: {m}", node_label(n)));
+                return Err(m);
+            }
+            inferred?;
             let (back, out, times) = ctx.into_parts();
             facts_back = back;
             outputs = out;
@@ -547,7 +650,7 @@ impl<'m> Walker<'m> {
     ) -> std::result::Result<Vec<InferredNode>, String> {
         if depth > MAX_GRAPH_DEPTH {
             return Err(self.over_limit(format!(
-                "functions nest deeper than {MAX_GRAPH_DEPTH} levels"
+                "functions nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
             )));
         }
         // The body sees only its formal inputs; rename them to fresh names.
@@ -831,7 +934,7 @@ impl SubgraphInfer for SubWalker<'_, '_> {
 
 impl TensorDecoder for SubWalker<'_, '_> {
     fn fact_of(&self, t: &TensorProto) -> std::result::Result<Fact, ShapeError> {
-        tensor_fact(t, &self.walker.model.dir).map_err(ShapeError)
+        tensor_fact(t, &self.walker.model.dir, &self.walker.unreadable).map_err(ShapeError)
     }
 }
 
@@ -846,7 +949,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         .graph
         .as_ref()
         .expect("loader checked the graph");
-    let functions = model
+    let functions: Functions = model
         .model
         .functions
         .iter()
@@ -860,13 +963,22 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
             )
         })
         .collect();
+    let expanded = expanded_nodes(g, &functions).map_err(bad)?;
+    if expanded > super::MAX_NODES as u64 {
+        return Err(bad(format!(
+            "functions expand the model to {expanded} nodes, which exceeds the limit of {} nodes",
+            super::MAX_NODES
+        )));
+    }
     let walker = Walker {
         model,
         functions,
         opts,
         symbols: Symbols::default(),
         visits: Cell::new(0),
+        max_visits: NODE_VISITS_BASE.saturating_add(NODE_VISITS_PER_NODE.saturating_mul(expanded)),
         limit: RefCell::new(None),
+        unreadable: Arc::default(),
     };
     for name in opts.inputs.keys() {
         if !g.input.iter().any(|v| v.name.as_deref() == Some(name)) {

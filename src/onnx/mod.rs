@@ -8,6 +8,7 @@
 pub mod infer;
 pub mod proto;
 pub mod tensor;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,10 +19,18 @@ use prost::Message;
 use crate::error::{Error, Result};
 use proto::{GraphProto, ModelProto};
 
-/// Subgraphs (If/Loop/Scan bodies) may nest this deep.
+/// Subgraphs (If/Loop/Scan bodies) and function calls may nest this deep.
 pub const MAX_GRAPH_DEPTH: usize = 64;
-/// Tensor rank limit for declared shapes.
+/// Tensor rank limit for declared shapes and stored tensors.
 pub const MAX_RANK: usize = 64;
+/// Nodes a model may hold in all (main graph, subgraphs, function bodies;
+/// and again once its functions are expanded). Ten times the largest real
+/// graphs; c3 needs about 3 KB and 9 µs per node, so this bounds what any
+/// file can cost. Counted on the wire format before anything is decoded.
+pub const MAX_NODES: usize = 1_000_000;
+/// How deep protobuf messages may nest: prost's own decoder limit, which
+/// refuses deeper files before c3 sees them.
+pub const MAX_MESSAGE_DEPTH: usize = 100;
 
 /// A loaded model: the decoded message, backed by the mapped file.
 pub struct OnnxModel {
@@ -68,6 +77,14 @@ pub fn load(path: &str) -> Result<OnnxModel> {
 /// Decodes and checks a model held in memory; `path` names it in errors and
 /// gives the folder external data is read from.
 pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
+    if wire::count_nodes(&bytes, MAX_NODES) > MAX_NODES {
+        return Err(bad(
+            path,
+            format!(
+                "the node count (main graph, subgraphs and functions together) exceeds the limit of {MAX_NODES} nodes"
+            ),
+        ));
+    }
     let model = ModelProto::decode(bytes.clone()).map_err(|e| {
         bad(
             path,
@@ -77,11 +94,7 @@ pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
     let Some(graph) = &model.graph else {
         return Err(bad(path, "not an ONNX model: it has no graph"));
     };
-    let mut opsets = BTreeMap::new();
-    for o in &model.opset_import {
-        let d = domain_key(o.domain.as_deref().unwrap_or("")).to_string();
-        opsets.insert(d, o.version.unwrap_or(1));
-    }
+    let opsets = opset_map(&model.opset_import).map_err(|m| bad(path, m))?;
     let dir = Path::new(path)
         .parent()
         .map(Path::to_path_buf)
@@ -89,11 +102,10 @@ pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
         .unwrap_or_else(|| PathBuf::from("."));
     check_graph(graph, &dir, 0).map_err(|m| bad(path, m))?;
     for f in &model.functions {
-        for n in &f.node {
-            for a in &n.attribute {
-                check_attr_graphs(a, &dir, 1).map_err(|m| bad(path, m))?;
-            }
-        }
+        let name = f.name.as_deref().unwrap_or("");
+        let here = |m: String| bad(path, format!("function '{name}': {m}"));
+        opset_map(&f.opset_import).map_err(here)?;
+        check_nodes(&f.node, &dir, 1).map_err(here)?;
     }
     Ok(OnnxModel {
         path: path.to_string(),
@@ -104,11 +116,52 @@ pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
     })
 }
 
+/// Opset version by domain. A version below 1 exists in no domain; a domain
+/// imported twice at different versions has no version at all.
+pub fn opset_map(list: &[proto::OperatorSetIdProto]) -> Result<BTreeMap<String, i64>, String> {
+    let mut opsets = BTreeMap::new();
+    for o in list {
+        let shown = o.domain.as_deref().unwrap_or("");
+        let d = domain_key(shown).to_string();
+        let v = o.version.unwrap_or(1);
+        if v < 1 {
+            return Err(format!(
+                "opset_import: domain '{shown}' version {v} does not exist (versions start at 1)"
+            ));
+        }
+        if let Some(old) = opsets.insert(d, v)
+            && old != v
+        {
+            return Err(format!(
+                "opset_import lists domain '{shown}' twice, at versions {old} and {v}"
+            ));
+        }
+    }
+    Ok(opsets)
+}
+
+/// prost's message, without its prefix and with the path of fields cut to
+/// its first few steps (a file nested 100 deep would print all 100).
 fn decode_message(e: &prost::DecodeError) -> String {
     let s = e.to_string();
-    s.strip_prefix("failed to decode Protobuf message: ")
-        .unwrap_or(&s)
-        .to_string()
+    let s = s
+        .strip_prefix("failed to decode Protobuf message: ")
+        .unwrap_or(&s);
+    let mut parts: Vec<&str> = s.split(": ").collect();
+    let last = parts.pop().unwrap_or("");
+    let last = if last == "recursion limit reached" {
+        format!("messages nest deeper than the limit of {MAX_MESSAGE_DEPTH} levels")
+    } else {
+        last.to_string()
+    };
+    if parts.len() > 3 {
+        let more = parts.len() - 3;
+        parts.truncate(3);
+        format!("{}: ({more} more): {last}", parts.join(": "))
+    } else {
+        parts.push(&last);
+        parts.join(": ")
+    }
 }
 
 fn check_attr_graphs(a: &proto::AttributeProto, dir: &Path, depth: usize) -> Result<(), String> {
@@ -117,7 +170,8 @@ fn check_attr_graphs(a: &proto::AttributeProto, dir: &Path, depth: usize) -> Res
             .map_err(|m| format!("attribute '{}': {m}", a.name.as_deref().unwrap_or("")))?;
     }
     for t in &a.tensors {
-        tensor::check(t, dir)?;
+        tensor::check(t, dir)
+            .map_err(|m| format!("attribute '{}': {m}", a.name.as_deref().unwrap_or("")))?;
     }
     for g in a.g.iter().map(|g| &**g).chain(a.graphs.iter()) {
         check_graph(g, dir, depth)?;
@@ -126,31 +180,52 @@ fn check_attr_graphs(a: &proto::AttributeProto, dir: &Path, depth: usize) -> Res
 }
 
 /// Checks a graph and its subgraphs: tensors' sizes and external locations,
-/// declared dimensions, nesting depth.
+/// declared dimensions, nesting depth, unique initializer names.
 fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
     if depth > MAX_GRAPH_DEPTH {
         return Err(format!(
-            "subgraphs nest deeper than {MAX_GRAPH_DEPTH} levels"
+            "subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
         ));
     }
+    let mut names = std::collections::HashSet::with_capacity(g.initializer.len());
     for t in &g.initializer {
         let name = t.name.as_deref().unwrap_or("");
-        if t.dims.len() > MAX_RANK {
-            return Err(format!(
-                "initializer '{name}' has rank {}, more than {MAX_RANK}",
-                t.dims.len()
-            ));
+        if !names.insert(name) {
+            return Err(format!("initializer '{name}' is defined twice"));
         }
         tensor::check(t, dir).map_err(|m| format!("initializer '{name}': {m}"))?;
     }
     for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
-        if let Some(tt) = v.r#type.as_ref().and_then(|t| t.tensor_type.as_ref())
-            && let Some(shape) = &tt.shape
-        {
+        if let Some(t) = &v.r#type {
+            check_type(t).map_err(|m| format!("'{}' {m}", v.name.as_deref().unwrap_or("")))?;
+        }
+    }
+    check_nodes(&g.node, dir, depth + 1)
+}
+
+/// Checks nodes and, at `depth`, the graphs of their attributes.
+fn check_nodes(nodes: &[proto::NodeProto], dir: &Path, depth: usize) -> Result<(), String> {
+    for n in nodes {
+        let name = n.name.as_deref().unwrap_or("");
+        if n.op_type.as_deref().unwrap_or("").is_empty() {
+            return Err(format!("node '{name}' has no op_type"));
+        }
+        for a in &n.attribute {
+            check_attr_graphs(a, dir, depth).map_err(|m| format!("node '{name}': {m}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// A declared type's shapes (nested in sequences, optionals and maps too):
+/// rank within [`MAX_RANK`], no negative dimension. The decoder bounds the
+/// nesting.
+fn check_type(t: &proto::TypeProto) -> Result<(), String> {
+    for tt in t.tensor_type.iter().chain(&t.sparse_tensor_type) {
+        if let Some(shape) = &tt.shape {
             if shape.dim.len() > MAX_RANK {
                 return Err(format!(
-                    "'{}' has rank {}, more than {MAX_RANK}",
-                    v.name.as_deref().unwrap_or(""),
+                    "has rank {}, which exceeds the limit of {MAX_RANK}",
                     shape.dim.len()
                 ));
             }
@@ -160,24 +235,18 @@ fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
                 .iter()
                 .find_map(|d| d.dim_value.filter(|v| *v < -1))
             {
-                return Err(format!(
-                    "'{}' declares a negative dimension {d}",
-                    v.name.as_deref().unwrap_or("")
-                ));
+                return Err(format!("declares a negative dimension {d}"));
             }
         }
     }
-    for n in &g.node {
-        if n.op_type.as_deref().unwrap_or("").is_empty() {
-            return Err(format!(
-                "node '{}' has no op_type",
-                n.name.as_deref().unwrap_or("")
-            ));
-        }
-        for a in &n.attribute {
-            check_attr_graphs(a, dir, depth + 1)
-                .map_err(|m| format!("node '{}': {m}", n.name.as_deref().unwrap_or("")))?;
-        }
+    let inner = t
+        .sequence_type
+        .iter()
+        .chain(&t.optional_type)
+        .filter_map(|e| e.elem_type.as_ref())
+        .chain(t.map_type.iter().filter_map(|m| m.value_type.as_ref()));
+    for e in inner {
+        check_type(e)?;
     }
     Ok(())
 }

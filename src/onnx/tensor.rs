@@ -9,6 +9,7 @@ use super::proto::TensorProto;
 use crate::dim::SymInt;
 use crate::ir::DType;
 use crate::shape::TensorValue;
+use crate::shape::fact::MAX_VALUE_ELEMENTS;
 
 /// `TensorProto.DataLocation.EXTERNAL`.
 const EXTERNAL: i32 = 1;
@@ -129,11 +130,18 @@ fn external_field(t: &TensorProto, key: &str) -> Result<Option<u64>, String> {
 /// Checks that a tensor's stored data matches its declared type and shape.
 /// Reads lengths only (and the varints of packed integer fields).
 pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
+    if t.dims.len() > super::MAX_RANK {
+        return Err(format!(
+            "rank {}, which exceeds the limit of {}",
+            t.dims.len(),
+            super::MAX_RANK
+        ));
+    }
     let dtype = dtype_of(t)?;
     let n = element_count(&t.dims)?;
     let expect = raw_len(dtype, n).ok_or("tensor size overflows 64 bits")?;
     if t.data_location == Some(EXTERNAL) {
-        external_location(t, dir)?;
+        let path = external_location(t, dir)?;
         if let Some(len) = external_field(t, "length")?
             && dtype != DType::String
             && len != expect
@@ -142,7 +150,25 @@ pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
                 "external data holds {len} bytes, but {n} {dtype} elements need {expect}"
             ));
         }
-        external_field(t, "offset")?;
+        let offset = external_field(t, "offset")?.unwrap_or(0);
+        // A missing file is allowed (weights are often not shipped and
+        // rarely needed); one that is there must hold what is declared.
+        if let Ok(meta) = std::fs::metadata(&path) {
+            let shown = path.file_name().unwrap_or_default().to_string_lossy();
+            if !meta.is_file() {
+                return Err(format!("external data '{shown}' is not a regular file"));
+            }
+            if dtype != DType::String
+                && offset
+                    .checked_add(expect)
+                    .is_none_or(|end| end > meta.len())
+            {
+                return Err(format!(
+                    "external data '{shown}' is {} bytes, but {n} {dtype} elements need {expect} at offset {offset}",
+                    meta.len()
+                ));
+            }
+        }
         return Ok(());
     }
     let mismatch = |what: &str, got: u64, want: u64| {
@@ -290,28 +316,65 @@ fn f16_to_f64(h: u16) -> f64 {
     }
 }
 
-/// Decodes a tensor's data (embedded or external) into a value.
-pub fn decode(t: &TensorProto, dir: &Path) -> Result<TensorValue, String> {
-    check(t, dir)?;
-    let dtype = dtype_of(t)?;
-    let n = element_count(&t.dims)? as usize;
+/// Why a tensor's data gives no value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeError {
+    /// The data cannot be read (an external file missing or too short): the
+    /// model is broken where a shape computation needs it.
+    Unreadable(String),
+    /// The data is not carried as a value (too many elements, a type that
+    /// is not decoded, an inconsistent tensor): the value stays unknown.
+    NotCarried(String),
+}
+
+/// Decodes a tensor's data (embedded or external) into a value. Only tensors
+/// of at most [`MAX_VALUE_ELEMENTS`] elements are decoded, so what a tensor
+/// declares is never allocated.
+pub fn decode(t: &TensorProto, dir: &Path) -> Result<TensorValue, DecodeError> {
+    use DecodeError::{NotCarried, Unreadable};
+    check(t, dir).map_err(NotCarried)?;
+    let dtype = dtype_of(t).map_err(NotCarried)?;
+    let n = element_count(&t.dims).map_err(NotCarried)?;
+    if n > MAX_VALUE_ELEMENTS as u64 {
+        return Err(NotCarried(format!(
+            "{n} elements, more than the limit of {MAX_VALUE_ELEMENTS} carried as values"
+        )));
+    }
+    let n = n as usize;
     if t.data_location == Some(EXTERNAL) {
-        let path = external_location(t, dir)?;
-        let offset = external_field(t, "offset")?.unwrap_or(0);
-        let len = raw_len(dtype, n as u64).ok_or("tensor size overflows")?;
-        let mut f = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let path = external_location(t, dir).map_err(NotCarried)?;
+        let offset = external_field(t, "offset")
+            .map_err(NotCarried)?
+            .unwrap_or(0);
+        let len = raw_len(dtype, n as u64).ok_or(NotCarried("tensor size overflows".into()))?;
+        // Opening a pipe or a device could block or never end.
+        let meta = std::fs::metadata(&path)
+            .map_err(|e| Unreadable(format!("external data '{}': {e}", path.display())))?;
+        if !meta.is_file() {
+            return Err(Unreadable(format!(
+                "external data '{}' is not a regular file",
+                path.display()
+            )));
+        }
+        let mut f = std::fs::File::open(&path)
+            .map_err(|e| Unreadable(format!("external data '{}': {e}", path.display())))?;
         use std::io::{Read, Seek, SeekFrom};
         f.seek(SeekFrom::Start(offset))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| Unreadable(format!("external data '{}': {e}", path.display())))?;
         let mut buf = vec![0u8; len as usize];
         f.read_exact(&mut buf).map_err(|e| {
-            format!(
-                "{}: cannot read {len} bytes at offset {offset}: {e}",
+            Unreadable(format!(
+                "external data '{}': cannot read {len} bytes at offset {offset}: {e}",
                 path.display()
-            )
+            ))
         })?;
-        return from_raw(dtype, &buf, n);
+        return from_raw(dtype, &buf, n).map_err(NotCarried);
     }
+    decode_embedded(t, dtype, n).map_err(NotCarried)
+}
+
+/// Decodes data stored in the model file itself.
+fn decode_embedded(t: &TensorProto, dtype: DType, n: usize) -> Result<TensorValue, String> {
     if let Some(raw) = &t.raw_data {
         return from_raw(dtype, raw, n);
     }

@@ -10,6 +10,9 @@ use evalexpr::{EvalexprError, EvalexprResult, Value};
 
 use super::ast::{BinOp, Expr, ExprKind, Span, UnOp};
 
+/// `fill(n, v)` builds lists of at most this many elements.
+pub const MAX_FILL: usize = 4096;
+
 /// What a name in a formula stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NameKind {
@@ -485,8 +488,13 @@ pub fn call(identifier: &str, arg: &Value) -> EvalexprResult<Value> {
         }
         ("fill", [n, v]) => {
             let n = int(n, name)?;
-            if !(0..=4096).contains(&n) {
-                return fail(format!("fill: length {n} is out of range 0..=4096"));
+            if n < 0 {
+                return fail(format!("fill: length {n} is negative"));
+            }
+            if n > MAX_FILL as i64 {
+                return fail(format!(
+                    "fill: length {n} exceeds the limit of {MAX_FILL} elements"
+                ));
             }
             Ok(Value::Tuple(vec![v.clone(); n as usize]))
         }

@@ -177,7 +177,7 @@ impl RuleSet {
             return Err(Error::Input {
                 path: shown,
                 message: format!(
-                    "rule file is {} bytes; the limit is {MAX_RULE_FILE_BYTES}",
+                    "rule file is {} bytes, which exceeds the limit of {MAX_RULE_FILE_BYTES} bytes",
                     meta.len()
                 ),
             });

@@ -16,10 +16,13 @@ pub struct SyntaxError {
     pub offset: usize,
 }
 
-/// Formulas longer than this are refused (a rule file is read by people).
+/// Formulas longer than this (in characters) are refused (a rule file is read by people).
 pub const MAX_FORMULA_LEN: usize = 4096;
 /// Deeper nesting than this is refused before the parser can recurse into it.
 pub const MAX_NESTING: usize = 64;
+/// Prefix operators (`-`, `!`) and conditionals (`?`) each take the parser one
+/// level deeper: a formula may hold this many.
+pub const MAX_RECURSIVE_OPERATORS: usize = 4 * MAX_NESTING;
 
 fn rule_name(rule: &Rule) -> String {
     match rule {
@@ -72,9 +75,12 @@ fn syntax_error(e: pest::error::Error<Rule>) -> SyntaxError {
 
 /// Refuses texts that are too long or nest too deep, before pest recurses.
 fn check_limits(text: &str) -> Result<(), SyntaxError> {
-    if text.len() > MAX_FORMULA_LEN {
+    let chars = text.chars().count();
+    if chars > MAX_FORMULA_LEN {
         return Err(SyntaxError {
-            message: format!("formula is longer than {MAX_FORMULA_LEN} characters"),
+            message: format!(
+                "formula is {chars} characters, which exceeds the limit of {MAX_FORMULA_LEN}"
+            ),
             offset: 0,
         });
     }
@@ -85,7 +91,9 @@ fn check_limits(text: &str) -> Result<(), SyntaxError> {
                 depth += 1;
                 if depth > MAX_NESTING {
                     return Err(SyntaxError {
-                        message: format!("brackets nest deeper than {MAX_NESTING} levels"),
+                        message: format!(
+                            "brackets nest deeper than the limit of {MAX_NESTING} levels"
+                        ),
                         offset: i,
                     });
                 }
@@ -99,9 +107,11 @@ fn check_limits(text: &str) -> Result<(), SyntaxError> {
         .chars()
         .filter(|c| matches!(c, '-' | '!' | '?'))
         .count();
-    if ops > MAX_NESTING * 4 {
+    if ops > MAX_RECURSIVE_OPERATORS {
         return Err(SyntaxError {
-            message: "formula has too many operators".into(),
+            message: format!(
+                "formula has {ops} of the operators -, ! and ?, which exceeds the limit of {MAX_RECURSIVE_OPERATORS} operators"
+            ),
             offset: 0,
         });
     }

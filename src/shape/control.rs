@@ -192,7 +192,11 @@ fn if_op(ctx: &mut InferCtx) -> Result<()> {
             // A branch that cannot run on these shapes is never taken: models
             // dispatch on rank or size this way (AffineGrid's 2-D/3-D split).
             (Ok(only), Err(_)) | (Err(_), Ok(only)) => only,
-            (Err(a), Err(b)) => return err(format!("both branches fail: then: {a}; else: {b}")),
+            // Both messages while short: nested Ifs would double them per level.
+            (Err(a), Err(b)) if a.0.len() + b.0.len() < 300 => {
+                return err(format!("both branches fail: then: {a}; else: {b}"));
+            }
+            (Err(a), Err(_)) => return err(format!("both branches fail; then: {a}")),
         },
     };
     for (i, f) in outs.into_iter().enumerate() {
@@ -1260,7 +1264,7 @@ mod tests {
         let ty = AttributeProto {
             name: Some("type".into()),
             r#type: Some(attr_type::TYPE_PROTO),
-            tp: Some(t(&["n", "2"])),
+            tp: Some(Box::new(t(&["n", "2"]))),
             ..Default::default()
         };
         let g = graph(

@@ -248,7 +248,7 @@ impl<'a> InferCtx<'a> {
     }
 
     pub fn attr_tensor(&self, name: &str) -> Option<&'a TensorProto> {
-        self.attr(name).and_then(|a| a.t.as_ref())
+        self.attr(name).and_then(|a| a.t.as_deref())
     }
 
     pub fn attr_graph(&self, name: &str) -> Option<&'a GraphProto> {

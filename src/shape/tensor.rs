@@ -69,12 +69,12 @@ fn fresh_dims(ctx: &InferCtx, n: usize, hint: &str) -> Vec<Dim> {
 }
 
 /// The length of input `i`, a 1-D shape vector whose data is unknown: the
-/// rank it gives. Absurd lengths (beyond what values carry) count as unknown.
+/// rank it gives. Ranks past the limit count as unknown.
 fn shape_len(ctx: &InferCtx, i: usize) -> Option<usize> {
     match ctx.shape(i)?.as_slice() {
         [n] => usize::try_from(n.known()?)
             .ok()
-            .filter(|&n| n <= MAX_VALUE_ELEMENTS),
+            .filter(|&n| n <= crate::onnx::MAX_RANK),
         _ => None,
     }
 }
