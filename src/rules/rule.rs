@@ -157,6 +157,9 @@ pub struct SourceFile<'a> {
     pub path: &'a str,
     pub text: &'a str,
     pub builtin: bool,
+    /// Where the text serde parsed starts in `text`: 0 for a whole file, the
+    /// block's start for a built-in rule parsed alone.
+    pub base: usize,
     /// Byte offset of every line's start, to turn offsets into line:col.
     lines: Vec<usize>,
     /// Byte offset of every top-level key (`Conv:`), to name a rule's line.
@@ -184,9 +187,15 @@ impl<'a> SourceFile<'a> {
             path,
             text,
             builtin,
+            base: 0,
             lines,
             keys,
         }
+    }
+
+    /// The same file, for values parsed from `text[base..]`.
+    pub fn at(self, base: usize) -> Self {
+        Self { base, ..self }
     }
 
     /// Byte offset of the line that opens the top-level key `key` (0 if none).
@@ -211,14 +220,15 @@ impl SourceFile<'_> {
     pub fn start_of(&self, t: &Text) -> usize {
         let loc = &t.referenced;
         if let Some(b) = loc.span().byte_offset() {
-            return (b as usize).min(self.text.len());
+            return (self.base + b as usize).min(self.text.len());
         }
         self.byte_of(loc.line() as usize, loc.column() as usize)
     }
 
+    /// Byte offset of a line and column of the parsed text (from `base`).
     pub fn byte_of(&self, line: usize, col: usize) -> usize {
-        let mut offset = 0;
-        for (i, l) in self.text.split_inclusive('\n').enumerate() {
+        let mut offset = self.base;
+        for (i, l) in self.text[self.base..].split_inclusive('\n').enumerate() {
             if i + 1 == line {
                 return offset
                     + l.char_indices()
