@@ -1,6 +1,6 @@
 //! A compiled cost rule ([`CostRule`]) and its evaluation on one node.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -59,6 +59,11 @@ struct Keys {
     lets: Vec<Arc<str>>,
     /// fma, opset, true, false
     switches: Vec<Arc<str>>,
+    /// Whether some formula of the rule reads each key above (tensors, dims,
+    /// switches): an evaluation binds only those, unless it reports them all.
+    tensors_read: Vec<[bool; 6]>,
+    dims_read: Vec<bool>,
+    switches_read: Vec<bool>,
 }
 
 impl Keys {
@@ -103,7 +108,26 @@ impl Keys {
             switches: ["fma", "opset", "true", "false"]
                 .map(|n| arc(lower::var_switch(n)))
                 .to_vec(),
+            tensors_read: Vec::new(),
+            dims_read: Vec::new(),
+            switches_read: Vec::new(),
         }
+    }
+
+    /// Records which keys the compiled formulas read.
+    fn mark_read<'f>(&mut self, formulas: impl Iterator<Item = &'f Formula>) {
+        let mut read: HashSet<&str> = HashSet::new();
+        for f in formulas {
+            read.extend(f.code.iter_variable_identifiers());
+        }
+        let is_read = |k: &Arc<str>| read.contains(&**k);
+        self.tensors_read = self
+            .tensors
+            .iter()
+            .map(|t| t.each_ref().map(is_read))
+            .collect();
+        self.dims_read = self.dims.iter().map(|(_, k)| is_read(k)).collect();
+        self.switches_read = self.switches.iter().map(is_read).collect();
     }
 }
 
@@ -492,7 +516,16 @@ impl CostRule {
             None | Some("ai.onnx") => String::new(),
             Some(d) => d.to_string(),
         };
-        let keys = Keys::new(&inputs, &outputs, &attrs, &lets);
+        let mut keys = Keys::new(&inputs, &outputs, &attrs, &lets);
+        keys.mark_read(
+            attrs
+                .iter()
+                .filter_map(|a| a.default.as_ref())
+                .chain(lets.iter().map(|(_, f)| f))
+                .chain([&flops, &mread, &mwrite])
+                .chain(iops.as_ref())
+                .chain(params.iter().map(|(_, f)| f)),
+        );
         Ok(CostRule {
             op: op.to_string(),
             domain,
@@ -594,12 +627,12 @@ impl fmt::Display for EvalError {
     }
 }
 
-/// The variables one evaluation sees.
-struct Env {
-    vars: rustc_hash::FxHashMap<Arc<str>, Value>,
+/// The variables one evaluation sees, keyed by the rule's own names.
+struct Env<'r> {
+    vars: rustc_hash::FxHashMap<&'r str, Value>,
 }
 
-impl evalexpr::Context for Env {
+impl evalexpr::Context for Env<'_> {
     fn get_value(&self, identifier: &str) -> Option<&Value> {
         self.vars.get(identifier)
     }
@@ -620,9 +653,9 @@ impl evalexpr::Context for Env {
     }
 }
 
-impl Env {
-    fn set(&mut self, var: &Arc<str>, v: Value) {
-        self.vars.insert(var.clone(), v);
+impl<'r> Env<'r> {
+    fn set(&mut self, var: &'r str, v: Value) {
+        self.vars.insert(var, v);
     }
 }
 
@@ -717,7 +750,7 @@ impl Formula {
 
     fn sub_is_zero(&self, d: &Expr, env: &Env) -> bool {
         // Re-lowering cannot fail: the whole formula lowered with these names.
-        struct Any<'a>(&'a Env);
+        struct Any<'a>(&'a Env<'a>);
         impl Scope for Any<'_> {
             fn kind(&self, name: &str) -> Option<NameKind> {
                 let probe = |v: String| self.0.vars.contains_key(v.as_str());
@@ -793,9 +826,10 @@ impl Formula {
 }
 
 impl CostRule {
-    /// Binds the rule's patterns to a node's tensors.
-    fn bind(&self, node: &Node, env: &mut Env) -> Result<(), EvalError> {
-        let mut bound: HashMap<&str, Value> = HashMap::new();
+    /// Binds the rule's patterns to a node's tensors: every name when `all`,
+    /// else only those the formulas read (checks run either way).
+    fn bind<'r>(&'r self, node: &Node, env: &mut Env<'r>, all: bool) -> Result<(), EvalError> {
+        let mut bound: Vec<(&str, Value)> = Vec::new();
         let n_in = self.inputs.len();
         for (pats, tensors, side, base) in [
             (&self.inputs, &node.inputs, "input", 0),
@@ -817,13 +851,19 @@ impl CostRule {
             }
             for (i, p) in pats.iter().enumerate().take(fixed) {
                 let [present, elements, bits_k, width, shape, _] = &self.keys.tensors[base + i];
+                let read = self.keys.tensors_read[base + i].map(|r| r || all);
+                let mut set = |k: usize, key: &'r Arc<str>, v: Value| {
+                    if read[k] {
+                        env.set(key, v);
+                    }
+                };
                 match tensors.get(i).and_then(Option::as_ref) {
                     None if p.optional => {
-                        env.set(present, Value::Boolean(false));
-                        env.set(elements, Value::Int(0));
-                        env.set(bits_k, Value::Int(0));
-                        env.set(shape, Value::Empty);
-                        env.set(width, Value::Int(0));
+                        set(0, present, Value::Boolean(false));
+                        set(1, elements, Value::Int(0));
+                        set(2, bits_k, Value::Int(0));
+                        set(4, shape, Value::Empty);
+                        set(3, width, Value::Int(0));
                     }
                     None => {
                         return Err(EvalError::Binding(format!(
@@ -834,11 +874,15 @@ impl CostRule {
                         )));
                     }
                     Some(t) => {
+                        // Checks every dimension: known, and within i64.
                         let (n, bits) = tensor_counts(t, &p.name)?;
-                        env.set(present, Value::Boolean(true));
-                        env.set(elements, Value::Int(n));
-                        env.set(bits_k, Value::Int(bits));
-                        env.set(width, Value::Int(t.dtype.bits() as i64));
+                        set(0, present, Value::Boolean(true));
+                        set(1, elements, Value::Int(n));
+                        set(2, bits_k, Value::Int(bits));
+                        set(3, width, Value::Int(t.dtype.bits() as i64));
+                        if p.dims.is_none() && !read[4] {
+                            continue;
+                        }
                         let dims = t
                             .shape
                             .iter()
@@ -847,13 +891,14 @@ impl CostRule {
                         if let Some(pat) = &p.dims {
                             bind_dims(p, pat, &dims, side, &mut bound)?;
                         }
-                        env.set(shape, Value::Tuple(dims));
+                        set(4, shape, Value::Tuple(dims));
                     }
                 }
             }
             if variadic {
                 let p = &pats[fixed];
                 let [_, elements, bits_k, _, _, count_k] = &self.keys.tensors[base + fixed];
+                let read = self.keys.tensors_read[base + fixed].map(|r| r || all);
                 let (mut count, mut n, mut bits) = (0i64, 0i64, 0i64);
                 for t in tensors.iter().skip(fixed).flatten() {
                     let (tn, tb) = tensor_counts(t, &p.name)?;
@@ -869,14 +914,18 @@ impl CostRule {
                         self.op, p.name
                     )));
                 }
-                env.set(count_k, Value::Int(count));
-                env.set(elements, Value::Int(n));
-                env.set(bits_k, Value::Int(bits));
+                for (k, key, v) in [(5, count_k, count), (1, elements, n), (2, bits_k, bits)] {
+                    if read[k] {
+                        env.set(key, Value::Int(v));
+                    }
+                }
             }
         }
-        for (name, key) in &self.keys.dims {
-            if let Some(v) = bound.remove(name.as_str()) {
-                env.set(key, v);
+        for ((name, key), read) in self.keys.dims.iter().zip(&self.keys.dims_read) {
+            if (*read || all)
+                && let Some(i) = bound.iter().position(|(n, _)| n == name)
+            {
+                env.set(key, bound.swap_remove(i).1);
             }
         }
         Ok(())
@@ -884,7 +933,12 @@ impl CostRule {
 
     /// Applies the rule to one node.
     pub fn evaluate(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
-        self.evaluate_with(node, opts, false)
+        match self.evaluate_with(node, opts, false) {
+            // Names no formula reads were left unbound; bind them all to find
+            // the culprit of a formula error.
+            Err(EvalError::Formula { .. }) => self.evaluate_with(node, opts, true),
+            r => r,
+        }
     }
 
     /// Applies the rule and also reports every name it bound (`c3 explain`).
@@ -901,12 +955,24 @@ impl CostRule {
         let mut env = Env {
             vars: rustc_hash::FxHashMap::with_capacity_and_hasher(64, Default::default()),
         };
-        let sw = &self.keys.switches;
-        env.set(&sw[0], Value::Boolean(opts.fma));
-        env.set(&sw[1], Value::Int(node.opset));
-        env.set(&sw[2], Value::Boolean(true));
-        env.set(&sw[3], Value::Boolean(false));
-        self.bind(node, &mut env)?;
+        let switches = [
+            Value::Boolean(opts.fma),
+            Value::Int(node.opset),
+            Value::Boolean(true),
+            Value::Boolean(false),
+        ];
+        for ((key, v), read) in self
+            .keys
+            .switches
+            .iter()
+            .zip(switches)
+            .zip(&self.keys.switches_read)
+        {
+            if *read || keep_bindings {
+                env.set(key, v);
+            }
+        }
+        self.bind(node, &mut env, keep_bindings)?;
 
         for (a, key) in self.attrs.iter().zip(&self.keys.attrs) {
             let v = match (node.attrs.get(&a.name), &a.default) {
@@ -988,7 +1054,7 @@ fn bind_dims<'a>(
     pat: &'a [DimPat],
     dims: &[Value],
     side: &str,
-    bound: &mut HashMap<&'a str, Value>,
+    bound: &mut Vec<(&'a str, Value)>,
 ) -> Result<(), EvalError> {
     let rest_at = pat.iter().position(|d| matches!(d, DimPat::Rest(_)));
     let fixed = pat.len() - rest_at.map_or(0, |_| 1);
@@ -1009,7 +1075,8 @@ fn bind_dims<'a>(
     }
     let tail = pat.len() - rest_at.map_or(pat.len(), |r| r + 1);
     let mut check = |name: &'a str, v: Value| -> Result<(), EvalError> {
-        match bound.get(name) {
+        // A rule binds a handful of names: a list beats hashing them.
+        match bound.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
             Some(prev) if *prev != v => Err(EvalError::Binding(format!(
                 "{side} {}: '{name}' is {} here but {} elsewhere (pattern {p})",
                 p.name,
@@ -1018,7 +1085,7 @@ fn bind_dims<'a>(
             ))),
             Some(_) => Ok(()),
             None => {
-                bound.insert(name, v);
+                bound.push((name, v));
                 Ok(())
             }
         }
