@@ -1,5 +1,6 @@
 //! The rule engine: loading the built-in rules, compiling one, and applying
-//! one to a node (`CostRule::evaluate`), reported per node.
+//! one to a node (`CostRule::evaluate`, with and without its memo), reported
+//! per node.
 
 mod common;
 
@@ -84,8 +85,13 @@ fn evaluate(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     for n in &cases {
         let rule = set.get("", &n.op).unwrap();
-        rule.evaluate(n, opts).unwrap();
+        // The work itself: bind the node, run every formula.
         g.bench_function(&n.op, |b| {
+            b.iter(|| rule.evaluate_uncached(black_box(n), opts).unwrap())
+        });
+        // A node seen before (a repeated block): one memo lookup.
+        rule.evaluate(n, opts).unwrap();
+        g.bench_function(format!("{}_remembered", n.op), |b| {
             b.iter(|| rule.evaluate(black_box(n), opts).unwrap())
         });
     }

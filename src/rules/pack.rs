@@ -430,6 +430,8 @@ pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::{AttrValue, DType};
+    use crate::rules::CountOptions;
 
     fn domain_of(d: &super::super::yaml::RuleDef) -> &str {
         match d.domain.as_deref() {
@@ -476,6 +478,53 @@ mod tests {
             // Debug shows every field: formulas, their code, origins, offsets.
             assert_eq!(format!("{l:?}"), format!("{r:?}"), "{}", r.qualified_name());
         }
+    }
+
+    fn conv(x: DType, strides: i64) -> crate::ir::Node {
+        let t = |d: DType, dims: &[u64]| {
+            Some(crate::ir::TensorFact::new(
+                d,
+                dims.iter().map(|&n| crate::ir::Dim::Known(n)).collect(),
+            ))
+        };
+        crate::ir::Node {
+            name: "c".into(),
+            op: "Conv".into(),
+            domain: String::new(),
+            opset: crate::ir::DEFAULT_OPSET,
+            attrs: [("strides".to_string(), AttrValue::Ints(vec![strides; 2]))].into(),
+            inputs: vec![
+                t(x, &[1, 8, 16, 16]),
+                t(DType::Float32, &[8, 8, 3, 3]),
+                t(DType::Float32, &[8]),
+            ],
+            outputs: vec![t(DType::Float32, &[1, 8, 16, 16])],
+        }
+    }
+
+    #[test]
+    fn remembered_evaluations_follow_options_types_and_attributes() {
+        let set = RuleSet::builtin().unwrap();
+        let rule = set.get("", "Conv").unwrap();
+        let fma = CountOptions { fma: true };
+        let no_fma = CountOptions { fma: false };
+        for _ in 0..2 {
+            // |Y| = 8 * 16 * 16 = 2048 outputs, window = Cg * 3 * 3 = 72.
+            let ev = rule.evaluate(&conv(DType::Float32, 1), fma).unwrap();
+            assert_eq!(ev.flops, 2048 * 72);
+            // Bytes: X 2048 * 4, W 576 * 4, B 8 * 4.
+            assert_eq!(ev.mread, 8192 + 2304 + 32);
+            // Without FMA and with a bias: 2 * 72 FLOPs per output.
+            let ev = rule.evaluate(&conv(DType::Float32, 1), no_fma).unwrap();
+            assert_eq!(ev.flops, 2 * 2048 * 72);
+            // A float16 X: 2048 * 2 bytes.
+            let ev = rule.evaluate(&conv(DType::Float16, 1), fma).unwrap();
+            assert_eq!(ev.mread, 4096 + 2304 + 32);
+            let ev = rule.evaluate(&conv(DType::Float32, 2), fma).unwrap();
+            let s = ev.params.iter().find(|(n, _)| n == "s").unwrap();
+            assert_eq!(s.1, evalexpr::Value::Tuple(vec![2.into(), 2.into()]));
+        }
+        assert_eq!(rule.memo.len(), 4);
     }
 
     #[test]

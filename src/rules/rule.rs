@@ -174,6 +174,42 @@ pub struct CostRule {
     pub iops: Option<Formula>,
     pub params: Vec<(String, Formula)>,
     keys: Keys,
+    pub(crate) memo: Memo,
+}
+
+/// Results of [`CostRule::evaluate`] by everything an evaluation reads from
+/// its node (see [`CostRule::memo_key`]): a model's repeated blocks have the
+/// same few nodes many times over. Failed evaluations are not kept.
+#[derive(Default)]
+pub(crate) struct Memo(std::sync::Mutex<MemoTable>);
+
+type MemoTable = rustc_hash::FxHashMap<Box<[u64]>, Evaluation>;
+
+/// Distinct nodes kept per rule; past that, evaluations are not remembered.
+const MEMO_LIMIT: usize = 4096;
+
+impl Memo {
+    fn with<R>(&self, f: impl FnOnce(&mut MemoTable) -> R) -> R {
+        // A poisoned lock only means another thread panicked mid-insert.
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.with(|m| m.len())
+    }
+}
+
+impl Clone for Memo {
+    fn clone(&self) -> Self {
+        Memo::default()
+    }
+}
+
+impl fmt::Debug for Memo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 /// The source a rule file was read from, to turn offsets into line:col.
@@ -540,6 +576,7 @@ impl CostRule {
             attrs,
             lets,
             keys,
+            memo: Memo::default(),
             flops,
             mread,
             mwrite,
@@ -667,6 +704,41 @@ pub fn attr_value(a: &AttrValue) -> Value {
         AttrValue::Ints(v) => Value::Tuple(v.iter().map(|&i| Value::Int(i)).collect()),
         AttrValue::Floats(v) => Value::Tuple(v.iter().map(|&f| Value::Float(f)).collect()),
         AttrValue::Strs(v) => Value::Tuple(v.iter().map(|s| Value::String(s.clone())).collect()),
+    }
+}
+
+/// An attribute value as words of a memo key: a tag, then the value (lengths
+/// first, so no two values give the same words).
+fn attr_key(v: &AttrValue, k: &mut Vec<u64>) {
+    let strs = |k: &mut Vec<u64>, s: &str| {
+        k.push(s.len() as u64);
+        k.extend(s.as_bytes().chunks(8).map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        }));
+    };
+    match v {
+        AttrValue::Int(i) => k.extend([1, *i as u64]),
+        AttrValue::Float(f) => k.extend([2, f.to_bits()]),
+        AttrValue::Str(s) => {
+            k.push(3);
+            strs(k, s);
+        }
+        AttrValue::Ints(v) => {
+            k.extend([4, v.len() as u64]);
+            k.extend(v.iter().map(|&i| i as u64));
+        }
+        AttrValue::Floats(v) => {
+            k.extend([5, v.len() as u64]);
+            k.extend(v.iter().map(|f| f.to_bits()));
+        }
+        AttrValue::Strs(v) => {
+            k.extend([6, v.len() as u64]);
+            for s in v {
+                strs(k, s);
+            }
+        }
     }
 }
 
@@ -933,6 +1005,59 @@ impl CostRule {
 
     /// Applies the rule to one node.
     pub fn evaluate(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
+        let Some(key) = self.memo_key(node, opts) else {
+            return self.evaluate_uncached(node, opts);
+        };
+        if let Some(ev) = self.memo.with(|m| m.get(&key).cloned()) {
+            // Tests check every remembered result against a fresh evaluation.
+            debug_assert_eq!(Ok(&ev), self.evaluate_uncached(node, opts).as_ref());
+            return Ok(ev);
+        }
+        let ev = self.evaluate_uncached(node, opts)?;
+        self.memo.with(|m| {
+            if m.len() < MEMO_LIMIT {
+                m.insert(key, ev.clone());
+            }
+        });
+        Ok(ev)
+    }
+
+    /// Everything an evaluation reads from a node and the options, as one
+    /// key: the switches, each tensor slot's presence, element width and
+    /// dimensions, and the value of each attribute the rule declares. `None`
+    /// for a node with a symbolic dimension (that evaluation fails anyway).
+    /// Whatever `bind` or `evaluate_with` starts reading must be added here.
+    fn memo_key(&self, node: &Node, opts: CountOptions) -> Option<Box<[u64]>> {
+        let mut k: Vec<u64> = Vec::with_capacity(32);
+        k.extend([opts.fma as u64, node.opset as u64]);
+        for side in [&node.inputs, &node.outputs] {
+            k.push(side.len() as u64);
+            for t in side {
+                let Some(t) = t else {
+                    k.push(u64::MAX);
+                    continue;
+                };
+                k.extend([t.dtype.bits(), t.shape.len() as u64]);
+                for d in &t.shape {
+                    k.push(d.known()?);
+                }
+            }
+        }
+        for a in &self.attrs {
+            match node.attrs.get(&a.name) {
+                None => k.push(0),
+                Some(v) => attr_key(v, &mut k),
+            }
+        }
+        Some(k.into_boxed_slice())
+    }
+
+    /// [`CostRule::evaluate`] without the memo.
+    pub fn evaluate_uncached(
+        &self,
+        node: &Node,
+        opts: CountOptions,
+    ) -> Result<Evaluation, EvalError> {
         match self.evaluate_with(node, opts, false) {
             // Names no formula reads were left unbound; bind them all to find
             // the culprit of a formula error.
