@@ -183,7 +183,7 @@ pub struct CostRule {
 #[derive(Default)]
 pub(crate) struct Memo(std::sync::Mutex<MemoTable>);
 
-type MemoTable = rustc_hash::FxHashMap<Box<[u64]>, Evaluation>;
+type MemoTable = rustc_hash::FxHashMap<Vec<u64>, Evaluation>;
 
 /// Distinct nodes kept per rule; past that, evaluations are not remembered.
 const MEMO_LIMIT: usize = 4096;
@@ -1027,7 +1027,7 @@ impl CostRule {
     /// dimensions, and the value of each attribute the rule declares. `None`
     /// for a node with a symbolic dimension (that evaluation fails anyway).
     /// Whatever `bind` or `evaluate_with` starts reading must be added here.
-    fn memo_key(&self, node: &Node, opts: CountOptions) -> Option<Box<[u64]>> {
+    fn memo_key(&self, node: &Node, opts: CountOptions) -> Option<Vec<u64>> {
         let mut k: Vec<u64> = Vec::with_capacity(32);
         k.extend([opts.fma as u64, node.opset as u64]);
         for side in [&node.inputs, &node.outputs] {
@@ -1049,7 +1049,7 @@ impl CostRule {
                 Some(v) => attr_key(v, &mut k),
             }
         }
-        Some(k.into_boxed_slice())
+        Some(k)
     }
 
     /// [`CostRule::evaluate`] without the memo.
