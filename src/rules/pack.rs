@@ -200,10 +200,21 @@ pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
     blocks
 }
 
+/// The built-in rule files with their line indexes, made once per process.
+fn builtin_sources() -> &'static [SourceFile<'static>] {
+    static SOURCES: OnceLock<Vec<SourceFile<'static>>> = OnceLock::new();
+    SOURCES.get_or_init(|| {
+        BUILTIN_RULES
+            .iter()
+            .map(|(path, text)| SourceFile::new(path, text, true))
+            .collect()
+    })
+}
+
 /// Compiles one built-in rule from its block alone.
 fn compile_builtin(file: usize, range: Range<usize>, op: &str) -> Result<CostRule, RuleError> {
-    let (path, text) = BUILTIN_RULES[file];
-    let src = SourceFile::new(path, text, true).at(range.start);
+    let text = BUILTIN_RULES[file].1;
+    let src = builtin_sources()[file].clone().at(range.start);
     let def: RuleFileDef =
         serde_saphyr::from_str(&text[range]).map_err(|e| yaml_error(&src, &e))?;
     match def.0.as_slice() {

@@ -213,6 +213,8 @@ impl fmt::Debug for Memo {
 }
 
 /// The source a rule file was read from, to turn offsets into line:col.
+/// Cloning shares the indexes.
+#[derive(Clone)]
 pub struct SourceFile<'a> {
     pub path: &'a str,
     pub text: &'a str,
@@ -221,9 +223,9 @@ pub struct SourceFile<'a> {
     /// block's start for a built-in rule parsed alone.
     pub base: usize,
     /// Byte offset of every line's start, to turn offsets into line:col.
-    lines: Vec<usize>,
+    lines: Arc<[usize]>,
     /// Byte offset of every top-level key (`Conv:`), to name a rule's line.
-    keys: HashMap<&'a str, usize>,
+    keys: Arc<HashMap<&'a str, usize>>,
 }
 
 impl<'a> SourceFile<'a> {
@@ -248,8 +250,8 @@ impl<'a> SourceFile<'a> {
             text,
             builtin,
             base: 0,
-            lines,
-            keys,
+            lines: lines.into(),
+            keys: Arc::new(keys),
         }
     }
 
