@@ -151,7 +151,7 @@ impl fmt::Display for What<'_> {
     }
 }
 
-/// A cost rule, compiled once at load time.
+/// A cost rule, compiled once (a built-in one when first looked up).
 #[derive(Debug, Clone)]
 pub struct CostRule {
     pub op: String,
