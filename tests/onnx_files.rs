@@ -5,8 +5,7 @@ use std::process::Command;
 
 use c3::onnx::proto::{
     AttributeProto, Dimension, GraphProto, MapTypeProto, ModelProto, NodeProto, OperatorSetIdProto,
-    TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
-    ValueInfoProto, attr_type,
+    TensorProto, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto, attr_type,
 };
 use prost::Message;
 

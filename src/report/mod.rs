@@ -235,7 +235,14 @@ struct Scaler {
     digits: usize,
     flops_power: usize,
     bytes_power: usize,
+    /// Scaled numbers already formatted, by (kind, value, total): a model's
+    /// repeated blocks repeat their numbers, and formatting a float to fixed
+    /// digits costs far more than a lookup.
+    shown: std::cell::RefCell<rustc_hash::FxHashMap<(u8, u64, u64), String>>,
 }
+
+/// Formatted numbers a report keeps for reuse; past that it formats anew.
+const SHOWN_LIMIT: usize = 1 << 16;
 
 impl Scaler {
     fn new(opts: &ReportOptions, total: &Totals) -> Self {
@@ -246,7 +253,22 @@ impl Scaler {
             digits: opts.digits,
             flops_power: opts.unit.power(total.flops, 1000),
             bytes_power: opts.unit.power(bytes_max, 1024),
+            shown: Default::default(),
         }
+    }
+
+    /// `format(v, total)`, or its earlier result for the same arguments.
+    fn reuse(&self, kind: u8, v: u64, total: u64, format: impl Fn() -> String) -> String {
+        let key = (kind, v, total);
+        if let Some(s) = self.shown.borrow().get(&key) {
+            return s.clone();
+        }
+        let s = format();
+        let mut shown = self.shown.borrow_mut();
+        if shown.len() < SHOWN_LIMIT {
+            shown.insert(key, s.clone());
+        }
+        s
     }
 
     fn header(&self, c: Column) -> String {
@@ -271,22 +293,26 @@ impl Scaler {
     }
 
     fn value(&self, v: u64, c: Column) -> String {
-        let (power, radix) = if matches!(c, Column::Flops | Column::Iops) {
-            (self.flops_power, 1000f64)
+        let (kind, power, radix) = if matches!(c, Column::Flops | Column::Iops) {
+            (1, self.flops_power, 1000f64)
         } else {
-            (self.bytes_power, 1024f64)
+            (2, self.bytes_power, 1024f64)
         };
         if self.unit == Unit::None || power == 0 {
             return v.to_string();
         }
-        format!("{:.*}", self.digits, v as f64 / radix.powi(power as i32))
+        self.reuse(kind, v, 0, || {
+            format!("{:.*}", self.digits, v as f64 / radix.powi(power as i32))
+        })
     }
 
     fn percent(&self, v: u64, total: u64) -> String {
         if total == 0 {
             return format!("{:.*}", self.digits, 0.0);
         }
-        format!("{:.*}", self.digits, 100.0 * v as f64 / total as f64)
+        self.reuse(0, v, total, || {
+            format!("{:.*}", self.digits, 100.0 * v as f64 / total as f64)
+        })
     }
 }
 
@@ -804,4 +830,26 @@ fn csv(g: &Grid) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_number_reused_in_another_column_keeps_that_column_s_scale() {
+        let opts = ReportOptions {
+            unit: Unit::K,
+            digits: 3,
+            ..ReportOptions::default()
+        };
+        let s = Scaler::new(&opts, &Totals::default());
+        for _ in 0..2 {
+            // kFLOPs divide by 1000, KiB by 1024: 1,000,001 / 1024 = 976.5634765625.
+            assert_eq!(s.value(1_000_001, Column::Flops), "1000.001");
+            assert_eq!(s.value(1_000_001, Column::Mread), "976.563");
+            assert_eq!(s.percent(1_000_001, 4_000_004), "25.000");
+            assert_eq!(s.percent(1_000_001, 2_000_002), "50.000");
+        }
+    }
 }

@@ -1,7 +1,10 @@
 //! The rule set in force: the built-in rules, then packs loaded over them.
 
-use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
 
 use super::rule::{CostRule, SourceFile};
 use super::yaml::RuleFileDef;
@@ -103,9 +106,129 @@ pub const MAX_RULE_FILE_BYTES: u64 = 4 * 1024 * 1024;
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     /// Rules by domain, then op: looked up without allocating.
-    rules: BTreeMap<String, BTreeMap<String, CostRule>>,
+    rules: FxHashMap<String, FxHashMap<String, Entry>>,
     pub devices: Catalog,
     pub fusions: Fusions,
+}
+
+/// One rule of a set. A built-in rule is compiled the first time it is looked
+/// up, so a run pays only for the operators its model uses (compiling all 244
+/// took about 30 ms, most of a small model's run).
+#[derive(Debug, Clone)]
+struct Entry {
+    /// A built-in rule's block: its file in [`BUILTIN_RULES`] and byte range.
+    block: Option<(usize, Range<usize>)>,
+    rule: OnceLock<CostRule>,
+}
+
+impl Entry {
+    fn compiled(rule: CostRule) -> Self {
+        Self {
+            block: None,
+            rule: OnceLock::from(rule),
+        }
+    }
+
+    fn rule(&self, op: &str) -> &CostRule {
+        self.rule.get_or_init(|| {
+            let (file, range) = self
+                .block
+                .clone()
+                .expect("a rule without a block was compiled when added");
+            // Every built-in rule is compiled by the tests, so this cannot fail
+            // for a build that passed them.
+            compile_builtin(file, range, op)
+                .unwrap_or_else(|e| panic!("built-in rule {op} does not compile: {e}"))
+        })
+    }
+}
+
+/// One top-level key of a built-in rule file, found by scanning its lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub op: &'static str,
+    /// `""` for the default domain.
+    pub domain: &'static str,
+    pub range: Range<usize>,
+}
+
+/// The blocks of every built-in rule file, scanned once per process.
+fn builtin_blocks() -> &'static [Vec<Block>] {
+    static BLOCKS: OnceLock<Vec<Vec<Block>>> = OnceLock::new();
+    BLOCKS.get_or_init(|| BUILTIN_RULES.iter().map(|(_, t)| scan_blocks(t)).collect())
+}
+
+/// Splits a rule file at its top-level keys (`Conv:` at column 0) without
+/// parsing the YAML, and reads each block's `domain:` line. The built-in files
+/// are ours; a test checks that this agrees with a full parse of each.
+pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
+    let mut blocks: Vec<Block> = Vec::new();
+    // The indentation of the open block's own keys, once seen.
+    let mut indent = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let at = offset;
+        offset += line.len();
+        let body = line.trim_start_matches(' ');
+        if body.trim().is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let depth = line.len() - body.len();
+        if depth == 0 {
+            if let Some((key, _)) = line.split_once(':')
+                && !key.is_empty()
+                && !line.starts_with(['\t', '-'])
+            {
+                if let Some(b) = blocks.last_mut() {
+                    b.range.end = at;
+                }
+                blocks.push(Block {
+                    op: key.trim().trim_matches(['"', '\'']),
+                    domain: "",
+                    range: at..text.len(),
+                });
+                indent = None;
+            }
+            continue;
+        }
+        let Some(b) = blocks.last_mut() else { continue };
+        let indent = *indent.get_or_insert(depth);
+        if depth == indent
+            && let Some(value) = body.strip_prefix("domain:")
+        {
+            let value = value.split(" #").next().unwrap_or("").trim();
+            let value = value.trim_matches(['"', '\'']);
+            b.domain = if value == "ai.onnx" { "" } else { value };
+        }
+    }
+    blocks
+}
+
+/// The built-in rule files with their line indexes, made once per process.
+fn builtin_sources() -> &'static [SourceFile<'static>] {
+    static SOURCES: OnceLock<Vec<SourceFile<'static>>> = OnceLock::new();
+    SOURCES.get_or_init(|| {
+        BUILTIN_RULES
+            .iter()
+            .map(|(path, text)| SourceFile::new(path, text, true))
+            .collect()
+    })
+}
+
+/// Compiles one built-in rule from its block alone.
+fn compile_builtin(file: usize, range: Range<usize>, op: &str) -> Result<CostRule, RuleError> {
+    let text = BUILTIN_RULES[file].1;
+    let src = builtin_sources()[file].clone().at(range.start);
+    let def: RuleFileDef =
+        serde_saphyr::from_str(&text[range]).map_err(|e| yaml_error(&src, &e))?;
+    match def.0.as_slice() {
+        [(name, rule_def)] if name == op => CostRule::compile(op, rule_def, &src),
+        _ => Err(src.error_at(
+            src.base,
+            format!("the block of {op} holds other keys"),
+            None,
+        )),
+    }
 }
 
 impl RuleSet {
@@ -114,8 +237,27 @@ impl RuleSet {
         Self::default()
     }
 
-    /// The built-in rules.
+    /// The built-in rules, each compiled when first looked up.
     pub fn builtin() -> Result<Self, RuleError> {
+        let mut set = Self::empty();
+        set.devices = Catalog::builtin()?;
+        for (file, blocks) in builtin_blocks().iter().enumerate() {
+            for b in blocks {
+                set.rules.entry(b.domain.to_string()).or_default().insert(
+                    b.op.to_string(),
+                    Entry {
+                        block: Some((file, b.range.clone())),
+                        rule: OnceLock::new(),
+                    },
+                );
+            }
+        }
+        Ok(set)
+    }
+
+    /// The built-in rules, every one compiled now from its whole file: what
+    /// the tests use to report a broken built-in rule as an error.
+    pub fn builtin_compiled() -> Result<Self, RuleError> {
         let mut set = Self::empty();
         set.devices = Catalog::builtin()?;
         for (path, text) in BUILTIN_RULES {
@@ -141,7 +283,7 @@ impl RuleSet {
             self.rules
                 .entry(rule.domain.clone())
                 .or_default()
-                .insert(rule.op.clone(), rule);
+                .insert(rule.op.clone(), Entry::compiled(rule));
         }
         Ok(ops)
     }
@@ -233,25 +375,39 @@ impl RuleSet {
     /// The rule for an op, if any. `domain` `ai.onnx` is the default domain.
     pub fn get(&self, domain: &str, op: &str) -> Option<&CostRule> {
         let domain = if domain == "ai.onnx" { "" } else { domain };
-        self.rules.get(domain)?.get(op)
+        Some(self.rules.get(domain)?.get(op)?.rule(op))
     }
 
     /// Looks an op up by `Op` or `domain::Op`, case-insensitively when exact fails.
     pub fn find(&self, name: &str) -> Option<&CostRule> {
         let (domain, op) = name.rsplit_once("::").unwrap_or(("", name));
+        let domain = if domain == "ai.onnx" { "" } else { domain };
         self.get(domain, op).or_else(|| {
-            self.iter().find(|r| {
-                r.op.eq_ignore_ascii_case(op) && (domain.is_empty() || r.domain == domain)
-            })
+            self.entries()
+                .find(|(d, o, _)| o.eq_ignore_ascii_case(op) && (domain.is_empty() || *d == domain))
+                .map(|(_, o, e)| e.rule(o))
         })
     }
 
+    /// (domain, op, entry), sorted by domain then op.
+    fn entries(&self) -> impl Iterator<Item = (&str, &str, &Entry)> {
+        let mut all: Vec<(&str, &str, &Entry)> = self
+            .rules
+            .iter()
+            .flat_map(|(d, ops)| ops.iter().map(move |(o, e)| (d.as_str(), o.as_str(), e)))
+            .collect();
+        all.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        all.into_iter()
+    }
+
+    /// Every rule, sorted by domain then op; compiles the built-in ones not
+    /// compiled yet.
     pub fn iter(&self) -> impl Iterator<Item = &CostRule> {
-        self.rules.values().flat_map(BTreeMap::values)
+        self.entries().map(|(_, op, e)| e.rule(op))
     }
 
     pub fn len(&self) -> usize {
-        self.rules.values().map(BTreeMap::len).sum()
+        self.rules.values().map(|ops| ops.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -264,6 +420,8 @@ pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError
     let (line, col) = e.location().map_or((1, 1), |l| {
         (l.line().max(1) as usize, l.column().max(1) as usize)
     });
+    // A built-in block is parsed alone: its lines start at the block's line.
+    let line = line + src.line_col(src.base).0 - 1;
     let mut message = e.without_snippet().to_string();
     // serde-saphyr appends the position; we print it in front instead.
     if let Some(i) = message.find(" at line ") {
@@ -281,5 +439,123 @@ pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError
         col,
         message: message.trim().to_string(),
         text: line_text.map(str::to_string),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{AttrValue, DType};
+    use crate::rules::CountOptions;
+
+    fn domain_of(d: &super::super::yaml::RuleDef) -> &str {
+        match d.domain.as_deref() {
+            None | Some("ai.onnx") => "",
+            Some(x) => x,
+        }
+    }
+
+    #[test]
+    fn every_builtin_rule_compiles_from_its_whole_file() {
+        let set = RuleSet::builtin_compiled().unwrap_or_else(|e| panic!("{e}"));
+        let keys: usize = BUILTIN_RULES
+            .iter()
+            .map(|(_, t)| serde_saphyr::from_str::<RuleFileDef>(t).unwrap().0.len())
+            .sum();
+        // No two files define the same (domain, op): one rule per key.
+        assert_eq!(set.len(), keys);
+    }
+
+    #[test]
+    fn the_line_scan_finds_what_a_full_parse_finds() {
+        for (path, text) in BUILTIN_RULES {
+            let def: RuleFileDef = serde_saphyr::from_str(text).unwrap();
+            let want: Vec<(&str, &str)> = def
+                .0
+                .iter()
+                .map(|(op, d)| (op.as_str(), domain_of(d)))
+                .collect();
+            let got: Vec<(&str, &str)> =
+                scan_blocks(text).iter().map(|b| (b.op, b.domain)).collect();
+            assert_eq!(got, want, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_rule_compiled_from_its_block_equals_the_rule_compiled_from_its_file() {
+        let eager = RuleSet::builtin_compiled().unwrap();
+        let lazy = RuleSet::builtin().unwrap();
+        assert_eq!(lazy.len(), eager.len());
+        for r in eager.iter() {
+            let l = lazy
+                .get(&r.domain, &r.op)
+                .unwrap_or_else(|| panic!("{} missing", r.qualified_name()));
+            // Debug shows every field: formulas, their code, origins, offsets.
+            assert_eq!(format!("{l:?}"), format!("{r:?}"), "{}", r.qualified_name());
+        }
+    }
+
+    fn conv(x: DType, strides: i64) -> crate::ir::Node {
+        let t = |d: DType, dims: &[u64]| {
+            Some(crate::ir::TensorFact::new(
+                d,
+                dims.iter().map(|&n| crate::ir::Dim::Known(n)).collect(),
+            ))
+        };
+        crate::ir::Node {
+            name: "c".into(),
+            op: "Conv".into(),
+            domain: String::new(),
+            opset: crate::ir::DEFAULT_OPSET,
+            attrs: [("strides".to_string(), AttrValue::Ints(vec![strides; 2]))].into(),
+            inputs: vec![
+                t(x, &[1, 8, 16, 16]),
+                t(DType::Float32, &[8, 8, 3, 3]),
+                t(DType::Float32, &[8]),
+            ],
+            outputs: vec![t(DType::Float32, &[1, 8, 16, 16])],
+            bodies: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn remembered_evaluations_follow_options_types_and_attributes() {
+        let set = RuleSet::builtin().unwrap();
+        let rule = set.get("", "Conv").unwrap();
+        let fma = CountOptions::fma(true);
+        let no_fma = CountOptions::fma(false);
+        for _ in 0..2 {
+            // |Y| = 8 * 16 * 16 = 2048 outputs, window = Cg * 3 * 3 = 72.
+            let ev = rule.evaluate(&conv(DType::Float32, 1), fma).unwrap();
+            assert_eq!(ev.flops, 2048 * 72);
+            // Bytes: X 2048 * 4, W 576 * 4, B 8 * 4.
+            assert_eq!(ev.mread, 8192 + 2304 + 32);
+            // Without FMA and with a bias: 2 * 72 FLOPs per output.
+            let ev = rule.evaluate(&conv(DType::Float32, 1), no_fma).unwrap();
+            assert_eq!(ev.flops, 2 * 2048 * 72);
+            // A float16 X: 2048 * 2 bytes.
+            let ev = rule.evaluate(&conv(DType::Float16, 1), fma).unwrap();
+            assert_eq!(ev.mread, 4096 + 2304 + 32);
+            let ev = rule.evaluate(&conv(DType::Float32, 2), fma).unwrap();
+            let s = ev.params.iter().find(|(n, _)| n == "s").unwrap();
+            assert_eq!(s.1, evalexpr::Value::Tuple(vec![2.into(), 2.into()]));
+        }
+        assert_eq!(rule.memo.len(), 4);
+    }
+
+    #[test]
+    fn find_falls_back_to_any_case_and_to_a_domain() {
+        let set = RuleSet::builtin().unwrap();
+        assert_eq!(set.find("conv").map(|r| r.op.as_str()), Some("Conv"));
+        assert_eq!(
+            set.find("ai.onnx::Conv").map(|r| r.op.as_str()),
+            Some("Conv")
+        );
+        let a = set.find("com.microsoft::attention").unwrap();
+        assert_eq!(
+            (a.domain.as_str(), a.op.as_str()),
+            ("com.microsoft", "Attention")
+        );
+        assert!(set.find("NoSuchOp").is_none());
     }
 }

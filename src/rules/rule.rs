@@ -1,6 +1,6 @@
 //! A compiled cost rule ([`CostRule`]) and its evaluation on one node.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -59,6 +59,11 @@ struct Keys {
     lets: Vec<Arc<str>>,
     /// Keys of [`lower::SWITCHES`], in its order.
     switches: Vec<Arc<str>>,
+    /// Whether some formula of the rule reads each key above (tensors, dims,
+    /// switches): an evaluation binds only those, unless it reports them all.
+    tensors_read: Vec<[bool; 6]>,
+    dims_read: Vec<bool>,
+    switches_read: Vec<bool>,
 }
 
 impl Keys {
@@ -104,7 +109,26 @@ impl Keys {
                 .iter()
                 .map(|n| arc(lower::var_switch(n)))
                 .collect(),
+            tensors_read: Vec::new(),
+            dims_read: Vec::new(),
+            switches_read: Vec::new(),
         }
+    }
+
+    /// Records which keys the compiled formulas read.
+    fn mark_read<'f>(&mut self, formulas: impl Iterator<Item = &'f Formula>) {
+        let mut read: HashSet<&str> = HashSet::new();
+        for f in formulas {
+            read.extend(f.code.iter_variable_identifiers());
+        }
+        let is_read = |k: &Arc<str>| read.contains(&**k);
+        self.tensors_read = self
+            .tensors
+            .iter()
+            .map(|t| t.each_ref().map(is_read))
+            .collect();
+        self.dims_read = self.dims.iter().map(|(_, k)| is_read(k)).collect();
+        self.switches_read = self.switches.iter().map(is_read).collect();
     }
 }
 
@@ -128,7 +152,7 @@ impl fmt::Display for What<'_> {
     }
 }
 
-/// A cost rule, compiled once at load time.
+/// A cost rule, compiled once (a built-in one when first looked up).
 #[derive(Debug, Clone)]
 pub struct CostRule {
     pub op: String,
@@ -154,17 +178,58 @@ pub struct CostRule {
     /// instead of counting them.
     pub unsupported: Option<String>,
     keys: Keys,
+    pub(crate) memo: Memo,
+}
+
+/// Results of [`CostRule::evaluate`] by everything an evaluation reads from
+/// its node (see [`CostRule::memo_key`]): a model's repeated blocks have the
+/// same few nodes many times over. Failed evaluations are not kept.
+#[derive(Default)]
+pub(crate) struct Memo(std::sync::Mutex<MemoTable>);
+
+type MemoTable = rustc_hash::FxHashMap<Vec<u64>, Evaluation>;
+
+/// Distinct nodes kept per rule; past that, evaluations are not remembered.
+const MEMO_LIMIT: usize = 4096;
+
+impl Memo {
+    fn with<R>(&self, f: impl FnOnce(&mut MemoTable) -> R) -> R {
+        // A poisoned lock only means another thread panicked mid-insert.
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.with(|m| m.len())
+    }
+}
+
+impl Clone for Memo {
+    fn clone(&self) -> Self {
+        Memo::default()
+    }
+}
+
+impl fmt::Debug for Memo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Memo")
+    }
 }
 
 /// The source a rule file was read from, to turn offsets into line:col.
+/// Cloning shares the indexes.
+#[derive(Clone)]
 pub struct SourceFile<'a> {
     pub path: &'a str,
     pub text: &'a str,
     pub builtin: bool,
+    /// Where the text serde parsed starts in `text`: 0 for a whole file, the
+    /// block's start for a built-in rule parsed alone.
+    pub base: usize,
     /// Byte offset of every line's start, to turn offsets into line:col.
-    lines: Vec<usize>,
+    lines: Arc<[usize]>,
     /// Byte offset of every top-level key (`Conv:`), to name a rule's line.
-    keys: HashMap<&'a str, usize>,
+    keys: Arc<HashMap<&'a str, usize>>,
 }
 
 impl<'a> SourceFile<'a> {
@@ -188,9 +253,15 @@ impl<'a> SourceFile<'a> {
             path,
             text,
             builtin,
-            lines,
-            keys,
+            base: 0,
+            lines: lines.into(),
+            keys: Arc::new(keys),
         }
+    }
+
+    /// The same file, for values parsed from `text[base..]`.
+    pub fn at(self, base: usize) -> Self {
+        Self { base, ..self }
     }
 
     /// Byte offset of the line that opens the top-level key `key` (0 if none).
@@ -215,14 +286,15 @@ impl SourceFile<'_> {
     pub fn start_of(&self, t: &Text) -> usize {
         let loc = &t.referenced;
         if let Some(b) = loc.span().byte_offset() {
-            return (b as usize).min(self.text.len());
+            return (self.base + b as usize).min(self.text.len());
         }
         self.byte_of(loc.line() as usize, loc.column() as usize)
     }
 
+    /// Byte offset of a line and column of the parsed text (from `base`).
     pub fn byte_of(&self, line: usize, col: usize) -> usize {
-        let mut offset = 0;
-        for (i, l) in self.text.split_inclusive('\n').enumerate() {
+        let mut offset = self.base;
+        for (i, l) in self.text[self.base..].split_inclusive('\n').enumerate() {
             if i + 1 == line {
                 return offset
                     + l.char_indices()
@@ -486,7 +558,16 @@ impl CostRule {
             None | Some("ai.onnx") => String::new(),
             Some(d) => d.to_string(),
         };
-        let keys = Keys::new(&inputs, &outputs, &attrs, &lets);
+        let mut keys = Keys::new(&inputs, &outputs, &attrs, &lets);
+        keys.mark_read(
+            attrs
+                .iter()
+                .filter_map(|a| a.default.as_ref())
+                .chain(lets.iter().map(|(_, f)| f))
+                .chain([&flops, &mread, &mwrite])
+                .chain(iops.as_ref())
+                .chain(params.iter().map(|(_, f)| f)),
+        );
         Ok(CostRule {
             op: op.to_string(),
             domain,
@@ -501,6 +582,7 @@ impl CostRule {
             attrs,
             lets,
             keys,
+            memo: Memo::default(),
             flops,
             mread,
             mwrite,
@@ -648,12 +730,12 @@ impl fmt::Display for EvalError {
     }
 }
 
-/// The variables one evaluation sees.
-struct Env {
-    vars: rustc_hash::FxHashMap<Arc<str>, Value>,
+/// The variables one evaluation sees, keyed by the rule's own names.
+struct Env<'r> {
+    vars: rustc_hash::FxHashMap<&'r str, Value>,
 }
 
-impl evalexpr::Context for Env {
+impl evalexpr::Context for Env<'_> {
     fn get_value(&self, identifier: &str) -> Option<&Value> {
         self.vars.get(identifier)
     }
@@ -674,9 +756,9 @@ impl evalexpr::Context for Env {
     }
 }
 
-impl Env {
-    fn set(&mut self, var: &Arc<str>, v: Value) {
-        self.vars.insert(var.clone(), v);
+impl<'r> Env<'r> {
+    fn set(&mut self, var: &'r str, v: Value) {
+        self.vars.insert(var, v);
     }
 }
 
@@ -688,6 +770,41 @@ pub fn attr_value(a: &AttrValue) -> Value {
         AttrValue::Ints(v) => Value::Tuple(v.iter().map(|&i| Value::Int(i)).collect()),
         AttrValue::Floats(v) => Value::Tuple(v.iter().map(|&f| Value::Float(f)).collect()),
         AttrValue::Strs(v) => Value::Tuple(v.iter().map(|s| Value::String(s.clone())).collect()),
+    }
+}
+
+/// An attribute value as words of a memo key: a tag, then the value (lengths
+/// first, so no two values give the same words).
+fn attr_key(v: &AttrValue, k: &mut Vec<u64>) {
+    let strs = |k: &mut Vec<u64>, s: &str| {
+        k.push(s.len() as u64);
+        k.extend(s.as_bytes().chunks(8).map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        }));
+    };
+    match v {
+        AttrValue::Int(i) => k.extend([1, *i as u64]),
+        AttrValue::Float(f) => k.extend([2, f.to_bits()]),
+        AttrValue::Str(s) => {
+            k.push(3);
+            strs(k, s);
+        }
+        AttrValue::Ints(v) => {
+            k.extend([4, v.len() as u64]);
+            k.extend(v.iter().map(|&i| i as u64));
+        }
+        AttrValue::Floats(v) => {
+            k.extend([5, v.len() as u64]);
+            k.extend(v.iter().map(|f| f.to_bits()));
+        }
+        AttrValue::Strs(v) => {
+            k.extend([6, v.len() as u64]);
+            for s in v {
+                strs(k, s);
+            }
+        }
     }
 }
 
@@ -771,7 +888,7 @@ impl Formula {
 
     fn sub_is_zero(&self, d: &Expr, env: &Env) -> bool {
         // Re-lowering cannot fail: the whole formula lowered with these names.
-        struct Any<'a>(&'a Env);
+        struct Any<'a>(&'a Env<'a>);
         impl Scope for Any<'_> {
             fn kind(&self, name: &str) -> Option<NameKind> {
                 let probe = |v: String| self.0.vars.contains_key(v.as_str());
@@ -847,9 +964,10 @@ impl Formula {
 }
 
 impl CostRule {
-    /// Binds the rule's patterns to a node's tensors.
-    fn bind(&self, node: &Node, env: &mut Env) -> Result<(), EvalError> {
-        let mut bound: HashMap<&str, Value> = HashMap::new();
+    /// Binds the rule's patterns to a node's tensors: every name when `all`,
+    /// else only those the formulas read (checks run either way).
+    fn bind<'r>(&'r self, node: &Node, env: &mut Env<'r>, all: bool) -> Result<(), EvalError> {
+        let mut bound: Vec<(&str, Value)> = Vec::new();
         let n_in = self.inputs.len();
         for (pats, tensors, side, base) in [
             (&self.inputs, &node.inputs, "input", 0),
@@ -871,13 +989,19 @@ impl CostRule {
             }
             for (i, p) in pats.iter().enumerate().take(fixed) {
                 let [present, elements, bits_k, width, shape, _] = &self.keys.tensors[base + i];
+                let read = self.keys.tensors_read[base + i].map(|r| r || all);
+                let mut set = |k: usize, key: &'r Arc<str>, v: Value| {
+                    if read[k] {
+                        env.set(key, v);
+                    }
+                };
                 match tensors.get(i).and_then(Option::as_ref) {
                     None if p.optional => {
-                        env.set(present, Value::Boolean(false));
-                        env.set(elements, Value::Int(0));
-                        env.set(bits_k, Value::Int(0));
-                        env.set(shape, Value::Empty);
-                        env.set(width, Value::Int(0));
+                        set(0, present, Value::Boolean(false));
+                        set(1, elements, Value::Int(0));
+                        set(2, bits_k, Value::Int(0));
+                        set(4, shape, Value::Empty);
+                        set(3, width, Value::Int(0));
                     }
                     None => {
                         return Err(EvalError::Binding(format!(
@@ -888,11 +1012,15 @@ impl CostRule {
                         )));
                     }
                     Some(t) => {
+                        // Checks every dimension: known, and within i64.
                         let (n, bits) = tensor_counts(t, &p.name)?;
-                        env.set(present, Value::Boolean(true));
-                        env.set(elements, Value::Int(n));
-                        env.set(bits_k, Value::Int(bits));
-                        env.set(width, Value::Int(t.dtype.bits() as i64));
+                        set(0, present, Value::Boolean(true));
+                        set(1, elements, Value::Int(n));
+                        set(2, bits_k, Value::Int(bits));
+                        set(3, width, Value::Int(t.dtype.bits() as i64));
+                        if p.dims.is_none() && !read[4] {
+                            continue;
+                        }
                         let dims = t
                             .shape
                             .iter()
@@ -901,13 +1029,14 @@ impl CostRule {
                         if let Some(pat) = &p.dims {
                             bind_dims(p, pat, &dims, side, &mut bound)?;
                         }
-                        env.set(shape, Value::Tuple(dims));
+                        set(4, shape, Value::Tuple(dims));
                     }
                 }
             }
             if variadic {
                 let p = &pats[fixed];
                 let [_, elements, bits_k, _, _, count_k] = &self.keys.tensors[base + fixed];
+                let read = self.keys.tensors_read[base + fixed].map(|r| r || all);
                 let (mut count, mut n, mut bits) = (0i64, 0i64, 0i64);
                 for t in tensors.iter().skip(fixed).flatten() {
                     let (tn, tb) = tensor_counts(t, &p.name)?;
@@ -923,14 +1052,18 @@ impl CostRule {
                         self.op, p.name
                     )));
                 }
-                env.set(count_k, Value::Int(count));
-                env.set(elements, Value::Int(n));
-                env.set(bits_k, Value::Int(bits));
+                for (k, key, v) in [(5, count_k, count), (1, elements, n), (2, bits_k, bits)] {
+                    if read[k] {
+                        env.set(key, Value::Int(v));
+                    }
+                }
             }
         }
-        for (name, key) in &self.keys.dims {
-            if let Some(v) = bound.remove(name.as_str()) {
-                env.set(key, v);
+        for ((name, key), read) in self.keys.dims.iter().zip(&self.keys.dims_read) {
+            if (*read || all)
+                && let Some(i) = bound.iter().position(|(n, _)| n == name)
+            {
+                env.set(key, bound.swap_remove(i).1);
             }
         }
         Ok(())
@@ -938,7 +1071,69 @@ impl CostRule {
 
     /// Applies the rule to one node.
     pub fn evaluate(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
-        self.evaluate_with(node, opts, false)
+        let Some(key) = self.memo_key(node, opts) else {
+            return self.evaluate_uncached(node, opts);
+        };
+        if let Some(ev) = self.memo.with(|m| m.get(&key).cloned()) {
+            // Tests check every remembered result against a fresh evaluation.
+            debug_assert_eq!(Ok(&ev), self.evaluate_uncached(node, opts).as_ref());
+            return Ok(ev);
+        }
+        let ev = self.evaluate_uncached(node, opts)?;
+        self.memo.with(|m| {
+            if m.len() < MEMO_LIMIT {
+                m.insert(key, ev.clone());
+            }
+        });
+        Ok(ev)
+    }
+
+    /// Everything an evaluation reads from a node and the options, as one
+    /// key: the switches, each tensor slot's presence, element width and
+    /// dimensions, and the value of each attribute the rule declares. `None`
+    /// for a node with a symbolic dimension (that evaluation fails anyway).
+    /// Whatever `bind` or `evaluate_with` starts reading must be added here.
+    fn memo_key(&self, node: &Node, opts: CountOptions) -> Option<Vec<u64>> {
+        let mut k: Vec<u64> = Vec::with_capacity(32);
+        k.extend([
+            opts.fma as u64,
+            opts.full_attention as u64,
+            node.opset as u64,
+        ]);
+        for side in [&node.inputs, &node.outputs] {
+            k.push(side.len() as u64);
+            for t in side {
+                let Some(t) = t else {
+                    k.push(u64::MAX);
+                    continue;
+                };
+                k.extend([t.dtype.bits(), t.shape.len() as u64]);
+                for d in &t.shape {
+                    k.push(d.known()?);
+                }
+            }
+        }
+        for a in &self.attrs {
+            match node.attrs.get(&a.name) {
+                None => k.push(0),
+                Some(v) => attr_key(v, &mut k),
+            }
+        }
+        Some(k)
+    }
+
+    /// [`CostRule::evaluate`] without the memo.
+    pub fn evaluate_uncached(
+        &self,
+        node: &Node,
+        opts: CountOptions,
+    ) -> Result<Evaluation, EvalError> {
+        match self.evaluate_with(node, opts, false) {
+            // Names no formula reads were left unbound; bind them all to find
+            // the culprit of a formula error.
+            Err(EvalError::Formula { .. }) => self.evaluate_with(node, opts, true),
+            r => r,
+        }
     }
 
     /// Applies the rule and also reports every name it bound (`c3 explain`).
@@ -955,13 +1150,25 @@ impl CostRule {
         let mut env = Env {
             vars: rustc_hash::FxHashMap::with_capacity_and_hasher(64, Default::default()),
         };
-        let sw = &self.keys.switches;
-        env.set(&sw[0], Value::Boolean(opts.fma));
-        env.set(&sw[1], Value::Int(node.opset));
-        env.set(&sw[2], Value::Boolean(true));
-        env.set(&sw[3], Value::Boolean(false));
-        env.set(&sw[4], Value::Boolean(opts.full_attention));
-        self.bind(node, &mut env)?;
+        let switches = [
+            Value::Boolean(opts.fma),
+            Value::Int(node.opset),
+            Value::Boolean(true),
+            Value::Boolean(false),
+            Value::Boolean(opts.full_attention),
+        ];
+        for ((key, v), read) in self
+            .keys
+            .switches
+            .iter()
+            .zip(switches)
+            .zip(&self.keys.switches_read)
+        {
+            if *read || keep_bindings {
+                env.set(key, v);
+            }
+        }
+        self.bind(node, &mut env, keep_bindings)?;
 
         for (a, key) in self.attrs.iter().zip(&self.keys.attrs) {
             let v = match (node.attrs.get(&a.name), &a.default) {
@@ -1043,7 +1250,7 @@ fn bind_dims<'a>(
     pat: &'a [DimPat],
     dims: &[Value],
     side: &str,
-    bound: &mut HashMap<&'a str, Value>,
+    bound: &mut Vec<(&'a str, Value)>,
 ) -> Result<(), EvalError> {
     let rest_at = pat.iter().position(|d| matches!(d, DimPat::Rest(_)));
     let fixed = pat.len() - rest_at.map_or(0, |_| 1);
@@ -1064,7 +1271,8 @@ fn bind_dims<'a>(
     }
     let tail = pat.len() - rest_at.map_or(pat.len(), |r| r + 1);
     let mut check = |name: &'a str, v: Value| -> Result<(), EvalError> {
-        match bound.get(name) {
+        // A rule binds a handful of names: a list beats hashing them.
+        match bound.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
             Some(prev) if *prev != v => Err(EvalError::Binding(format!(
                 "{side} {}: '{name}' is {} here but {} elsewhere (pattern {p})",
                 p.name,
@@ -1073,7 +1281,7 @@ fn bind_dims<'a>(
             ))),
             Some(_) => Ok(()),
             None => {
-                bound.insert(name, v);
+                bound.push((name, v));
                 Ok(())
             }
         }
