@@ -349,7 +349,7 @@ fn infer_model(
 }
 
 /// Reads the model or trace into the graph the cost stage sees.
-pub fn read_graph(a: &ModelArgs) -> Result<Graph> {
+fn read_graph(a: &ModelArgs) -> Result<Graph> {
     let trace = is_trace(&a.model)?;
     let mut graph = if trace {
         if !a.inputs.is_empty() {

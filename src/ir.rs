@@ -384,12 +384,24 @@ pub const DEFAULT_OPSET: i64 = 23;
 /// Gives unnamed nodes the name `OpType-N`, N counting from 1 per op type in
 /// execution order (the original tool's convention).
 pub fn name_unnamed(nodes: &mut [Node]) {
-    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    use std::fmt::Write as _;
+    let mut counts: rustc_hash::FxHashMap<String, u64> = Default::default();
     for node in nodes {
-        let n = counts.entry(node.op.clone()).or_insert(0);
-        *n += 1;
+        // Count without copying the op name but the first time it is seen.
+        let n = match counts.get_mut(node.op.as_str()) {
+            Some(n) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                counts.insert(node.op.clone(), 1);
+                1
+            }
+        };
         if node.name.is_empty() {
-            node.name = format!("{}-{}", node.op, n);
+            let mut name = String::with_capacity(node.op.len() + 8);
+            let _ = write!(name, "{}-{n}", node.op);
+            node.name = name;
         }
     }
 }

@@ -487,13 +487,17 @@ impl<'m> Walker<'m> {
         if let Some(r) = record.as_deref_mut() {
             r.reserve(g.node.len());
         }
+        // Value names in definition order, only when the caller lists values.
+        let listing = values.is_some();
         let mut order_names: Vec<String> = Vec::new();
         for t in &g.initializer {
             let name = t.name.clone().unwrap_or_default();
             let f = tensor_fact(t, &self.model.dir, &self.unreadable)
                 .map_err(|m| format!("initializer '{name}': {m}"))?;
-            scope.vars.insert(name.clone(), f);
-            order_names.push(name);
+            if listing {
+                order_names.push(name.clone());
+            }
+            scope.vars.insert(name, f);
         }
         let declared: HashMap<&str, &TypeProto> = g
             .value_info
@@ -511,7 +515,9 @@ impl<'m> Walker<'m> {
             for r in rec {
                 for (name, f) in r.outputs.iter().flatten() {
                     scope.vars.insert(name.clone(), f.clone());
-                    order_names.push(name.clone());
+                    if listing {
+                        order_names.push(name.clone());
+                    }
                 }
                 if let Some(list) = record.as_deref_mut() {
                     list.push(r);
@@ -1097,7 +1103,8 @@ fn graph_of(
 ) -> ir::Graph {
     // What folded nodes produce (weights built by ConstantOfShape, say) is
     // a constant of the model too.
-    for n in nodes.iter().filter(|n| folds(n)) {
+    let folding: Vec<bool> = nodes.iter().map(folds).collect();
+    for (n, _) in nodes.iter().zip(&folding).filter(|(_, f)| **f) {
         folded_names.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
     }
     let conv = |list: Vec<Option<(String, Fact)>>,
@@ -1111,8 +1118,8 @@ fn graph_of(
     // Per node: the node, why it is not analysed, its bodies and their runs.
     let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len());
     let mut rest = Vec::with_capacity(nodes.len());
-    for n in nodes {
-        if folds(&n) {
+    for (n, fold) in nodes.into_iter().zip(folding) {
+        if fold {
             folded += 1;
             continue;
         }
