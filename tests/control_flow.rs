@@ -411,3 +411,35 @@ fn every_operator_with_a_rule_has_its_doc_and_control_flow_is_covered() {
     let g = rules.get("ai.onnx.preview.training", "Gradient").unwrap();
     assert!(g.unsupported.as_deref().unwrap().contains("backward pass"));
 }
+
+#[test]
+fn sequences_of_differing_shapes_are_costed_by_what_goes_in() {
+    // SequenceEmpty, insert x[2, 3] then y[1, 3], SequenceLength: the
+    // sequence's elements differ in shape, which no rule needs to know.
+    let mut empty = node("SequenceEmpty", &[], &["s0"]);
+    empty.attribute.push(AttributeProto {
+        name: Some("dtype".into()),
+        r#type: Some(attr_type::INT),
+        i: Some(i64::from(FLOAT)),
+        ..Default::default()
+    });
+    let m = model(GraphProto {
+        node: vec![
+            empty,
+            node("SequenceInsert", &["s0", "x"], &["s1"]),
+            node("SequenceInsert", &["s1", "y"], &["s2"]),
+            node("SequenceLength", &["s2"], &["n"]),
+        ],
+        input: vec![float("x", &[2, 3]), float("y", &[1, 3])],
+        output: vec![untyped("n")],
+        ..Default::default()
+    });
+    let r = cost(&m);
+    assert!(r.unsupported.is_empty(), "{:?}", r.unsupported);
+    // Each inserted tensor is copied in: read and written once (6 and 3
+    // floats); the length is one int64 written.
+    assert_eq!(layer(&r, "SequenceInsert-1").mread, 6 * 4);
+    assert_eq!(layer(&r, "SequenceInsert-2").mwrite, 3 * 4);
+    assert_eq!(layer(&r, "SequenceLength-1").mwrite, 8);
+    assert_eq!(r.total.mrw, 2 * (6 + 3) * 4 + 8);
+}

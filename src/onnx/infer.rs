@@ -1057,11 +1057,14 @@ fn tensor_of(
     folded: &HashSet<String>,
 ) -> std::result::Result<TensorFact, String> {
     // A sequence or an optional is described by its element, as the rules
-    // for them expect.
-    let (Some(dtype), Some(shape), ValueKind::Tensor | ValueKind::Sequence | ValueKind::Optional) =
-        (f.dtype, f.shape, f.kind)
-    else {
-        return Err(format!("the shape of '{name}' is unknown"));
+    // for them expect; they never count the container itself, so one whose
+    // elements differ in shape stands as a scalar of its element type.
+    let (dtype, shape) = match (f.dtype, f.shape, &f.kind) {
+        (Some(d), Some(s), ValueKind::Tensor | ValueKind::Sequence | ValueKind::Optional) => (d, s),
+        (d, None, ValueKind::Sequence | ValueKind::Optional) => {
+            (d.unwrap_or(DType::Float32), Vec::new())
+        }
+        _ => return Err(format!("the shape of '{name}' is unknown")),
     };
     Ok(TensorFact {
         dtype,

@@ -325,7 +325,12 @@ fn compare(ctx: &mut InferCtx) -> Result<()> {
 fn prelu(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
     if let (Some(a), Some(b)) = (ctx.shape(0), ctx.shape(1)) {
-        broadcast(a, b)?;
+        // Before opset 7 a 1-D slope of the channel count applies per
+        // channel (axis 1), as PyTorch's old exports rely on.
+        let per_channel = ctx.opset < 7 && b.len() == 1 && a.get(1) == b.first();
+        if !per_channel {
+            broadcast(a, b)?;
+        }
     }
     ctx.set(0, x.reshaped(x.shape.clone()));
     Ok(())
@@ -660,5 +665,18 @@ mod tests {
         let out = one("Less", 13, &[], vec![floats(&[0.5, 3.0]), floats(&[1.0])]);
         assert_eq!(out.dtype, Some(DType::Bool));
         assert_eq!(known_vals(&out), vec![1, 0]);
+    }
+
+    #[test]
+    fn prelu_before_opset_7_takes_a_slope_per_channel() {
+        // [2, 3, 4] with a slope of 3: per channel at opset 6, and not a
+        // numpy broadcast ([3] against the last axis of 4) from opset 7.
+        let x = || f32(vec![k(2), k(3), k(4)]);
+        let out = one("PRelu", 6, &[], vec![x(), f32(vec![k(3)])]);
+        assert_eq!(out.shape, Some(vec![k(2), k(3), k(4)]));
+        assert!(run("PRelu", 7, &[], vec![x(), f32(vec![k(3)])], 1).is_err());
+        // A slope of 4 broadcasts at any opset.
+        let out = one("PRelu", 9, &[], vec![x(), f32(vec![k(4)])]);
+        assert_eq!(out.shape, Some(vec![k(2), k(3), k(4)]));
     }
 }
