@@ -370,10 +370,22 @@ fn read_graph(a: &ModelArgs) -> Result<Graph> {
         } else {
             " (or give an input's shape with --input NAME=1x3x224x224)"
         };
+        // Sizes made up after a layer c3 could not analyse come from it:
+        // name that layer, the cause to fix.
+        let cause = match graph.unanalysed.first() {
+            Some((n, why)) if unbound.iter().all(|s| !graph.input_symbols.contains(s)) => {
+                format!(
+                    "; they follow from layers c3 could not analyse, first '{}' ({}): {why}",
+                    n.name,
+                    crate::rules::rule::qualified(&n.domain, &n.op)
+                )
+            }
+            _ => String::new(),
+        };
         return Err(Error::Input {
             path: a.model.clone(),
             message: format!(
-                "sizes unknown until bound: {}; bind them with {}{or_input}",
+                "sizes unknown until bound: {}; bind them with {}{or_input}{cause}",
                 unbound.join(", "),
                 flags.join(" ")
             ),

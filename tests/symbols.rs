@@ -257,3 +257,29 @@ fn an_input_size_that_only_a_subgraph_reads_must_be_bound_too() {
     let r = cost_with(&m, CountOptions::default(), &[("batch", 3)]);
     assert_eq!(r.total.flops, 12);
 }
+
+#[test]
+fn sizes_made_up_after_an_unknown_op_name_that_op() {
+    // Erfc is no ONNX operator (a converter's mistake): its output's shape
+    // is unknown, so is the float product's after it, and Shape of that has
+    // a made-up length that the Cast after it cannot be costed without. The
+    // error names Erfc as the cause.
+    let m = model(GraphProto {
+        node: vec![
+            node("Erfc", &["x"], &["y"]),
+            node("Mul", &["y", "x"], &["z"]),
+            node("Shape", &["z"], &["s"]),
+            with_int(node("Cast", &["s"], &["c"]), "to", 1),
+        ],
+        input: vec![float("x", &[2, 3])],
+        output: vec![untyped("c")],
+        ..Default::default()
+    });
+    let (code, _, err) = c3_on(&m, "unknown_op", &["estimate"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("they follow from layers c3 could not analyse, first 'Erfc-1' (Erfc)"),
+        "{err}"
+    );
+}
