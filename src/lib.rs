@@ -25,6 +25,7 @@ pub mod dim;
 pub mod docs;
 pub mod error;
 pub mod fusion;
+pub mod fuzz;
 pub mod ir;
 pub mod onnx;
 pub mod report;
