@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::ir::{Graph, Node, TensorFact};
+use crate::ir::{AttrValue, Graph, Node, TensorFact};
 use crate::report::{Format, ReportOptions};
 use crate::rules::{CountOptions, RuleSet};
 
@@ -82,21 +82,53 @@ pub fn trace(data: &[u8]) -> Result<usize> {
     cost_and_render(graph, builtin())
 }
 
-/// Layouts of layer inputs each fuzzed rule is evaluated on: element-wise,
-/// binary, convolution-like and matrix-product-like.
-const LAYOUTS: &[&[&[u64]]] = &[
-    &[&[2, 3, 8, 8]],
-    &[&[2, 3, 8, 8], &[2, 3, 8, 8]],
-    &[&[2, 3, 8, 8], &[4, 3, 3, 3], &[4]],
-    &[&[2, 5, 6], &[6, 7], &[7]],
+/// A layer each fuzzed rule is evaluated on: input shapes, output shape,
+/// and a `kernel_shape` attribute when it has one.
+struct Layout {
+    inputs: &'static [&'static [u64]],
+    output: &'static [u64],
+    kernel: Option<&'static [i64]>,
+}
+
+/// Element-wise, binary, pooling, convolution, Gemm and MatMul shapes.
+const LAYOUTS: &[Layout] = &[
+    Layout {
+        inputs: &[&[2, 3, 8, 8]],
+        output: &[2, 3, 8, 8],
+        kernel: None,
+    },
+    Layout {
+        inputs: &[&[2, 3, 8, 8], &[2, 3, 8, 8]],
+        output: &[2, 3, 8, 8],
+        kernel: None,
+    },
+    Layout {
+        inputs: &[&[2, 3, 8, 8]],
+        output: &[2, 3, 6, 6],
+        kernel: Some(&[3, 3]),
+    },
+    Layout {
+        inputs: &[&[2, 3, 8, 8], &[4, 3, 3, 3], &[4]],
+        output: &[2, 4, 6, 6],
+        kernel: None,
+    },
+    Layout {
+        inputs: &[&[5, 6], &[6, 7], &[7]],
+        output: &[5, 7],
+        kernel: None,
+    },
+    Layout {
+        inputs: &[&[2, 5, 6], &[6, 7]],
+        output: &[2, 5, 7],
+        kernel: None,
+    },
 ];
 
 /// A rule file: the whole text also tried as one formula and as a tensor
 /// pattern list (the grammar's two entry points), then the file loaded over
-/// the built-in rules and each rule it defines evaluated on every layout of
-/// [`LAYOUTS`], one layer at a time (the output shaped like the first
-/// input). A layout the rule's patterns refuse is an error of that layer
-/// only. Returns how many layers were costed.
+/// the built-in rules and each rule it defines evaluated on every layer of
+/// [`LAYOUTS`], one at a time. A layout the rule's patterns refuse is an
+/// error of that layer only. Returns how many layers were costed.
 pub fn rules(data: &[u8]) -> Result<usize> {
     let text = std::str::from_utf8(data).map_err(|e| Error::Input {
         path: "fuzz.yaml".into(),
@@ -109,15 +141,24 @@ pub fn rules(data: &[u8]) -> Result<usize> {
     let mut costed = 0;
     for name in &ops {
         let Some(rule) = set.find(name) else { continue };
-        for inputs in LAYOUTS {
+        for layout in LAYOUTS {
+            let attrs = layout
+                .kernel
+                .map(|k| ("kernel_shape".to_string(), AttrValue::Ints(k.to_vec())))
+                .into_iter()
+                .collect();
             let layer = Node {
                 name: "layer".into(),
                 op: rule.op.clone(),
                 domain: rule.domain.clone(),
                 opset: crate::ir::DEFAULT_OPSET,
-                attrs: BTreeMap::new(),
-                inputs: inputs.iter().map(|d| Some(TensorFact::f32(d))).collect(),
-                outputs: vec![Some(TensorFact::f32(inputs[0]))],
+                attrs,
+                inputs: layout
+                    .inputs
+                    .iter()
+                    .map(|d| Some(TensorFact::f32(d)))
+                    .collect(),
+                outputs: vec![Some(TensorFact::f32(layout.output))],
                 bodies: Vec::new(),
             };
             let graph = Graph {

@@ -70,39 +70,44 @@ fn found_traces_are_errors_not_crashes() {
     }
 }
 
-#[test]
-fn every_rule_seed_loads_and_evaluates() {
-    let seeds = files("fuzz/corpus/rule_file");
-    // One per rule of rules/*.yaml (devices aside), their docs cut short.
-    assert!(seeds.len() >= 240, "{} seeds", seeds.len());
-    let mut unevaluated = Vec::new();
+/// Runs every seed of `fuzz/corpus/TARGET` (at least `min` of them), fails
+/// on any error, and returns how many there are and the names of those that
+/// costed no layer.
+fn seeds_costing_nothing(
+    target: &str,
+    min: usize,
+    run: fn(&[u8]) -> c3::error::Result<usize>,
+) -> (usize, Vec<String>) {
+    let seeds = files(&format!("fuzz/corpus/{target}"));
+    assert!(seeds.len() >= min, "{} seeds", seeds.len());
+    let mut nothing = Vec::new();
     for f in &seeds {
-        let text = std::fs::read(f).unwrap();
-        match c3::fuzz::rules(&text) {
+        match run(&std::fs::read(f).unwrap()) {
             Err(e) => panic!("{}: {e}", f.display()),
-            Ok(0) => unevaluated.push(f.file_name().unwrap().to_string_lossy().into_owned()),
+            Ok(0) => nothing.push(f.file_name().unwrap().to_string_lossy().into_owned()),
             Ok(_) => {}
         }
     }
-    // Rules whose inputs none of the four layouts fit (a LSTM's weights, a
-    // Loop's trip count) are only parsed and compiled; the others must all
-    // evaluate on at least one layout.
-    assert!(unevaluated.len() * 4 <= seeds.len(), "{unevaluated:?}");
+    (seeds.len(), nothing)
+}
+
+#[test]
+fn every_rule_seed_loads_and_evaluates() {
+    // One per rule of rules/*.yaml (devices aside), their docs cut short.
+    let (seeds, unevaluated) = seeds_costing_nothing("rule_file", 240, c3::fuzz::rules);
+    // Rules whose inputs none of the six layouts fit (a LSTM's weights, a
+    // Loop's body) are only parsed and compiled; at least six in seven
+    // must evaluate on some layout.
+    eprintln!(
+        "{} of {seeds} unevaluated: {unevaluated:?}",
+        unevaluated.len()
+    );
+    assert!(unevaluated.len() * 7 <= seeds, "{unevaluated:?}");
 }
 
 #[test]
 fn every_trace_seed_is_costed() {
-    let seeds = files("fuzz/corpus/trace");
-    assert!(seeds.len() >= 30, "{} seeds", seeds.len());
-    let mut uncosted = Vec::new();
-    for f in &seeds {
-        let text = std::fs::read(f).unwrap();
-        match c3::fuzz::trace(&text) {
-            Err(e) => panic!("{}: {e}", f.display()),
-            Ok(0) => uncosted.push(f.file_name().unwrap().to_string_lossy().into_owned()),
-            Ok(_) => {}
-        }
-    }
+    let (_, uncosted) = seeds_costing_nothing("trace", 30, c3::fuzz::trace);
     // Only the chainer pack's MultiAdd has no built-in rule: it stays in the
     // corpus for the unsupported-operator path.
     assert_eq!(uncosted, ["MultiAdd_3.json"]);
