@@ -37,34 +37,34 @@ fn cost_and_render(mut graph: Graph, rules: &RuleSet) -> Result<usize> {
         .collect();
     graph.bind(&free);
     let plain = CountOptions::default();
-    let mut costed = 0;
     let switched = CountOptions {
         fma: false,
         full_attention: true,
         ..plain
     };
+    let mut costed = 0;
     for opts in [plain, switched] {
         let report = crate::cost::estimate(&graph, rules, opts)?;
         costed = report.layers.len();
+        let roofline = rules
+            .devices
+            .iter()
+            .next()
+            .map(|d| crate::device::roofline(&report, d, Some(1e-3)));
         for format in [Format::Table, Format::Json, Format::Csv, Format::Md] {
             let options = ReportOptions {
                 format,
                 ..ReportOptions::default()
             };
-            let roofline = rules
-                .devices
-                .iter()
-                .next()
-                .map(|d| crate::device::roofline(&report, d, Some(1e-3)));
             crate::report::render(&report, &options, roofline.as_ref());
         }
     }
     Ok(costed)
 }
 
-/// An ONNX file: decoded and checked, shapes inferred, costed and reported.
-/// Returns the number of layers costed.
-/// External data resolve against a folder that does not exist.
+/// An ONNX file: decoded and checked, shapes inferred, costed and reported;
+/// returns the number of layers costed. External data resolve against a
+/// folder that does not exist.
 pub fn onnx(data: &[u8]) -> Result<usize> {
     let model = crate::onnx::from_bytes(Bytes::copy_from_slice(data), "/c3-fuzz/model.onnx")?;
     let opts = crate::onnx::infer::InferOptions {
