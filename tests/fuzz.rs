@@ -129,3 +129,17 @@ fn onnx_seeds_run_through_the_fuzz_entry_point() {
         seeds.len()
     );
 }
+
+/// Found by onnx_model: a Slice without `axes` whose three starts meet data
+/// of rank 2 (starts[i] slices axis i, so axis 2 does not exist) indexed
+/// past the shape and panicked.
+#[test]
+fn slice_with_more_starts_than_axes_is_an_error() {
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/fuzz/onnx_model/slice_starts_beyond_rank.onnx"),
+    )
+    .unwrap();
+    let e = c3::fuzz::onnx(&bytes).unwrap_err().to_string();
+    assert!(e.contains("Slice has 3 starts for data of rank 2"), "{e}");
+}

@@ -846,6 +846,13 @@ fn slice(ctx: &mut InferCtx) -> Result<()> {
     {
         return err("Slice starts, ends, axes and steps differ in length");
     }
+    if axes.len() > rank {
+        // Without `axes`, starts[i] slices axis i: more starts than axes.
+        return err(format!(
+            "Slice has {} starts for data of rank {rank}",
+            axes.len()
+        ));
+    }
     let mut shape = s.clone();
     // Per output axis: (first input index, step), for folding.
     let mut walk: Vec<Option<(i64, i64)>> = vec![Some((0, 1)); rank];
