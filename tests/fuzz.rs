@@ -130,16 +130,32 @@ fn onnx_seeds_run_through_the_fuzz_entry_point() {
     );
 }
 
+/// The error `c3::fuzz::onnx` gives for a file of tests/fixtures/fuzz/onnx_model.
+fn onnx_error(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fuzz/onnx_model")
+        .join(name);
+    let bytes = std::fs::read(path).unwrap();
+    c3::fuzz::onnx(&bytes).unwrap_err().to_string()
+}
+
 /// Found by onnx_model: a Slice without `axes` whose three starts meet data
 /// of rank 2 (starts[i] slices axis i, so axis 2 does not exist) indexed
 /// past the shape and panicked.
 #[test]
 fn slice_with_more_starts_than_axes_is_an_error() {
-    let bytes = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/fuzz/onnx_model/slice_starts_beyond_rank.onnx"),
-    )
-    .unwrap();
-    let e = c3::fuzz::onnx(&bytes).unwrap_err().to_string();
+    let e = onnx_error("slice_starts_beyond_rank.onnx");
     assert!(e.contains("Slice has 3 starts for data of rank 2"), "{e}");
+}
+
+/// Found by onnx_model: an RMSNormalization node declaring no output. Shape
+/// functions that refine output 0 after setting it indexed an empty list;
+/// the cost stage now names the missing output instead.
+#[test]
+fn a_node_without_outputs_is_an_error() {
+    let e = onnx_error("rmsnorm_without_outputs.onnx");
+    assert!(
+        e.contains("output 1 (Y) of RMSNormalization is missing"),
+        "{e}"
+    );
 }

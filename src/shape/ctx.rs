@@ -278,6 +278,12 @@ impl<'a> InferCtx<'a> {
             *o = f;
         }
     }
+
+    /// Output `i`, to refine what was set; `None` when the node has fewer
+    /// outputs (a node may declare none).
+    pub fn output_mut(&mut self, i: usize) -> Option<&mut Fact> {
+        self.outputs.get_mut(i)
+    }
 }
 
 // ---------------------------------------------------------------- helpers

@@ -71,7 +71,9 @@ fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
     if let (Some(f), Some(xs)) = (exact, integral(&v, float))
         && let Some(out) = xs.iter().map(f).collect::<Option<Vec<_>>>()
     {
-        ctx.outputs[0].value = Some(TensorValue::Ints(out));
+        if let Some(o) = ctx.output_mut(0) {
+            o.value = Some(TensorValue::Ints(out));
+        }
         return Ok(());
     }
     if !float {
@@ -91,8 +93,8 @@ fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
         "Log" => f64::ln,
         _ => return Ok(()),
     };
-    if let Some(xs) = v.as_floats() {
-        ctx.outputs[0].value = Some(TensorValue::Floats(xs.into_iter().map(g).collect()));
+    if let (Some(xs), Some(o)) = (v.as_floats(), ctx.output_mut(0)) {
+        o.value = Some(TensorValue::Floats(xs.into_iter().map(g).collect()));
     }
     Ok(())
 }
@@ -338,7 +340,9 @@ fn prelu(ctx: &mut InferCtx) -> Result<()> {
 
 fn mean(ctx: &mut InferCtx) -> Result<()> {
     broadcasting(ctx, None)?;
-    ctx.outputs[0].value = None;
+    if let Some(o) = ctx.output_mut(0) {
+        o.value = None;
+    }
     Ok(())
 }
 

@@ -391,7 +391,7 @@ fn scatter(ctx: &mut InferCtx) -> Result<()> {
         }
     }
     like_input(ctx)?;
-    if let Some(o) = ctx.outputs.get_mut(0) {
+    if let Some(o) = ctx.output_mut(0) {
         o.value = value;
     }
     Ok(())

@@ -574,8 +574,8 @@ fn rms_norm(ctx: &mut InferCtx) -> Result<()> {
     if let Some(s) = ctx.shape(0) {
         axis(ctx.attr_int_or("axis", -1), s.len())?;
     }
-    if let Some(t) = ctx.dtype(1) {
-        ctx.outputs[0].dtype = Some(t);
+    if let (Some(t), Some(o)) = (ctx.dtype(1), ctx.output_mut(0)) {
+        o.dtype = Some(t);
     }
     Ok(())
 }

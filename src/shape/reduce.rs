@@ -145,8 +145,11 @@ fn fold_reduce(ctx: &mut InferCtx, shape: &[Dim], reduced: &[bool]) {
     let (Some(dims), Some(values)) = (dims, ctx.ints(0)) else {
         return;
     };
-    if let Some(v) = reduce_values(&dims, reduced, &values, combine, empty) {
-        ctx.outputs[0].value = Some(TensorValue::Ints(v));
+    if let (Some(v), Some(o)) = (
+        reduce_values(&dims, reduced, &values, combine, empty),
+        ctx.output_mut(0),
+    ) {
+        o.value = Some(TensorValue::Ints(v));
     }
 }
 
