@@ -159,3 +159,17 @@ fn a_node_without_outputs_is_an_error() {
         "{e}"
     );
 }
+
+/// Found by onnx_model: a Swish with `alpha: nan`, costed a second time,
+/// failed the debug check that a remembered evaluation equals a fresh one
+/// (NaN != NaN). The second run takes the remembered path.
+#[test]
+fn a_nan_attribute_is_remembered_like_any_other() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fuzz/onnx_model/nan_attribute_remembered.onnx");
+    let bytes = std::fs::read(path).unwrap();
+    // Two layers, Swish and Mul, both times.
+    for _ in 0..2 {
+        assert_eq!(c3::fuzz::onnx(&bytes).unwrap(), 2);
+    }
+}

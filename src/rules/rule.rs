@@ -1075,8 +1075,13 @@ impl CostRule {
             return self.evaluate_uncached(node, opts);
         };
         if let Some(ev) = self.memo.with(|m| m.get(&key).cloned()) {
-            // Tests check every remembered result against a fresh evaluation.
-            debug_assert_eq!(Ok(&ev), self.evaluate_uncached(node, opts).as_ref());
+            // Tests check every remembered result against a fresh evaluation,
+            // as Debug text: a NaN parameter (attribute `alpha: nan`) is not
+            // == itself, but prints the same.
+            debug_assert_eq!(
+                format!("{:?}", Ok::<_, EvalError>(&ev)),
+                format!("{:?}", self.evaluate_uncached(node, opts))
+            );
             return Ok(ev);
         }
         let ev = self.evaluate_uncached(node, opts)?;
