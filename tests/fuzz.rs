@@ -21,14 +21,16 @@ fn files(dir: &str) -> Vec<PathBuf> {
     out
 }
 
-fn replay(target: &str, run: fn(&[u8]) -> c3::error::Result<usize>) -> usize {
-    let found = files(&format!("tests/fixtures/fuzz/{target}"));
-    for f in &found {
-        let bytes = std::fs::read(f).unwrap();
-        // A panic fails the test; an error is the expected outcome.
-        let _ = run(&bytes);
+/// Runs every file of `tests/fixtures/fuzz/TARGET/` through its entry point
+/// (a panic fails the test; an error is the expected outcome) and, with
+/// `cli`, through `c3 estimate`.
+fn replay(target: &str, run: fn(&[u8]) -> c3::error::Result<usize>, cli: bool) {
+    for f in files(&format!("tests/fixtures/fuzz/{target}")) {
+        let _ = run(&std::fs::read(&f).unwrap());
+        if cli {
+            cli_outcome(&["estimate", f.to_str().unwrap()]);
+        }
     }
-    found.len()
 }
 
 /// Runs `c3 ARGS` and checks the outcome a user must get: a report (0), or
@@ -51,23 +53,18 @@ fn cli_outcome(args: &[&str]) {
 
 #[test]
 fn found_onnx_inputs_are_errors_not_crashes() {
-    replay("onnx_model", c3::fuzz::onnx);
-    for f in files("tests/fixtures/fuzz/onnx_model") {
-        cli_outcome(&["estimate", f.to_str().unwrap()]);
-    }
+    replay("onnx_model", c3::fuzz::onnx, true);
 }
 
 #[test]
 fn found_rule_files_are_errors_not_crashes() {
-    replay("rule_file", c3::fuzz::rules);
+    // Rule files need a model to be costed on: the entry point only.
+    replay("rule_file", c3::fuzz::rules, false);
 }
 
 #[test]
 fn found_traces_are_errors_not_crashes() {
-    replay("trace", c3::fuzz::trace);
-    for f in files("tests/fixtures/fuzz/trace") {
-        cli_outcome(&["estimate", f.to_str().unwrap()]);
-    }
+    replay("trace", c3::fuzz::trace, true);
 }
 
 /// Runs every seed of `fuzz/corpus/TARGET` (at least `min` of them), fails
@@ -130,13 +127,17 @@ fn onnx_seeds_run_through_the_fuzz_entry_point() {
     );
 }
 
-/// The error `c3::fuzz::onnx` gives for a file of tests/fixtures/fuzz/onnx_model.
-fn onnx_error(name: &str) -> String {
+/// A file of tests/fixtures/fuzz/onnx_model.
+fn found_onnx(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/fuzz/onnx_model")
         .join(name);
-    let bytes = std::fs::read(path).unwrap();
-    c3::fuzz::onnx(&bytes).unwrap_err().to_string()
+    std::fs::read(path).unwrap()
+}
+
+/// The error `c3::fuzz::onnx` gives for a file of tests/fixtures/fuzz/onnx_model.
+fn onnx_error(name: &str) -> String {
+    c3::fuzz::onnx(&found_onnx(name)).unwrap_err().to_string()
 }
 
 /// Found by onnx_model: a Slice without `axes` whose three starts meet data
@@ -165,9 +166,7 @@ fn a_node_without_outputs_is_an_error() {
 /// (NaN != NaN). The second run takes the remembered path.
 #[test]
 fn a_nan_attribute_is_remembered_like_any_other() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/fuzz/onnx_model/nan_attribute_remembered.onnx");
-    let bytes = std::fs::read(path).unwrap();
+    let bytes = found_onnx("nan_attribute_remembered.onnx");
     // Two layers, Swish and Mul, both times.
     for _ in 0..2 {
         assert_eq!(c3::fuzz::onnx(&bytes).unwrap(), 2);
