@@ -8,6 +8,7 @@ use c3::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Node, TensorFact};
 use c3::rules::rule::show_value;
 use c3::rules::{CountOptions, Evaluation, RuleSet};
 
+pub mod cli;
 pub mod onnx;
 
 /// Bytes per float32 element: the original tool counted elements, c3 bytes.
