@@ -109,6 +109,11 @@ pub fn value(name: &str, t: TypeProto) -> ValueInfoProto {
     }
 }
 
+/// A named tensor value of known sizes (`value(name, sized_type(..))`).
+pub fn sized_value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
+    value(name, sized_type(elem, dims))
+}
+
 /// A named value without a declared type (inference provides it).
 pub fn untyped(name: &str) -> ValueInfoProto {
     ValueInfoProto {
