@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 
 use c3::onnx::proto::{
     AttributeProto, GraphProto, MapTypeProto, ModelProto, NodeProto, TensorTypeProto, TypeProto,
-    attr_type,
 };
 use prost::Message;
 
@@ -262,7 +261,8 @@ fn a_decoder_graphs_matmul_flops_equal_the_analytic_count() {
         .find(|s| s["op"] == "MatMul")
         .unwrap()
         .clone();
-    // Per block, with FMA (one FLOP per multiply-add):
+    // Per block, with FMA (one FLOP per multiply-add); at d = 64, 4 heads
+    // and 128 tokens that is 8,388,608, and 25,165,824 for the 3 blocks:
     let dh = d / heads;
     let per_layer = seq * 3 * d * d           // x · Wqkv
         + heads * seq * seq * dh              // q · kᵀ
@@ -270,7 +270,6 @@ fn a_decoder_graphs_matmul_flops_equal_the_analytic_count() {
         + seq * d * d                         // o · Wo
         + seq * 4 * d * d                     // res · W1
         + seq * d * 4 * d; // h · W2
-    assert_eq!(per_layer, 8_388_608);
     assert_eq!(matmul["flops"], layers * per_layer);
     assert_eq!(matmul["layers"], 6 * layers);
     assert_eq!(j["total"]["layers"], 18 * layers);
@@ -294,15 +293,7 @@ fn a_map_input_carries_its_value_type_and_is_reported_not_analysed() {
     };
     let mut dv = node("DictVectorizer", &["M"], &["V"]);
     dv.domain = Some("ai.onnx.ml".into());
-    dv.attribute = vec![AttributeProto {
-        name: Some("string_vocabulary".into()),
-        r#type: Some(attr_type::STRINGS),
-        strings: ["a", "b", "c"]
-            .iter()
-            .map(|s| s.as_bytes().to_vec().into())
-            .collect(),
-        ..Default::default()
-    }];
+    dv.attribute = vec![build::strings("string_vocabulary", &["a", "b", "c"])];
     let mut m = model(GraphProto {
         node: vec![dv],
         input: vec![build::value("M", map)],

@@ -178,11 +178,30 @@ pub fn float(name: &str, v: f32) -> AttributeProto {
     }
 }
 
+/// A list-of-floats attribute.
+pub fn floats(name: &str, v: &[f32]) -> AttributeProto {
+    AttributeProto {
+        floats: v.to_vec(),
+        ..attr(name, attr_type::FLOATS)
+    }
+}
+
 /// A string attribute.
 pub fn string(name: &str, v: &str) -> AttributeProto {
     AttributeProto {
         s: Some(Bytes::copy_from_slice(v.as_bytes())),
         ..attr(name, attr_type::STRING)
+    }
+}
+
+/// A list-of-strings attribute.
+pub fn strings(name: &str, v: &[&str]) -> AttributeProto {
+    AttributeProto {
+        strings: v
+            .iter()
+            .map(|s| Bytes::copy_from_slice(s.as_bytes()))
+            .collect(),
+        ..attr(name, attr_type::STRINGS)
     }
 }
 

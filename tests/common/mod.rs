@@ -1,4 +1,6 @@
-//! Test builders: a one-layer node, evaluated by the built-in rules or a pack.
+//! What the integration tests share: a one-layer node evaluated by the
+//! built-in rules or a pack (here), the `c3` runner ([`cli`]) and ONNX models
+//! ([`onnx`]).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;

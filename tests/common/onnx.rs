@@ -1,5 +1,7 @@
-//! ONNX models built in memory for tests: value, node and initializer
-//! builders, the cost pipeline `c3 estimate` runs, and the binary on a file.
+//! ONNX models in tests: short forms over the library's builder
+//! (`c3::onnx::build`) with a negative size meaning the symbol `batch` and
+//! ai.onnx opset 17, the cost pipeline `c3 estimate` runs, and the binary on
+//! a model written to a file.
 
 use c3::cost::{CostReport, estimate};
 pub use c3::onnx::build::{self, BOOL, FLOAT, INT64, scalar, untyped};
