@@ -11,12 +11,17 @@ use std::path::{Path, PathBuf};
 
 use crate::common::cli::C3;
 
+/// The files of `dir` (a path in the repository), hidden ones aside, sorted.
 fn files(dir: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != ".gitkeep"))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+        })
         .collect();
     out.sort();
     out
