@@ -48,7 +48,7 @@ fn estimate_with_pack(name: &str, yaml: &str) -> (i32, String) {
 #[test]
 fn estimate_json_has_exact_totals() {
     let r = c3(&["estimate", RESNET, "--format", "json"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     let j = r.json();
     assert_eq!(j["total"]["flops"], 3_884_871_583u64);
     assert_eq!(j["total"]["mread"], 269_226_304u64);
@@ -101,7 +101,7 @@ fn pack_overriding_relu_moves_the_total_by_exactly_its_change() {
         "--rules",
         dir.to_str().unwrap(),
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     let j = r.json();
     // Three FLOPs per element instead of one: +2 * 9,081,856; writes drop by
     // 9,081,856 float32 elements.
@@ -140,7 +140,7 @@ fn pack_overriding_relu_moves_the_total_by_exactly_its_change() {
 fn rules_list_json_describes_every_builtin_rule() {
     // Issue 4: `[{"op", "domain", "category", "source"}...]`, one per rule.
     let r = c3(&["rules", "list", "--format", "json"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     let list = r.json();
     let list = list.as_array().expect("a JSON array");
     let rules = c3::rules::RuleSet::builtin().unwrap();
@@ -221,7 +221,7 @@ fn rules_check_validates_a_pack_without_a_model() {
         &format!("{RELU_HEAD}  flops: \"|X|\"\n  mread: \"|X|\"\n  mwrite: \"|Y|\"\n"),
     );
     let r = c3(&["rules", "check", good.to_str().unwrap()]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     assert!(
         r.stdout
             .contains("ok, 1 rule(s): Relu (1 override built-in rules)"),
@@ -234,7 +234,7 @@ fn rules_check_validates_a_pack_without_a_model() {
         &format!("{RELU_HEAD}  flops: \"|Z|\"\n  mread: 0\n  mwrite: 0\n"),
     );
     let r = c3(&["rules", "check", bad.to_str().unwrap()]);
-    assert_eq!(r.code, 2);
+    r.code(2);
     assert!(
         r.stderr.contains("pack.yaml:7:11: unknown tensor 'Z'"),
         "{}",
@@ -245,7 +245,7 @@ fn rules_check_validates_a_pack_without_a_model() {
 #[test]
 fn explain_prints_the_rule_and_evaluates_it() {
     let r = c3(&["explain", "Conv"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     let out = r.stdout;
     assert!(out.contains("rule:     built-in, rules/nn.yaml:3"), "{out}");
     assert!(
@@ -271,7 +271,7 @@ fn explain_prints_the_rule_and_evaluates_it() {
         "--attr",
         "pads=3,3,3,3",
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     let out = r.stdout;
     assert!(out.contains("  window = 147\n"), "{out}");
     assert!(out.contains("  flops  = 118013952\n"), "{out}");
@@ -313,7 +313,7 @@ fn explain_prints_the_rule_and_evaluates_it() {
 #[test]
 fn explain_errors_are_usage_errors() {
     let r = c3(&["explain", "NoSuchOp"]);
-    assert_eq!(r.code, 1);
+    r.code(1);
     assert!(
         r.stderr
             .starts_with("error: no rule for operator 'NoSuchOp'"),
@@ -321,21 +321,21 @@ fn explain_errors_are_usage_errors() {
         r.stderr
     );
     let r = c3(&["explain", "Relu", "--in", "X=1x3", "--in", "Q=2"]);
-    assert_eq!(r.code, 1);
+    r.code(1);
     assert!(
         r.stderr.contains("--in Q: Relu has no tensor named Q"),
         "{}",
         r.stderr
     );
     let r = c3(&["explain", "Relu", "--in", "X=1x3"]);
-    assert_eq!(r.code, 1);
+    r.code(1);
     assert!(
         r.stderr.contains("output Y needs a shape: add --in Y=..."),
         "{}",
         r.stderr
     );
     let r = c3(&["explain", "Conv", "--attr", "stride=2"]);
-    assert_eq!(r.code, 1);
+    r.code(1);
     assert!(
         r.stderr.contains("Conv has no attribute stride"),
         "{}",
@@ -355,14 +355,14 @@ fn docs_check_accepts_the_committed_details_and_rejects_a_stale_copy() {
     let stale = std::fs::read_to_string(Path::new(ROOT).join("DETAILS.md")).unwrap() + "\nedited\n";
     std::fs::write(dir.join("DETAILS.md"), stale).unwrap();
     let r = c3_in(&dir, &["docs", "--check"]);
-    assert_eq!(r.code, 1);
+    r.code(1);
     assert!(
         r.stderr.contains("DETAILS.md is out of date"),
         "{}",
         r.stderr
     );
     let r = c3_in(&dir, &["docs"]);
-    assert_eq!(r.code, 0);
+    r.code(0);
     assert_eq!(c3_in(&dir, &["docs", "--check"]).code, 0);
 }
 
@@ -379,7 +379,7 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
     .unwrap();
     let t = trace.to_str().unwrap();
     let r = c3(&["estimate", t, "--format", "json"]);
-    assert_eq!(r.code, 0);
+    r.code(0);
     assert!(
         r.stderr.contains(
             "warning: 1 layer(s) are not counted (see the unsupported list): FancyOp (1)"
@@ -393,7 +393,7 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
     let r = c3(&["estimate", t, "--format", "md"]);
     assert!(r.stdout.contains("- fancy (FancyOp)"), "{}", r.stdout);
     let r = c3(&["estimate", t, "--strict"]);
-    assert_eq!(r.code, 3);
+    r.code(3);
     assert!(
         r.stderr
             .contains("1 layer(s) are not counted (FancyOp (1))"),
@@ -427,12 +427,11 @@ fn bad_inputs_fail_with_one_line_and_exit_2() {
         let path = dir.join(name);
         std::fs::write(&path, bytes).unwrap();
         let r = c3(&["estimate", path.to_str().unwrap()]);
-        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
-        assert_eq!(r.stderr.lines().count(), 1, "{name}: {}", r.stderr);
-        assert!(r.stderr.contains(want), "{name}: {}", r.stderr);
+        let err = r.one_line_error(2);
+        assert!(err.contains(want), "{name}: {err}");
     }
     let r = c3(&["estimate", "no/such/file.json"]);
-    assert_eq!(r.code, 2);
+    r.code(2);
     // --dim binds the symbol.
     let r = c3(&[
         "estimate",
@@ -442,7 +441,7 @@ fn bad_inputs_fail_with_one_line_and_exit_2() {
         "--format",
         "json",
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     assert_eq!(r.json()["total"]["flops"], 12);
 }
 
@@ -473,7 +472,7 @@ fn output_file_and_columns() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     let text = std::fs::read_to_string(out).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("Layer,FLOPs,FLOPs %"));
@@ -508,7 +507,7 @@ fn attention_full_counts_the_whole_square() {
     // masked: n = 1 + 2 + 3 = 6 pairs over 3 rows,
     // 6 * 4 + (6 + 18 - 3) + 6 * 4 = 69.
     let r = run("masked");
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    r.ok();
     assert!(r.stdout.contains("  flops  = 69\n"), "{}", r.stdout);
     // full: n = 3 * 3 = 9 pairs, 9 * 4 + (9 + 27 - 3) + 9 * 4 = 105.
     let r = run("full");
