@@ -18,7 +18,7 @@ dir=${C3_HOSTILE_DIR:-/tmp/c3-hostile}
 rm -rf "$dir"
 mkdir -p "$dir"
 cargo build --release --quiet --locked
-C3_HOSTILE_DIR="$dir" cargo test --release --quiet --locked --test hostile >/dev/null
+C3_HOSTILE_DIR="$dir" cargo test --release --quiet --locked --test main hostile:: >/dev/null
 
 max_s=1
 max_mb=64

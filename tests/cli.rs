@@ -1,51 +1,22 @@
 //! The `c3` binary end to end: exit codes, one-line errors, packs, explain, docs.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_c3");
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+use crate::common::cli::{C3, ROOT, Run};
+
 const RESNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/resnet50.trace.json");
 
-struct Run {
-    out: Output,
-}
-
-impl Run {
-    fn code(&self) -> i32 {
-        self.out.status.code().expect("c3 exits with a code")
-    }
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
-    }
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned()
-    }
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", self.stdout()))
-    }
-}
-
 fn c3(args: &[&str]) -> Run {
-    c3_in(Path::new(ROOT), args)
+    C3::new().args(args).run()
 }
 
 fn c3_in(dir: &Path, args: &[&str]) -> Run {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("c3 runs");
-    Run { out }
+    C3::new().args(args).dir(dir).run()
 }
 
 /// A fresh folder for one test, under cargo's target dir.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    crate::common::cli::scratch("cli", name)
 }
 
 /// A pack folder holding one rule file with the given text.
@@ -69,15 +40,15 @@ fn estimate_with_pack(name: &str, yaml: &str) -> (i32, String) {
         "--format",
         "json",
     ]);
-    let line = r.stderr().lines().next().unwrap_or("").to_string();
+    let line = r.stderr.lines().next().unwrap_or("").to_string();
     let shown = line.replace(&format!("{}/", dir.display()), "");
-    (r.code(), shown)
+    (r.code, shown)
 }
 
 #[test]
 fn estimate_json_has_exact_totals() {
     let r = c3(&["estimate", RESNET, "--format", "json"]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
+    r.ok();
     let j = r.json();
     assert_eq!(j["total"]["flops"], 3_884_871_583u64);
     assert_eq!(j["total"]["mread"], 269_226_304u64);
@@ -130,7 +101,7 @@ fn pack_overriding_relu_moves_the_total_by_exactly_its_change() {
         "--rules",
         dir.to_str().unwrap(),
     ]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
+    r.ok();
     let j = r.json();
     // Three FLOPs per element instead of one: +2 * 9,081,856; writes drop by
     // 9,081,856 float32 elements.
@@ -169,7 +140,7 @@ fn pack_overriding_relu_moves_the_total_by_exactly_its_change() {
 fn rules_list_json_describes_every_builtin_rule() {
     // Issue 4: `[{"op", "domain", "category", "source"}...]`, one per rule.
     let r = c3(&["rules", "list", "--format", "json"]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
+    r.ok();
     let list = r.json();
     let list = list.as_array().expect("a JSON array");
     let rules = c3::rules::RuleSet::builtin().unwrap();
@@ -250,12 +221,12 @@ fn rules_check_validates_a_pack_without_a_model() {
         &format!("{RELU_HEAD}  flops: \"|X|\"\n  mread: \"|X|\"\n  mwrite: \"|Y|\"\n"),
     );
     let r = c3(&["rules", "check", good.to_str().unwrap()]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
+    r.ok();
     assert!(
-        r.stdout()
+        r.stdout
             .contains("ok, 1 rule(s): Relu (1 override built-in rules)"),
         "{}",
-        r.stdout()
+        r.stdout
     );
 
     let bad = pack(
@@ -263,19 +234,19 @@ fn rules_check_validates_a_pack_without_a_model() {
         &format!("{RELU_HEAD}  flops: \"|Z|\"\n  mread: 0\n  mwrite: 0\n"),
     );
     let r = c3(&["rules", "check", bad.to_str().unwrap()]);
-    assert_eq!(r.code(), 2);
+    r.code(2);
     assert!(
-        r.stderr().contains("pack.yaml:7:11: unknown tensor 'Z'"),
+        r.stderr.contains("pack.yaml:7:11: unknown tensor 'Z'"),
         "{}",
-        r.stderr()
+        r.stderr
     );
 }
 
 #[test]
 fn explain_prints_the_rule_and_evaluates_it() {
     let r = c3(&["explain", "Conv"]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
-    let out = r.stdout();
+    r.ok();
+    let out = r.stdout;
     assert!(out.contains("rule:     built-in, rules/nn.yaml:3"), "{out}");
     assert!(
         out.contains("inputs:  X[N, C, *S], W[M, Cg, *K], B[M]?"),
@@ -300,8 +271,8 @@ fn explain_prints_the_rule_and_evaluates_it() {
         "--attr",
         "pads=3,3,3,3",
     ]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
-    let out = r.stdout();
+    r.ok();
+    let out = r.stdout;
     assert!(out.contains("  window = 147\n"), "{out}");
     assert!(out.contains("  flops  = 118013952\n"), "{out}");
     // (150528 + 9408 + 64) float32 elements read, 802816 written.
@@ -323,53 +294,52 @@ fn explain_prints_the_rule_and_evaluates_it() {
         "Y=1x64x112x112",
     ]);
     assert!(
-        r.stdout()
+        r.stdout
             .contains(&format!("  flops  = {}\n", 293 * 64 * 112 * 112)),
         "{}",
-        r.stdout()
+        r.stdout
     );
 
     // The pack's rule is explained with its file and line.
     let r = c3(&["explain", "Gemm", "--rules", "chainer"]);
     assert!(
-        r.stdout()
+        r.stdout
             .contains("rule:     built-in, rules/packs/chainer/chainer.yaml:"),
         "{}",
-        r.stdout()
+        r.stdout
     );
 }
 
 #[test]
 fn explain_errors_are_usage_errors() {
     let r = c3(&["explain", "NoSuchOp"]);
-    assert_eq!(r.code(), 1);
+    r.code(1);
     assert!(
-        r.stderr()
+        r.stderr
             .starts_with("error: no rule for operator 'NoSuchOp'"),
         "{}",
-        r.stderr()
+        r.stderr
     );
     let r = c3(&["explain", "Relu", "--in", "X=1x3", "--in", "Q=2"]);
-    assert_eq!(r.code(), 1);
+    r.code(1);
     assert!(
-        r.stderr().contains("--in Q: Relu has no tensor named Q"),
+        r.stderr.contains("--in Q: Relu has no tensor named Q"),
         "{}",
-        r.stderr()
+        r.stderr
     );
     let r = c3(&["explain", "Relu", "--in", "X=1x3"]);
-    assert_eq!(r.code(), 1);
+    r.code(1);
     assert!(
-        r.stderr()
-            .contains("output Y needs a shape: add --in Y=..."),
+        r.stderr.contains("output Y needs a shape: add --in Y=..."),
         "{}",
-        r.stderr()
+        r.stderr
     );
     let r = c3(&["explain", "Conv", "--attr", "stride=2"]);
-    assert_eq!(r.code(), 1);
+    r.code(1);
     assert!(
-        r.stderr().contains("Conv has no attribute stride"),
+        r.stderr.contains("Conv has no attribute stride"),
         "{}",
-        r.stderr()
+        r.stderr
     );
 }
 
@@ -377,24 +347,23 @@ fn explain_errors_are_usage_errors() {
 fn docs_check_accepts_the_committed_details_and_rejects_a_stale_copy() {
     let r = c3(&["docs", "--check"]);
     assert_eq!(
-        r.code(),
-        0,
+        r.code, 0,
         "DETAILS.md is stale: run `c3 docs`\n{}",
-        r.stderr()
+        r.stderr
     );
     let dir = scratch("docs_stale");
     let stale = std::fs::read_to_string(Path::new(ROOT).join("DETAILS.md")).unwrap() + "\nedited\n";
     std::fs::write(dir.join("DETAILS.md"), stale).unwrap();
     let r = c3_in(&dir, &["docs", "--check"]);
-    assert_eq!(r.code(), 1);
+    r.code(1);
     assert!(
-        r.stderr().contains("DETAILS.md is out of date"),
+        r.stderr.contains("DETAILS.md is out of date"),
         "{}",
-        r.stderr()
+        r.stderr
     );
     let r = c3_in(&dir, &["docs"]);
-    assert_eq!(r.code(), 0);
-    assert_eq!(c3_in(&dir, &["docs", "--check"]).code(), 0);
+    r.code(0);
+    assert_eq!(c3_in(&dir, &["docs", "--check"]).code, 0);
 }
 
 #[test]
@@ -410,9 +379,9 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
     .unwrap();
     let t = trace.to_str().unwrap();
     let r = c3(&["estimate", t, "--format", "json"]);
-    assert_eq!(r.code(), 0);
+    r.code(0);
     assert!(
-        r.stderr().contains(
+        r.stderr.contains(
             "warning: 1 layer(s) are not counted (see the unsupported list): FancyOp (1)"
         )
     );
@@ -422,14 +391,14 @@ fn unsupported_ops_are_listed_warned_and_strict_fails() {
     );
     assert_eq!(r.json()["total"]["flops"], 6);
     let r = c3(&["estimate", t, "--format", "md"]);
-    assert!(r.stdout().contains("- fancy (FancyOp)"), "{}", r.stdout());
+    assert!(r.stdout.contains("- fancy (FancyOp)"), "{}", r.stdout);
     let r = c3(&["estimate", t, "--strict"]);
-    assert_eq!(r.code(), 3);
+    r.code(3);
     assert!(
-        r.stderr()
+        r.stderr
             .contains("1 layer(s) are not counted (FancyOp (1))"),
         "{}",
-        r.stderr()
+        r.stderr
     );
 }
 
@@ -458,12 +427,11 @@ fn bad_inputs_fail_with_one_line_and_exit_2() {
         let path = dir.join(name);
         std::fs::write(&path, bytes).unwrap();
         let r = c3(&["estimate", path.to_str().unwrap()]);
-        assert_eq!(r.code(), 2, "{name}: {}", r.stderr());
-        assert_eq!(r.stderr().lines().count(), 1, "{name}: {}", r.stderr());
-        assert!(r.stderr().contains(want), "{name}: {}", r.stderr());
+        let err = r.one_line_error(2);
+        assert!(err.contains(want), "{name}: {err}");
     }
     let r = c3(&["estimate", "no/such/file.json"]);
-    assert_eq!(r.code(), 2);
+    r.code(2);
     // --dim binds the symbol.
     let r = c3(&[
         "estimate",
@@ -473,21 +441,18 @@ fn bad_inputs_fail_with_one_line_and_exit_2() {
         "--format",
         "json",
     ]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
+    r.ok();
     assert_eq!(r.json()["total"]["flops"], 12);
 }
 
 #[test]
 fn usage_errors_exit_1() {
-    assert_eq!(c3(&["estimate"]).code(), 1);
-    assert_eq!(c3(&["estimate", RESNET, "--unit", "Q"]).code(), 1);
-    assert_eq!(c3(&["estimate", RESNET, "--digits", "11"]).code(), 1);
-    assert_eq!(c3(&["estimate", RESNET, "--columns", "nope"]).code(), 1);
-    assert_eq!(
-        c3(&["estimate", RESNET, "--rules", "no-such-pack"]).code(),
-        1
-    );
-    assert_eq!(c3(&["--help"]).code(), 0);
+    assert_eq!(c3(&["estimate"]).code, 1);
+    assert_eq!(c3(&["estimate", RESNET, "--unit", "Q"]).code, 1);
+    assert_eq!(c3(&["estimate", RESNET, "--digits", "11"]).code, 1);
+    assert_eq!(c3(&["estimate", RESNET, "--columns", "nope"]).code, 1);
+    assert_eq!(c3(&["estimate", RESNET, "--rules", "no-such-pack"]).code, 1);
+    assert_eq!(c3(&["--help"]).code, 0);
 }
 
 #[test]
@@ -507,7 +472,7 @@ fn output_file_and_columns() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(r.code(), 0, "{}", r.stderr());
+    r.ok();
     let text = std::fs::read_to_string(out).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("Layer,FLOPs,FLOPs %"));
@@ -542,12 +507,12 @@ fn attention_full_counts_the_whole_square() {
     // masked: n = 1 + 2 + 3 = 6 pairs over 3 rows,
     // 6 * 4 + (6 + 18 - 3) + 6 * 4 = 69.
     let r = run("masked");
-    assert_eq!(r.code(), 0, "{}", r.stderr());
-    assert!(r.stdout().contains("  flops  = 69\n"), "{}", r.stdout());
+    r.ok();
+    assert!(r.stdout.contains("  flops  = 69\n"), "{}", r.stdout);
     // full: n = 3 * 3 = 9 pairs, 9 * 4 + (9 + 27 - 3) + 9 * 4 = 105.
     let r = run("full");
-    assert!(r.stdout().contains("  flops  = 105\n"), "{}", r.stdout());
+    assert!(r.stdout.contains("  flops  = 105\n"), "{}", r.stdout);
     let r = run("square");
-    assert_eq!(r.code(), 1, "{}", r.stderr());
-    assert!(r.stderr().contains("--attention"), "{}", r.stderr());
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--attention"), "{}", r.stderr);
 }

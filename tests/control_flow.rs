@@ -1,11 +1,9 @@
 //! Control flow: If branches, Loop, Scan and SequenceMap bodies are costed
 //! where their node stands, their layers multiplied by the number of runs.
 
-mod common;
-
+use crate::common::onnx::*;
 use c3::rules::rule::BranchChoice;
 use c3::rules::{CountOptions, RuleSet};
-use common::onnx::*;
 
 /// Loop body: (i, cond, h[1, 64]) -> (cond, h @ W + b): the weights W[64, 64]
 /// and b[64] are the main graph's.
@@ -417,12 +415,7 @@ fn sequences_of_differing_shapes_are_costed_by_what_goes_in() {
     // SequenceEmpty, insert x[2, 3] then y[1, 3], SequenceLength: the
     // sequence's elements differ in shape, which no rule needs to know.
     let mut empty = node("SequenceEmpty", &[], &["s0"]);
-    empty.attribute.push(AttributeProto {
-        name: Some("dtype".into()),
-        r#type: Some(attr_type::INT),
-        i: Some(i64::from(FLOAT)),
-        ..Default::default()
-    });
+    empty.attribute.push(build::int("dtype", i64::from(FLOAT)));
     let m = model(GraphProto {
         node: vec![
             empty,

@@ -2,11 +2,10 @@
 //! exporters): every layer is analysed, and the MatMul FLOPs equal the
 //! analytic count for its dimensions (issue 4).
 
-use std::process::Command;
-
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_c3");
+use crate::common::cli::C3;
+
 const MODELS: [&str; 2] = ["gpt_decoder_torchscript.onnx", "gpt_decoder_dynamo.onnx"];
 
 // The decoder's dimensions (scripts/gpt_decoder.py).
@@ -22,10 +21,7 @@ fn estimate(model: &str, b: u64, s: u64, extra: &[&str]) -> Value {
     let mut args = vec!["estimate", &path, "--dim", &bd, "--dim", &sd];
     args.extend(["--format", "json", "--strict"]);
     args.extend(extra);
-    let out = Command::new(BIN).args(&args).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{model}: {err}");
-    serde_json::from_slice(&out.stdout).unwrap()
+    C3::new().args(&args).run().json()
 }
 
 fn layers<'a>(j: &'a Value, op: &str) -> Vec<&'a Value> {
@@ -155,13 +151,10 @@ fn a_sequence_longer_than_the_context_is_refused() {
     // The position embedding has 32 rows: seq=33 would gather row 32.
     for model in MODELS {
         let path = format!("{}/examples/onnx/{model}", env!("CARGO_MANIFEST_DIR"));
-        let out = Command::new(BIN)
+        let run = C3::new()
             .args(["estimate", &path, "--dim", "batch=1", "--dim", "seq=33"])
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{model}: {err}");
-        assert_eq!(err.lines().count(), 1, "{err}");
+            .run();
+        let err = run.one_line_error(2);
         assert!(
             err.contains("index 32 is out of range for size 32"),
             "{err}"

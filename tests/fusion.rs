@@ -2,24 +2,18 @@
 //! neither written nor read back.
 
 use std::path::Path;
-use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_c3");
+use crate::common::cli::C3;
+
 const RESNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/resnet50.trace.json");
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let r = C3::new().args(args).run();
+    (r.code, r.stdout, r.stderr)
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
-    let (code, out, err) = run(args);
-    assert_eq!(code, 0, "{err}");
-    serde_json::from_str(&out).unwrap()
+    C3::new().args(args).run().json()
 }
 
 #[test]

@@ -8,63 +8,117 @@
 //! the fuzzers would start from nothing but errors.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use crate::common::cli::C3;
+
+/// The files of `dir` (a path in the repository), hidden ones aside, sorted.
 fn files(dir: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != ".gitkeep"))
+        .filter(|p| {
+            p.is_file()
+                && p.file_name()
+                    .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+        })
         .collect();
     out.sort();
     out
 }
 
-/// Runs every file of `tests/fixtures/fuzz/TARGET/` through its entry point
-/// (a panic fails the test; an error is the expected outcome) and, with
-/// `cli`, through `c3 estimate`.
-fn replay(target: &str, run: fn(&[u8]) -> c3::error::Result<usize>, cli: bool) {
-    for f in files(&format!("tests/fixtures/fuzz/{target}")) {
-        let _ = run(&std::fs::read(&f).unwrap());
+/// Runs every file of `tests/fixtures/fuzz/TARGET/` (there must be some)
+/// through its entry point (a panic fails the test; an error must be one
+/// line) and, with `cli`, through `c3 estimate`. Returns how many of them the
+/// entry point refused.
+fn replay(target: &str, run: fn(&[u8]) -> c3::error::Result<usize>, cli: bool) -> usize {
+    let found = files(&format!("tests/fixtures/fuzz/{target}"));
+    assert!(
+        !found.is_empty(),
+        "tests/fixtures/fuzz/{target} holds no input"
+    );
+    let mut refused = 0;
+    for f in &found {
+        if let Err(e) = run(&std::fs::read(f).unwrap()) {
+            let e = e.to_string();
+            assert_eq!(e.lines().count(), 1, "{}: {e}", f.display());
+            refused += 1;
+        }
         if cli {
             cli_outcome(&["estimate", f.to_str().unwrap()]);
         }
     }
+    refused
 }
 
 /// Runs `c3 ARGS` and checks the outcome a user must get: a report (0), or
 /// one line on stderr with exit 2 (3 for unsupported operators).
 fn cli_outcome(args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_c3"))
-        .args(args)
-        .output()
-        .unwrap();
-    let code = out.status.code();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        matches!(code, Some(0 | 2 | 3)),
-        "c3 {args:?}: exit {code:?}, stderr {stderr}"
-    );
-    if code != Some(0) {
-        assert_eq!(stderr.lines().count(), 1, "c3 {args:?}: {stderr}");
+    let run = C3::new().args(args).run();
+    match run.code {
+        0 => {}
+        code @ (2 | 3) => {
+            run.one_line_error(code);
+        }
+        code => panic!("c3 {args:?}: exit {code}, stderr {}", run.stderr),
     }
 }
 
 #[test]
 fn found_onnx_inputs_are_errors_not_crashes() {
-    replay("onnx_model", c3::fuzz::onnx, true);
+    // Three files: the Slice and the output-less RMSNormalization are
+    // refused, the NaN attribute is costed (tests below).
+    assert_eq!(replay("onnx_model", c3::fuzz::onnx, true), 2);
 }
 
 #[test]
 fn found_rule_files_are_errors_not_crashes() {
-    // Rule files need a model to be costed on: the entry point only.
-    replay("rule_file", c3::fuzz::rules, false);
+    // Rule files need a model to be costed on: the entry point only. The
+    // one file (brackets nested 1000 deep) is refused.
+    assert_eq!(replay("rule_file", c3::fuzz::rules, false), 1);
 }
 
 #[test]
 fn found_traces_are_errors_not_crashes() {
-    replay("trace", c3::fuzz::trace, true);
+    // The one file (JSON nested 10,000 deep) is refused.
+    assert_eq!(replay("trace", c3::fuzz::trace, true), 1);
+}
+
+/// A fixture of tests/fixtures/fuzz/TARGET.
+fn fixture(target: &str, name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/fuzz")
+        .join(target)
+        .join(name);
+    std::fs::read(path).unwrap()
+}
+
+/// As in tests/hostile.rs (`formula_nested_1000_brackets_deep`): a formula
+/// within the length limit whose brackets nest 1000 deep would recurse as
+/// deep in the parser; the nesting limit refuses it at the 65th bracket,
+/// column 11 + 64 = 75 of line 7.
+#[test]
+fn a_rule_file_nesting_brackets_1000_deep_is_an_error() {
+    let bytes = fixture("rule_file", "brackets_nested_1000_deep.yaml");
+    let e = c3::fuzz::rules(&bytes).unwrap_err().to_string();
+    assert!(e.contains(":7:75:"), "{e}");
+    assert!(
+        e.contains("brackets nest deeper than the limit of 64 levels"),
+        "{e}"
+    );
+}
+
+/// As in tests/hostile.rs (`trace_nested_10000_deep`): an attribute of
+/// 10,000 nested JSON arrays would recurse as deep in the reader; the
+/// nesting limit refuses it.
+#[test]
+fn a_trace_nesting_json_10000_deep_is_an_error() {
+    let bytes = fixture("trace", "json_nested_10000_deep.json");
+    let e = c3::fuzz::trace(&bytes).unwrap_err().to_string();
+    assert!(
+        e.contains("JSON nesting exceeds the limit of 128 levels"),
+        "{e}"
+    );
 }
 
 /// Runs every seed of `fuzz/corpus/TARGET` (at least `min` of them), fails
@@ -129,10 +183,7 @@ fn onnx_seeds_run_through_the_fuzz_entry_point() {
 
 /// A file of tests/fixtures/fuzz/onnx_model.
 fn found_onnx(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/fuzz/onnx_model")
-        .join(name);
-    std::fs::read(path).unwrap()
+    fixture("onnx_model", name)
 }
 
 /// The error `c3::fuzz::onnx` gives for a file of tests/fixtures/fuzz/onnx_model.

@@ -12,24 +12,23 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use c3::onnx::build::{
+    self, BOOL, FLOAT, INT64, STRING, graph_attr, int64_list, opset, raw_tensor, sized_type,
+    sized_value, tensor_attr, untyped,
+};
 use c3::onnx::proto::{
-    AttributeProto, Dimension, FunctionProto, GraphProto, ModelProto, NodeProto,
-    OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto, TensorTypeProto,
-    TypeProto, ValueInfoProto, attr_type,
+    AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto, StringStringEntryProto,
+    TensorProto, attr_type,
 };
 use prost::Message;
 
-const BIN: &str = env!("CARGO_BIN_EXE_c3");
+use crate::common::cli::{C3, Run};
+
 /// A run still going after this long is killed and fails its case.
 const KILL_AFTER: Duration = Duration::from_secs(20);
-
-const FLOAT: i32 = 1;
-const INT64: i32 = 7;
-const STRING: i32 = 8;
-const BOOL: i32 = 9;
 
 // ------------------------------------------------------------------ harness
 
@@ -48,12 +47,6 @@ fn case(name: &'static str) -> Case {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     Case { name, dir }
-}
-
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
 }
 
 impl Case {
@@ -80,46 +73,10 @@ impl Case {
 
     /// Runs `c3 args...`, killing it after [`KILL_AFTER`]; records the
     /// command and the expected code for scripts/hostile.sh.
-    fn run(&self, args: &[&str], expect: i32) -> Outcome {
+    fn run(&self, args: &[&str], expect: i32) -> Run {
         std::fs::write(self.dir.join("cmd"), args.join("\n") + "\n").unwrap();
         std::fs::write(self.dir.join("expect"), format!("{expect}\n")).unwrap();
-        let out_path = self.dir.join("stdout.txt");
-        let err_path = self.dir.join("stderr.txt");
-        let mut child = Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out_path).unwrap())
-            .stderr(std::fs::File::create(&err_path).unwrap())
-            .spawn()
-            .expect("c3 starts");
-        let start = Instant::now();
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if start.elapsed() > KILL_AFTER {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{}: c3 still running after {KILL_AFTER:?}", self.name);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
-        let stderr = read(&err_path);
-        // Killed by a signal (a stack overflow aborts with SIGSEGV/SIGABRT).
-        let code = status
-            .code()
-            .unwrap_or_else(|| panic!("{}: c3 died of a signal: {status:?}; {stderr}", self.name));
-        assert!(
-            !stderr.contains("panicked") && code != 101,
-            "{}: c3 panicked: {stderr}",
-            self.name
-        );
-        Outcome {
-            code,
-            stdout: read(&out_path),
-            stderr,
-        }
+        C3::new().args(args).kill_after(KILL_AFTER).run()
     }
 
     /// Asserts `c3 args...` fails with `code` and one line `error: ...`
@@ -168,45 +125,11 @@ impl Case {
 
 // --------------------------------------------------------- model builders
 
-fn tensor_type(elem: i32, dims: &[i64]) -> TypeProto {
-    TypeProto {
-        tensor_type: Some(TensorTypeProto {
-            elem_type: Some(elem),
-            shape: Some(TensorShapeProto {
-                dim: dims
-                    .iter()
-                    .map(|&d| Dimension {
-                        dim_value: Some(d),
-                        dim_param: None,
-                    })
-                    .collect(),
-            }),
-        }),
-        ..Default::default()
-    }
-}
-
-fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(tensor_type(elem, dims)),
-    }
-}
-
-fn untyped(name: &str) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: None,
-    }
-}
-
+/// A node named after its op and first output (errors name the node).
 fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
     NodeProto {
-        op_type: Some(op.into()),
         name: Some(format!("{op}_{}", outputs.first().copied().unwrap_or(""))),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
+        ..build::node(op, inputs, outputs)
     }
 }
 
@@ -215,46 +138,20 @@ fn with_attr(mut n: NodeProto, a: AttributeProto) -> NodeProto {
     n
 }
 
-fn graph_attr(name: &str, g: GraphProto) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(attr_type::GRAPH),
-        g: Some(Box::new(g)),
-        ..Default::default()
-    }
-}
-
-fn tensor_attr(name: &str, t: TensorProto) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(attr_type::TENSOR),
-        t: Some(Box::new(t)),
-        ..Default::default()
-    }
-}
-
-fn opset(domain: &str, version: i64) -> OperatorSetIdProto {
-    OperatorSetIdProto {
-        domain: Some(domain.into()),
-        version: Some(version),
-    }
-}
-
 fn model(graph: GraphProto) -> ModelProto {
-    ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![opset("", 17)],
-        graph: Some(graph),
-        ..Default::default()
-    }
+    build::model(graph, 17)
 }
 
 /// x[1, 8] -> Relu -> y: a well-formed model the cases spoil.
+fn float_tensor(name: &str, dims: &[i64], raw: Option<Vec<u8>>) -> TensorProto {
+    raw_tensor(name, FLOAT, dims, raw)
+}
+
 fn relu_graph() -> GraphProto {
     GraphProto {
         name: Some("main".into()),
         node: vec![node("Relu", &["x"], &["y"])],
-        input: vec![value("x", FLOAT, &[1, 8])],
+        input: vec![sized_value("x", FLOAT, &[1, 8])],
         output: vec![untyped("y")],
         ..Default::default()
     }
@@ -271,36 +168,8 @@ fn with_initializer(t: TensorProto) -> Vec<u8> {
     model(g).encode_to_vec()
 }
 
-fn float_tensor(name: &str, dims: &[i64], raw: Option<Vec<u8>>) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(FLOAT),
-        raw_data: raw.map(Into::into),
-        ..Default::default()
-    }
-}
-
-fn int64_tensor(name: &str, v: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: vec![v.len() as i64],
-        data_type: Some(INT64),
-        raw_data: Some(
-            v.iter()
-                .flat_map(|x| x.to_le_bytes())
-                .collect::<Vec<_>>()
-                .into(),
-        ),
-        ..Default::default()
-    }
-}
-
 fn external(name: &str, dtype: i32, dims: &[i64], entries: &[(&str, &str)]) -> TensorProto {
     TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(dtype),
         data_location: Some(1),
         external_data: entries
             .iter()
@@ -309,7 +178,7 @@ fn external(name: &str, dtype: i32, dims: &[i64], entries: &[(&str, &str)]) -> T
                 value: Some(v.to_string()),
             })
             .collect(),
-        ..Default::default()
+        ..raw_tensor(name, dtype, dims, None)
     }
 }
 
@@ -438,7 +307,7 @@ fn every_single_bit_flip_is_a_model_or_a_one_line_error() {
         node("Reshape", &["x", "shape"], &["r"]),
         node("Relu", &["r"], &["y"]),
     ];
-    g.initializer.push(int64_tensor("shape", &[2, 4]));
+    g.initializer.push(int64_list("shape", &[2, 4]));
     let good = model(g).encode_to_vec();
     let rules = c3::rules::RuleSet::builtin().unwrap();
     let (mut ok, mut refused) = (0, 0);
@@ -502,7 +371,7 @@ fn subgraphs_nested_10000_deep() {
 fn types_nested_10000_deep() {
     // A graph input of type sequence(sequence(...(tensor))) 10,000 deep.
     let c = case("onnx_types_nested_10000");
-    let mut t = tensor_type(FLOAT, &[1]).encode_to_vec();
+    let mut t = sized_type(FLOAT, &[1]).encode_to_vec();
     for _ in 0..10_000 {
         t = ld(4, &ld(1, &t)); // TypeProto.sequence_type.elem_type
     }
@@ -637,12 +506,7 @@ fn loop_around(inner: Option<GraphProto>, level: usize) -> GraphProto {
     let first = match inner {
         None => with_attr(
             node("Concat", &["c_in", "c_in"], &["c_out"]),
-            AttributeProto {
-                name: Some("axis".into()),
-                r#type: Some(attr_type::INT),
-                i: Some(0),
-                ..Default::default()
-            },
+            build::int("axis", 0),
         ),
         Some(g) => with_attr(
             node("Loop", &["", "", "c_in"], &["c_out"]),
@@ -653,8 +517,8 @@ fn loop_around(inner: Option<GraphProto>, level: usize) -> GraphProto {
     GraphProto {
         name: Some(format!("body{level}")),
         input: vec![
-            value("i", INT64, &[]),
-            value("cond_in", BOOL, &[]),
+            sized_value("i", INT64, &[]),
+            sized_value("cond_in", BOOL, &[]),
             untyped("c_in"),
         ],
         node: body_nodes,
@@ -689,7 +553,7 @@ fn ifs_nested_12_deep_whose_branches_all_fail() {
     let c = case("onnx_if_bomb");
     let leaf = GraphProto {
         node: vec![node("Reshape", &["x", "bad"], &["r"])],
-        initializer: vec![int64_tensor("bad", &[3, 5])],
+        initializer: vec![int64_list("bad", &[3, 5])],
         output: vec![untyped("r")],
         ..Default::default()
     };
@@ -706,7 +570,7 @@ fn ifs_nested_12_deep_whose_branches_all_fail() {
         };
     }
     let mut main = relu_graph();
-    main.input.push(value("cond", BOOL, &[]));
+    main.input.push(sized_value("cond", BOOL, &[]));
     main.node = g.node;
     main.output = vec![untyped("o11")];
     let file = c.file("m.onnx", &model(main).encode_to_vec());
@@ -795,7 +659,7 @@ fn duplicate_node_outputs() {
 fn duplicate_graph_inputs() {
     let c = case("onnx_duplicate_input");
     let mut g = relu_graph();
-    g.input.push(value("x", FLOAT, &[2, 2]));
+    g.input.push(sized_value("x", FLOAT, &[2, 2]));
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     c.rejects(&f, &["graph input 'x' is declared twice"]);
 }
@@ -916,7 +780,7 @@ fn opset_version_from_the_future() {
 fn rank_65_graph_input() {
     let c = case("onnx_rank_65_input");
     let mut g = relu_graph();
-    g.input = vec![value("x", FLOAT, &[1; 65])];
+    g.input = vec![sized_value("x", FLOAT, &[1; 65])];
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     c.rejects(&f, &["'x' has rank 65, which exceeds the limit of 64"]);
 }
@@ -986,7 +850,7 @@ fn a_2_pow_31_element_activation_is_only_arithmetic() {
     // without any tensor being allocated.
     let c = case("onnx_2_pow_31_activation");
     let mut g = relu_graph();
-    g.input = vec![value("x", FLOAT, &[1 << 31, 1])];
+    g.input = vec![sized_value("x", FLOAT, &[1 << 31, 1])];
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     let j = c.accepts(&["estimate", &f, "--format", "json"]);
     assert_eq!(j["total"]["flops"], 1u64 << 31);
@@ -1021,7 +885,7 @@ fn declared_activation_dims_product_overflows() {
     // Each dimension is valid; their product is not: the layer's cost says so.
     let c = case("onnx_dims_overflow_activation");
     let mut g = relu_graph();
-    g.input = vec![value("x", FLOAT, &[1 << 40, 1 << 40])];
+    g.input = vec![sized_value("x", FLOAT, &[1 << 40, 1 << 40])];
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     c.rejects_layer(
         &f,
@@ -1033,7 +897,7 @@ fn declared_activation_dims_product_overflows() {
 fn negative_dimension_in_value_info() {
     let c = case("onnx_negative_dim_value_info");
     let mut g = relu_graph();
-    g.value_info.push(value("y", FLOAT, &[3, -5]));
+    g.value_info.push(sized_value("y", FLOAT, &[3, -5]));
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     c.rejects(&f, &["'y' declares a negative dimension -5"]);
 }
@@ -1044,7 +908,7 @@ fn negative_dimension_in_graph_input() {
     let mut g = relu_graph();
     // -1 is how paddle2onnx writes "unknown" (it becomes the symbol
     // x_dim0); any other negative size is refused.
-    g.input = vec![value("x", FLOAT, &[-2, 8])];
+    g.input = vec![sized_value("x", FLOAT, &[-2, 8])];
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     c.rejects(&f, &["'x' declares a negative dimension -2"]);
 }
@@ -1081,17 +945,14 @@ fn unknown_data_type() {
 fn reshape_to_a_gigantic_shape() {
     // 8 elements cannot become 2^62 x 4 of them (a product that overflows).
     let c = case("onnx_reshape_gigantic");
-    let f = c.file(
-        "m.onnx",
-        &reshape_model(int64_tensor("shape", &[1 << 62, 4])),
-    );
+    let f = c.file("m.onnx", &reshape_model(int64_list("shape", &[1 << 62, 4])));
     c.rejects(&f, &["node 'Reshape_y' (Reshape)"]);
 }
 
 #[test]
 fn reshape_to_a_negative_shape() {
     let c = case("onnx_reshape_negative");
-    let f = c.file("m.onnx", &reshape_model(int64_tensor("shape", &[-4, -2])));
+    let f = c.file("m.onnx", &reshape_model(int64_list("shape", &[-4, -2])));
     c.rejects(&f, &["node 'Reshape_y' (Reshape)"]);
 }
 
@@ -1101,10 +962,9 @@ fn expand_to_a_gigantic_shape() {
     // element count overflows.
     let c = case("onnx_expand_gigantic");
     let mut g = relu_graph();
-    g.input = vec![value("x", FLOAT, &[1, 1])];
+    g.input = vec![sized_value("x", FLOAT, &[1, 1])];
     g.node = vec![node("Expand", &["x", "shape"], &["y"])];
-    g.initializer
-        .push(int64_tensor("shape", &[1 << 40, 1 << 40]));
+    g.initializer.push(int64_list("shape", &[1 << 40, 1 << 40]));
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     c.rejects_layer(
         &f,
@@ -1117,13 +977,12 @@ fn constant_of_shape_gigantic() {
     // ConstantOfShape(2^62 x 2^62) then Relu: the value is never built.
     let c = case("onnx_constant_of_shape_gigantic");
     let mut g = relu_graph();
-    g.input = vec![value("x", FLOAT, &[1])];
+    g.input = vec![sized_value("x", FLOAT, &[1])];
     g.node = vec![
         node("ConstantOfShape", &["shape"], &["k"]),
         node("Add", &["x", "k"], &["y"]),
     ];
-    g.initializer
-        .push(int64_tensor("shape", &[1 << 62, 1 << 62]));
+    g.initializer.push(int64_list("shape", &[1 << 62, 1 << 62]));
     let f = c.file("m.onnx", &model(g).encode_to_vec());
     c.rejects_layer(
         &f,

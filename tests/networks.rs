@@ -2,12 +2,10 @@
 //! the figures chainer_computational_cost 0.1.2 printed for the same forward
 //! pass (tests/fixtures/chainer/expected.json and *.layers.json).
 
-mod common;
-
+use crate::common::{builtin, chainer};
 use c3::cost::{CostReport, estimate};
 use c3::ir::{Dim, Graph};
 use c3::rules::{CountOptions, RuleSet};
-use common::{builtin, chainer};
 use serde_json::Value;
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/chainer");

@@ -1,78 +1,26 @@
 //! The ONNX front end on well-formed files (hostile ones: tests/hostile.rs).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use c3::onnx::proto::{
-    AttributeProto, Dimension, GraphProto, MapTypeProto, ModelProto, NodeProto, OperatorSetIdProto,
-    TensorProto, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto, attr_type,
+    AttributeProto, GraphProto, MapTypeProto, ModelProto, NodeProto, TensorTypeProto, TypeProto,
 };
 use prost::Message;
 
-const BIN: &str = env!("CARGO_BIN_EXE_c3");
+use crate::common::cli::C3;
+use crate::common::onnx::{FLOAT, build, float as value, model, node, untyped};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("onnx")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: Some(1),
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            dim_value: (d >= 0).then_some(d),
-                            dim_param: (d < 0).then(|| "batch".to_string()),
-                        })
-                        .collect(),
-                }),
-            }),
-            ..Default::default()
-        }),
-    }
-}
-
-fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
-    NodeProto {
-        op_type: Some(op.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    }
-}
-
-fn model(graph: GraphProto) -> ModelProto {
-    ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(graph),
-        ..Default::default()
-    }
+    crate::common::cli::scratch("onnx", name)
 }
 
 /// x[batch, 8] -> Relu -> y
 fn relu_graph() -> GraphProto {
-    GraphProto {
-        node: vec![node("Relu", &["x"], &["y"])],
-        input: vec![value("x", &[-1, 8])],
-        output: vec![ValueInfoProto {
-            name: Some("y".into()),
-            r#type: None,
-        }],
-        ..Default::default()
-    }
+    build::graph(
+        vec![value("x", &[-1, 8])],
+        vec![node("Relu", &["x"], &["y"])],
+        vec![untyped("y")],
+    )
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
@@ -83,12 +31,8 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
 
 /// Runs `c3 args...` and returns (exit code, stdout, stderr).
 fn c3(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let r = C3::new().args(args).run();
+    (r.code, r.stdout, r.stderr)
 }
 
 #[test]
@@ -166,16 +110,6 @@ fn shapes_output_writes_value_info_and_keeps_the_original_bytes() {
     assert_eq!(dims[1].dim_value, Some(8));
 }
 
-fn initializer(name: &str, dims: &[i64], raw: Option<Vec<u8>>) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(1),
-        raw_data: raw.map(Into::into),
-        ..Default::default()
-    }
-}
-
 /// The nine model-zoo "light" models the onnx package ships: every tensor
 /// gets a fully known shape, every layer has a rule, nothing is unanalysed.
 #[test]
@@ -231,50 +165,18 @@ fn light_models_are_fully_analysed() {
     );
 }
 
-fn int_attr(name: &str, v: i64) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(attr_type::INT),
-        i: Some(v),
-        ..Default::default()
-    }
-}
-
-fn ints_attr(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(attr_type::INTS),
-        ints: v.to_vec(),
-        ..Default::default()
-    }
-}
-
 fn with_attrs(mut n: NodeProto, attrs: Vec<AttributeProto>) -> NodeProto {
     n.attribute = attrs;
     n
-}
-
-fn int64_init(name: &str, v: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        dims: vec![v.len() as i64],
-        data_type: Some(7),
-        raw_data: Some(
-            v.iter()
-                .flat_map(|x| x.to_le_bytes())
-                .collect::<Vec<u8>>()
-                .into(),
-        ),
-        ..Default::default()
-    }
 }
 
 /// A decoder-shaped graph (attention and MLP blocks of MatMul, Add, Reshape,
 /// Transpose, Split, Mul, Softmax, Relu), `layers` blocks deep.
 fn decoder(layers: usize, d: i64, heads: i64, seq: i64) -> ModelProto {
     let w = |name: &str, dims: &[i64]| {
-        initializer(
+        build::raw_tensor(
             name,
+            FLOAT,
             dims,
             Some(vec![0; 4 * dims.iter().product::<i64>() as usize]),
         )
@@ -286,8 +188,8 @@ fn decoder(layers: usize, d: i64, heads: i64, seq: i64) -> ModelProto {
         w("w1", &[d, 4 * d]),
         w("w2", &[4 * d, d]),
         w("scale", &[]),
-        int64_init("split_heads", &[1, seq, 3, heads, d / heads]),
-        int64_init("merge", &[1, seq, d]),
+        build::int64_list("split_heads", &[1, seq, 3, heads, d / heads]),
+        build::int64_list("merge", &[1, seq, d]),
     ];
     let mut nodes = Vec::new();
     let mut x = "x".to_string();
@@ -299,26 +201,26 @@ fn decoder(layers: usize, d: i64, heads: i64, seq: i64) -> ModelProto {
         nodes.push(n("Reshape", &[&p("qkv"), "split_heads"], &[&p("qkv_h")]));
         nodes.push(with_attrs(
             n("Transpose", &[&p("qkv_h")], &[&p("qkv_t")]),
-            vec![ints_attr("perm", &[2, 0, 3, 1, 4])],
+            vec![build::ints("perm", &[2, 0, 3, 1, 4])],
         ));
         nodes.push(with_attrs(
             n("Split", &[&p("qkv_t")], &[&p("q"), &p("k"), &p("v")]),
-            vec![int_attr("axis", 0), int_attr("num_outputs", 3)],
+            vec![build::int("axis", 0), build::int("num_outputs", 3)],
         ));
         nodes.push(with_attrs(
             n("Transpose", &[&p("k")], &[&p("kt")]),
-            vec![ints_attr("perm", &[0, 1, 2, 4, 3])],
+            vec![build::ints("perm", &[0, 1, 2, 4, 3])],
         ));
         nodes.push(n("MatMul", &[&p("q"), &p("kt")], &[&p("s0")]));
         nodes.push(n("Mul", &[&p("s0"), "scale"], &[&p("s")]));
         nodes.push(with_attrs(
             n("Softmax", &[&p("s")], &[&p("a")]),
-            vec![int_attr("axis", -1)],
+            vec![build::int("axis", -1)],
         ));
         nodes.push(n("MatMul", &[&p("a"), &p("v")], &[&p("o")]));
         nodes.push(with_attrs(
             n("Transpose", &[&p("o")], &[&p("o_t")]),
-            vec![ints_attr("perm", &[0, 1, 3, 2, 4])],
+            vec![build::ints("perm", &[0, 1, 3, 2, 4])],
         ));
         nodes.push(n("Reshape", &[&p("o_t"), "merge"], &[&p("o_m")]));
         nodes.push(n("MatMul", &[&p("o_m"), "wo"], &[&p("proj")]));
@@ -332,10 +234,7 @@ fn decoder(layers: usize, d: i64, heads: i64, seq: i64) -> ModelProto {
     let mut m = model(GraphProto {
         node: nodes,
         input: vec![value("x", &[1, seq, d])],
-        output: vec![ValueInfoProto {
-            name: Some(x),
-            r#type: None,
-        }],
+        output: vec![untyped(&x)],
         initializer: inits,
         ..Default::default()
     });
@@ -362,7 +261,8 @@ fn a_decoder_graphs_matmul_flops_equal_the_analytic_count() {
         .find(|s| s["op"] == "MatMul")
         .unwrap()
         .clone();
-    // Per block, with FMA (one FLOP per multiply-add):
+    // Per block, with FMA (one FLOP per multiply-add); at d = 64, 4 heads
+    // and 128 tokens that is 8,388,608, and 25,165,824 for the 3 blocks:
     let dh = d / heads;
     let per_layer = seq * 3 * d * d           // x · Wqkv
         + heads * seq * seq * dh              // q · kᵀ
@@ -370,7 +270,6 @@ fn a_decoder_graphs_matmul_flops_equal_the_analytic_count() {
         + seq * d * d                         // o · Wo
         + seq * 4 * d * d                     // res · W1
         + seq * d * 4 * d; // h · W2
-    assert_eq!(per_layer, 8_388_608);
     assert_eq!(matmul["flops"], layers * per_layer);
     assert_eq!(matmul["layers"], 6 * layers);
     assert_eq!(j["total"]["layers"], 18 * layers);
@@ -394,31 +293,14 @@ fn a_map_input_carries_its_value_type_and_is_reported_not_analysed() {
     };
     let mut dv = node("DictVectorizer", &["M"], &["V"]);
     dv.domain = Some("ai.onnx.ml".into());
-    dv.attribute = vec![AttributeProto {
-        name: Some("string_vocabulary".into()),
-        r#type: Some(attr_type::STRINGS),
-        strings: ["a", "b", "c"]
-            .iter()
-            .map(|s| s.as_bytes().to_vec().into())
-            .collect(),
-        ..Default::default()
-    }];
+    dv.attribute = vec![build::strings("string_vocabulary", &["a", "b", "c"])];
     let mut m = model(GraphProto {
         node: vec![dv],
-        input: vec![ValueInfoProto {
-            name: Some("M".into()),
-            r#type: Some(map),
-        }],
-        output: vec![ValueInfoProto {
-            name: Some("V".into()),
-            r#type: None,
-        }],
+        input: vec![build::value("M", map)],
+        output: vec![untyped("V")],
         ..Default::default()
     });
-    m.opset_import.push(OperatorSetIdProto {
-        domain: Some("ai.onnx.ml".into()),
-        version: Some(3),
-    });
+    m.opset_import.push(build::opset("ai.onnx.ml", 3));
     let path = write(&scratch("map_input"), "dict.onnx", &m.encode_to_vec());
     let (code, out, err) = c3(&["shapes", &path, "--format", "json"]);
     assert_eq!(code, 0, "{err}");

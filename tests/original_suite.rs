@@ -25,8 +25,7 @@
 //!   (`register`, `calculators`), which has no counterpart in c3's rule files.
 //! - `test_connection.py::test_shift`: Chainer's Shift has no ONNX op.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::DType;
 use c3::rules::Evaluation;

@@ -1,6 +1,6 @@
 //! Properties of the grammar, the evaluator and the rules.
 
-mod common;
+use crate::common;
 
 use c3::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Node, TensorFact};
 use c3::rules::ast::{DimPat, TensorPat};

@@ -2,8 +2,7 @@
 //! activations beyond the original tool's (rules/activation.yaml), and
 //! comparisons, logic, Where and Cast (rules/logic.yaml).
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::DType;
 

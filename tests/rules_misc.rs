@@ -1,7 +1,6 @@
 //! Losses, SwiGLU, DeformConv and Det.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::DType;
 

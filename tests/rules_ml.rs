@@ -1,7 +1,6 @@
 //! ai.onnx.ml and ai.onnx.preview.training rules.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::{AttrValue, DType};
 

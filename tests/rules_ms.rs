@@ -1,8 +1,7 @@
 //! The string and image-decoding rules and the onnxruntime contrib
 //! (com.microsoft) rules added with them, each against hand counts.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::DType;
 

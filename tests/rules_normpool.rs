@@ -2,8 +2,7 @@
 //! every rule evaluated on a concrete node, the expected numbers worked out
 //! by hand next to them.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::DType;
 

@@ -1,7 +1,6 @@
 //! Quantization rules: integer arithmetic counted as IOPs, apart from FLOPs.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::DType;
 

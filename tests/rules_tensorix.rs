@@ -2,8 +2,7 @@
 //! rules (rules/tensor.yaml, rules/indexing.yaml). Bytes are float32 (4) unless
 //! a tensor is typed otherwise: int64 8, int32 4, bool 1.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use c3::ir::DType;
 

@@ -1,8 +1,8 @@
 //! The transformer and recurrent rules: Einsum, attention, rotary embeddings,
 //! onnxruntime's fused ops, LSTM, GRU and RNN, each against hand counts.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 
 use c3::ir::DType;
 

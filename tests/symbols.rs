@@ -1,24 +1,24 @@
 //! Sizes known only at run time: how they are named, bound with --dim,
 //! taken at their upper bounds, and reported when nothing binds them.
 
-mod common;
-
+use c3::onnx::proto::{Dimension, TensorShapeProto, TensorTypeProto, TypeProto};
 use c3::rules::CountOptions;
-use common::onnx::*;
+
+use crate::common::onnx::*;
 
 /// y = Relu(x) with x declared as `dims` (`None` for an unnamed dimension,
 /// `Some(-1)` for the -1 some exporters write, a name otherwise).
 fn relu_of(dims: &[Dimension]) -> ModelProto {
-    let x = ValueInfoProto {
-        name: Some("x".into()),
-        r#type: Some(TypeProto {
+    let x = build::value(
+        "x",
+        TypeProto {
             tensor_type: Some(TensorTypeProto {
                 elem_type: Some(FLOAT),
                 shape: Some(TensorShapeProto { dim: dims.to_vec() }),
             }),
             ..Default::default()
-        }),
-    };
+        },
+    );
     model(GraphProto {
         node: vec![node("Relu", &["x"], &["y"])],
         input: vec![x],

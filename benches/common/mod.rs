@@ -1,102 +1,27 @@
-//! Models the benchmarks run on, built in memory with c3's own protobuf
-//! structs (no Python, no files): the same shapes `scripts/gen_bench_models.py`
+//! Models the benchmarks run on, built in memory with `c3::onnx::build` (no
+//! Python, no files): the same shapes `scripts/gen_bench_models.py`
 //! writes for `scripts/bench.sh`.
 #![allow(dead_code)]
 
 use bytes::Bytes;
-use c3::onnx::proto::{
-    AttributeProto, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto, attr_type,
-};
-use prost::Message;
-
-const FLOAT: i32 = 1;
-const INT64: i32 = 7;
+use c3::onnx::build::{self, FLOAT, int, int64_list as int64s, ints, zeros};
+use c3::onnx::proto::{AttributeProto, GraphProto, NodeProto, ValueInfoProto};
 
 fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<AttributeProto>) -> NodeProto {
-    NodeProto {
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        op_type: Some(op.to_string()),
-        attribute: attrs,
-        ..Default::default()
-    }
+    build::node_with(op, inputs, outputs, attrs)
 }
 
-fn ints(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.to_string()),
-        r#type: Some(attr_type::INTS),
-        ints: v.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn int(name: &str, v: i64) -> AttributeProto {
-    AttributeProto {
-        name: Some(name.to_string()),
-        r#type: Some(attr_type::INT),
-        i: Some(v),
-        ..Default::default()
-    }
-}
-
-/// A float32 initializer of zeros (`raw_data`), or int64 values.
-fn zeros(name: &str, dims: &[i64]) -> TensorProto {
-    let n: i64 = dims.iter().product();
-    TensorProto {
-        name: Some(name.to_string()),
-        dims: dims.to_vec(),
-        data_type: Some(FLOAT),
-        raw_data: Some(Bytes::from(vec![0u8; n as usize * 4])),
-        ..Default::default()
-    }
-}
-
-fn int64s(name: &str, v: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.to_string()),
-        dims: vec![v.len() as i64],
-        data_type: Some(INT64),
-        raw_data: Some(Bytes::from(
-            v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
-        )),
-        ..Default::default()
-    }
-}
-
+/// A float32 value: of these sizes, or of unknown rank.
 fn value(name: &str, dims: Option<&[i64]>) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.to_string()),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: Some(FLOAT),
-                shape: dims.map(|d| TensorShapeProto {
-                    dim: d
-                        .iter()
-                        .map(|&v| Dimension {
-                            dim_value: Some(v),
-                            dim_param: None,
-                        })
-                        .collect(),
-                }),
-            }),
-            ..Default::default()
-        }),
+    match dims {
+        Some(d) => build::sized_value(name, FLOAT, d),
+        None => build::value(name, build::rankless_type(FLOAT)),
     }
 }
 
+/// The file's bytes of a model of `graph` at ai.onnx `opset`.
 fn model(graph: GraphProto, opset: i64) -> Bytes {
-    let m = ModelProto {
-        ir_version: Some(9),
-        opset_import: vec![OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(opset),
-        }],
-        graph: Some(graph),
-        ..Default::default()
-    };
-    Bytes::from(m.encode_to_vec())
+    Bytes::from(build::encode(&build::model(graph, opset)))
 }
 
 /// A decoder-shaped graph of at least `n_nodes` nodes: blocks of 18 nodes

@@ -1190,143 +1190,31 @@ pub(crate) mod test_model {
     use bytes::Bytes;
 
     use crate::onnx::OnnxModel;
-    use crate::onnx::proto::{
-        AttributeProto, Dimension, ElemTypeProto, GraphProto, ModelProto, NodeProto,
-        OperatorSetIdProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
-        ValueInfoProto, attr_type,
-    };
+    use crate::onnx::build;
+    use crate::onnx::proto::{AttributeProto, GraphProto, NodeProto};
     use crate::shape::Fact;
 
-    /// A tensor type; dims are sizes, or symbols where given as names.
-    pub fn tensor_type(elem: i32, dims: &[&str]) -> TypeProto {
-        let dim = dims
-            .iter()
-            .map(|d| match d.parse::<i64>() {
-                Ok(v) => Dimension {
-                    dim_value: Some(v),
-                    dim_param: None,
-                },
-                Err(_) => Dimension {
-                    dim_value: None,
-                    dim_param: Some(d.to_string()),
-                },
-            })
-            .collect();
-        TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: Some(elem),
-                shape: Some(TensorShapeProto { dim }),
-            }),
-            ..Default::default()
-        }
-    }
+    pub use crate::onnx::build::{
+        graph, graph_attr, int, int64s, ints, seq_type, tensor_type, untyped, value,
+    };
 
-    pub fn seq_type(elem: TypeProto) -> TypeProto {
-        TypeProto {
-            sequence_type: Some(Box::new(ElemTypeProto {
-                elem_type: Some(elem),
-            })),
-            ..Default::default()
-        }
-    }
-
-    pub fn value(name: &str, t: TypeProto) -> ValueInfoProto {
-        ValueInfoProto {
-            name: Some(name.into()),
-            r#type: Some(t),
-        }
-    }
-
-    /// A value without a declared type.
-    pub fn untyped(name: &str) -> ValueInfoProto {
-        ValueInfoProto {
-            name: Some(name.into()),
-            r#type: None,
-        }
-    }
-
+    /// A node with attributes (the shared builder's [`build::node_with`]).
     pub fn node(
         op: &str,
         inputs: &[&str],
         outputs: &[&str],
         attrs: Vec<AttributeProto>,
     ) -> NodeProto {
-        NodeProto {
-            op_type: Some(op.into()),
-            input: inputs.iter().map(|s| s.to_string()).collect(),
-            output: outputs.iter().map(|s| s.to_string()).collect(),
-            attribute: attrs,
-            ..Default::default()
-        }
+        build::node_with(op, inputs, outputs, attrs)
     }
 
-    pub fn int(name: &str, v: i64) -> AttributeProto {
-        AttributeProto {
-            name: Some(name.into()),
-            r#type: Some(attr_type::INT),
-            i: Some(v),
-            ..Default::default()
-        }
-    }
-
-    pub fn ints(name: &str, v: &[i64]) -> AttributeProto {
-        AttributeProto {
-            name: Some(name.into()),
-            r#type: Some(attr_type::INTS),
-            ints: v.to_vec(),
-            ..Default::default()
-        }
-    }
-
-    pub fn graph_attr(name: &str, g: GraphProto) -> AttributeProto {
-        AttributeProto {
-            name: Some(name.into()),
-            r#type: Some(attr_type::GRAPH),
-            g: Some(Box::new(g)),
-            ..Default::default()
-        }
-    }
-
-    /// An int64 initializer holding `v` with the given dims.
-    pub fn int64s(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
-        TensorProto {
-            name: Some(name.into()),
-            dims: dims.to_vec(),
-            data_type: Some(7),
-            raw_data: Some(Bytes::from(
-                v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
-            )),
-            ..Default::default()
-        }
-    }
-
-    pub fn graph(
-        inputs: Vec<ValueInfoProto>,
-        nodes: Vec<NodeProto>,
-        outputs: Vec<ValueInfoProto>,
-    ) -> GraphProto {
-        GraphProto {
-            input: inputs,
-            node: nodes,
-            output: outputs,
-            ..Default::default()
-        }
-    }
-
-    /// A model of `g` at ai.onnx `opset`, never written to disk.
+    /// A model of `g` at ai.onnx `opset`, never written to disk nor checked
+    /// by the loader (inference meets it as it is).
     pub fn model(g: GraphProto, opset: i64) -> OnnxModel {
         OnnxModel {
             path: "test.onnx".into(),
             dir: PathBuf::from("."),
-            model: ModelProto {
-                ir_version: Some(8),
-                opset_import: vec![OperatorSetIdProto {
-                    domain: Some(String::new()),
-                    version: Some(opset),
-                }],
-                graph: Some(g),
-                ..Default::default()
-            },
+            model: build::model(g, opset),
             opsets: BTreeMap::from([(String::new(), opset)]),
             bytes: Bytes::new(),
         }
@@ -1471,14 +1359,18 @@ mod tests {
     #[test]
     fn nested_loops_cannot_blow_up_the_work() {
         // Each level may run its body twice: 2^60 body runs without a budget.
+        // The bodies change shapes (Concat doubles `v`), so the budget ends
+        // the walk with an error once the visits pass it. The expanded model
+        // holds 60 levels of 2 nodes, 2 innermost nodes and the outer Loop:
+        // 60 * 2 + 2 + 1 = 123 nodes, a budget of 50_000 + 16 * 123 = 51_968.
         let m = model(nested_loops(60), 16);
-        let start = std::time::Instant::now();
-        let got = fact_of(&m, "y");
-        assert!(start.elapsed().as_secs() < 20);
-        // Where the bodies change shapes, the budget ends it with an error.
-        if let Err(e) = got {
-            assert!(e.contains("node visits"), "{e}");
-        }
+        let e = fact_of(&m, "y").unwrap_err();
+        let nodes = 60 * 2 + 2 + 1;
+        let budget = super::NODE_VISITS_BASE + super::NODE_VISITS_PER_NODE * nodes;
+        assert!(
+            e.contains(&format!("exceeds the limit of {budget} node visits")),
+            "{e}"
+        );
     }
 
     #[test]

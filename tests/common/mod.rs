@@ -1,4 +1,6 @@
-//! Test builders: a one-layer node, evaluated by the built-in rules or a pack.
+//! What the integration tests share: a one-layer node evaluated by the
+//! built-in rules or a pack (here), the `c3` runner ([`cli`]) and ONNX models
+//! ([`onnx`]).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -8,6 +10,7 @@ use c3::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Node, TensorFact};
 use c3::rules::rule::show_value;
 use c3::rules::{CountOptions, Evaluation, RuleSet};
 
+pub mod cli;
 pub mod onnx;
 
 /// Bytes per float32 element: the original tool counted elements, c3 bytes.

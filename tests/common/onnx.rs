@@ -1,127 +1,55 @@
-//! ONNX models built in memory for tests: value, node and initializer
-//! builders, the cost pipeline `c3 estimate` runs, and the binary on a file.
-
-use std::path::{Path, PathBuf};
-use std::process::Command;
+//! ONNX models in tests: short forms over the library's builder
+//! (`c3::onnx::build`) with a negative size meaning the symbol `batch` and
+//! ai.onnx opset 17, the cost pipeline `c3 estimate` runs, and the binary on
+//! a model written to a file.
 
 use c3::cost::{CostReport, estimate};
-pub use c3::onnx::proto::{
-    AttributeProto, Dimension, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto, attr_type,
-};
+pub use c3::onnx::build::{self, BOOL, FLOAT, INT64, scalar, untyped};
+pub use c3::onnx::proto::{GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
 use c3::rules::{CountOptions, RuleSet};
-use prost::Message;
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_c3");
-pub const FLOAT: i32 = 1;
-pub const INT64: i32 = 7;
-pub const BOOL: i32 = 9;
+use super::cli::{C3, scratch};
 
 /// A tensor value; a negative size is the symbol `batch`.
 pub fn typed(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: Some(elem),
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| Dimension {
-                            dim_value: (d >= 0).then_some(d),
-                            dim_param: (d < 0).then(|| "batch".to_string()),
-                        })
-                        .collect(),
-                }),
-            }),
-            ..Default::default()
-        }),
-    }
+    let dims: Vec<String> = dims
+        .iter()
+        .map(|&d| if d < 0 { "batch".into() } else { d.to_string() })
+        .collect();
+    let dims: Vec<&str> = dims.iter().map(String::as_str).collect();
+    build::value(name, build::tensor_type(elem, &dims))
 }
 
 pub fn float(name: &str, dims: &[i64]) -> ValueInfoProto {
     typed(name, FLOAT, dims)
 }
 
-/// A value whose type the body's inference provides.
-pub fn untyped(name: &str) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: None,
-    }
-}
-
 pub fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
-    NodeProto {
-        op_type: Some(op.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    }
+    build::node(op, inputs, outputs)
 }
 
 pub fn with_graph(mut n: NodeProto, attr: &str, g: GraphProto) -> NodeProto {
-    n.attribute.push(AttributeProto {
-        name: Some(attr.into()),
-        r#type: Some(attr_type::GRAPH),
-        g: Some(Box::new(g)),
-        ..Default::default()
-    });
+    n.attribute.push(build::graph_attr(attr, g));
     n
 }
 
 pub fn with_int(mut n: NodeProto, attr: &str, v: i64) -> NodeProto {
-    n.attribute.push(AttributeProto {
-        name: Some(attr.into()),
-        r#type: Some(attr_type::INT),
-        i: Some(v),
-        ..Default::default()
-    });
+    n.attribute.push(build::int(attr, v));
     n
 }
 
 /// A float initializer of zeros (its values never matter to costs).
 pub fn weights(name: &str, dims: &[i64]) -> TensorProto {
-    let n: i64 = dims.iter().product();
-    TensorProto {
-        name: Some(name.into()),
-        dims: dims.to_vec(),
-        data_type: Some(FLOAT),
-        raw_data: Some(vec![0u8; 4 * n as usize].into()),
-        ..Default::default()
-    }
+    build::zeros(name, dims)
 }
 
-/// A scalar initializer: int64 or bool.
-pub fn scalar(name: &str, elem: i32, v: i64) -> TensorProto {
-    let raw: Vec<u8> = if elem == BOOL {
-        vec![u8::from(v != 0)]
-    } else {
-        v.to_le_bytes().to_vec()
-    };
-    TensorProto {
-        name: Some(name.into()),
-        dims: vec![],
-        data_type: Some(elem),
-        raw_data: Some(raw.into()),
-        ..Default::default()
-    }
-}
-
+/// A model of `graph` at ai.onnx opset 17.
 pub fn model(graph: GraphProto) -> ModelProto {
-    ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(graph),
-        ..Default::default()
-    }
+    build::model(graph, 17)
 }
 
 pub fn cost_with(m: &ModelProto, opts: CountOptions, dims: &[(&str, i64)]) -> CostReport {
-    let bytes = bytes::Bytes::from(m.encode_to_vec());
+    let bytes = bytes::Bytes::from(build::encode(m));
     let loaded = c3::onnx::from_bytes(bytes, "control.onnx").expect("the model loads");
     let infer_opts = c3::onnx::infer::InferOptions {
         dims: dims.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
@@ -146,23 +74,10 @@ pub fn layer<'a>(r: &'a CostReport, name: &str) -> &'a c3::cost::LayerCost {
     })
 }
 
-pub fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("models")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Writes the model and runs `c3 args... MODEL`: (exit code, stdout, stderr).
 pub fn c3_on(m: &ModelProto, name: &str, args: &[&str]) -> (i32, String, String) {
-    let path = scratch(name).join("model.onnx");
-    std::fs::write(&path, m.encode_to_vec()).unwrap();
-    let out = Command::new(BIN).args(args).arg(&path).output().unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let path = scratch("models", name).join("model.onnx");
+    std::fs::write(&path, build::encode(m)).unwrap();
+    let run = C3::new().args(args).arg(&path).run();
+    (run.code, run.stdout, run.stderr)
 }

@@ -1,0 +1,30 @@
+//! c3's integration tests: one test binary, one module per area, sharing
+//! `common` (the CLI runner, rule-layer and ONNX helpers). The ONNX
+//! conformance sweep is the other test target (tests/conformance.rs).
+//!
+//! Run one area with a filter: `cargo test --test main hostile::`.
+
+mod common;
+
+mod cli;
+mod control_flow;
+mod decoder;
+mod fusion;
+mod fuzz;
+mod hostile;
+mod networks;
+mod onnx_files;
+mod original_suite;
+mod properties;
+mod report_formats;
+mod roofline;
+mod rule_coverage;
+mod rules_elementwise;
+mod rules_misc;
+mod rules_ml;
+mod rules_ms;
+mod rules_normpool;
+mod rules_quantization;
+mod rules_tensorix;
+mod rules_transformer;
+mod symbols;
