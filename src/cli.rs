@@ -483,13 +483,13 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
             })?;
             let measured = match &a.measured {
                 None => None,
-                Some(m) => Some(crate::device::parse_duration(m).ok_or_else(|| {
+                Some(m) => Some(crate::cost::parse_duration(m).ok_or_else(|| {
                     Error::Usage(format!(
                         "--measured {m}: expected a duration like 2.4ms or 850us"
                     ))
                 })?),
             };
-            Some(crate::device::roofline(&report, device, measured))
+            Some(crate::cost::roofline(&report, device, measured))
         }
     };
     let text = report::render(&report, &opts, roofline.as_ref());
@@ -582,11 +582,7 @@ fn explain(a: &ExplainArgs) -> Result<String> {
         "{} — {}\n  domain:   {}\n  category: {}\n  rule:     {}\n\n",
         rule.qualified_name(),
         rule.summary,
-        if rule.domain.is_empty() {
-            "ai.onnx"
-        } else {
-            &rule.domain
-        },
+        crate::ir::domain_shown(&rule.domain),
         rule.category,
         origin
     ));
@@ -761,7 +757,7 @@ fn rules_list(rules: &RuleSet, format: &str) -> Result<String> {
                 .map(|r| {
                     serde_json::json!({
                         "op": r.op,
-                        "domain": if r.domain.is_empty() { "ai.onnx" } else { &r.domain },
+                        "domain": crate::ir::domain_shown(&r.domain),
                         "category": r.category,
                         "source": source(r),
                         "builtin": r.origin.builtin,
@@ -782,11 +778,7 @@ fn rules_list(rules: &RuleSet, format: &str) -> Result<String> {
                 };
                 t.add_row(vec![
                     r.op.clone(),
-                    if r.domain.is_empty() {
-                        "ai.onnx".into()
-                    } else {
-                        r.domain.clone()
-                    },
+                    crate::ir::domain_shown(&r.domain).to_string(),
                     r.category.clone(),
                     src,
                 ]);
@@ -877,7 +869,7 @@ fn write_value_info(
     inferred: &crate::onnx::infer::Inferred,
     out: &str,
 ) -> Result<usize> {
-    use crate::onnx::proto::{
+    use crate::proto::{
         Dimension, GraphProto, ModelProto, TensorShapeProto, TensorTypeProto, TypeProto,
         ValueInfoProto,
     };
@@ -971,7 +963,7 @@ fn devices(rules: &RuleSet, format: &str) -> Result<String> {
                 .set_header(vec![
                     "Device", "Name", "FP32", "FP16", "BF16", "FP8", "INT8", "GB/s",
                 ]);
-            let tf = |d: &crate::device::Device, p: &str| {
+            let tf = |d: &crate::rules::devices::Device, p: &str| {
                 d.peak
                     .get(p)
                     .map_or("-".to_string(), |v| format!("{:.1}", v / 1e12))

@@ -125,11 +125,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
             op: r.op.clone(),
             qualified: r.qualified_name(),
             anchor: anchor(&r.qualified_name()),
-            domain: if r.domain.is_empty() {
-                "ai.onnx".into()
-            } else {
-                r.domain.clone()
-            },
+            domain: crate::ir::domain_shown(&r.domain).to_string(),
             summary: r.summary.clone(),
             doc: r.doc.clone(),
             source: format!("{}:{}", r.origin.file, r.origin.line),

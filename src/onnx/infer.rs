@@ -1190,7 +1190,7 @@ pub(crate) mod test_model {
     use bytes::Bytes;
 
     use crate::onnx::OnnxModel;
-    use crate::onnx::proto::{
+    use crate::proto::{
         AttributeProto, Dimension, ElemTypeProto, GraphProto, ModelProto, NodeProto,
         OperatorSetIdProto, TensorProto, TensorShapeProto, TensorTypeProto, TypeProto,
         ValueInfoProto, attr_type,
@@ -1354,7 +1354,7 @@ pub(crate) mod test_model {
 mod tests {
     use super::test_model::*;
     use crate::onnx::MAX_GRAPH_DEPTH;
-    use crate::onnx::proto::{FunctionProto, GraphProto, OperatorSetIdProto};
+    use crate::proto::{FunctionProto, GraphProto, OperatorSetIdProto};
 
     const FLOAT: i32 = 1;
     const BOOL: i32 = 9;
@@ -1508,7 +1508,7 @@ mod tests {
 
     #[test]
     fn function_bodies_use_their_own_opset_and_caller_attributes() {
-        use crate::onnx::proto::AttributeProto;
+        use crate::proto::AttributeProto;
         // f(a) = If(c) { Identity(a) } else { Identity(a) }: the branches read
         // the function's formal input, which expansion renames.
         let branch = |name: &str| {

@@ -10,8 +10,8 @@ use std::str::FromStr;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
+use crate::cost::Roofline;
 use crate::cost::{CostReport, Totals};
-use crate::device::Roofline;
 use crate::ir::TensorFact;
 use crate::rules::rule::show_value;
 

@@ -2,6 +2,8 @@
 //! each formula once to evalexpr, and applying a rule to a node.
 
 pub mod ast;
+pub mod devices;
+pub mod fusions;
 pub mod lower;
 pub mod pack;
 pub mod parse;

@@ -6,11 +6,11 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use super::devices::Catalog;
+use super::fusions::Fusions;
 use super::rule::{CostRule, SourceFile};
 use super::yaml::RuleFileDef;
-use crate::device::Catalog;
 use crate::error::{Error, RuleError};
-use crate::fusion::Fusions;
 
 /// The built-in rule files, embedded so `c3` works from any directory.
 pub const BUILTIN_RULES: &[(&str, &str)] = &[
@@ -374,14 +374,14 @@ impl RuleSet {
 
     /// The rule for an op, if any. `domain` `ai.onnx` is the default domain.
     pub fn get(&self, domain: &str, op: &str) -> Option<&CostRule> {
-        let domain = if domain == "ai.onnx" { "" } else { domain };
+        let domain = crate::ir::domain_key(domain);
         Some(self.rules.get(domain)?.get(op)?.rule(op))
     }
 
     /// Looks an op up by `Op` or `domain::Op`, case-insensitively when exact fails.
     pub fn find(&self, name: &str) -> Option<&CostRule> {
         let (domain, op) = name.rsplit_once("::").unwrap_or(("", name));
-        let domain = if domain == "ai.onnx" { "" } else { domain };
+        let domain = crate::ir::domain_key(domain);
         self.get(domain, op).or_else(|| {
             self.entries()
                 .find(|(d, o, _)| o.eq_ignore_ascii_case(op) && (domain.is_empty() || *d == domain))

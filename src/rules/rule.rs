@@ -554,10 +554,7 @@ impl CostRule {
             .map(|(n, t)| Ok((n.clone(), compile_formula(src, t, &scope, Units::Elements)?)))
             .collect::<Result<Vec<_>, RuleError>>()?;
 
-        let domain = match def.domain.as_deref() {
-            None | Some("ai.onnx") => String::new(),
-            Some(d) => d.to_string(),
-        };
+        let domain = crate::ir::domain_key(def.domain.as_deref().unwrap_or("")).to_string();
         let mut keys = Keys::new(&inputs, &outputs, &attrs, &lets);
         keys.mark_read(
             attrs

@@ -9,6 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use crate::dim::SymInt;
+pub use domain::{DEFAULT_DOMAIN, domain_key, domain_shown};
+pub use limits::{MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES, MAX_RANK};
+
+mod domain;
+mod limits;
 
 /// One dimension of a tensor shape: a known size, or a symbolic one (`batch`,
 /// `2*seq`, `floor((H-1)/2)+1`).

@@ -5,10 +5,14 @@ use evalexpr::Value;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::fusion::FusedGroup;
+pub mod fusion;
+pub mod roofline;
+
 use crate::ir::{Assumed, Dim, Graph, Node, TensorFact};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};
+use fusion::FusedGroup;
+pub use roofline::{Bound, LayerTime, Roofline, parse_duration, roofline};
 
 /// The cost of one layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,7 +118,7 @@ pub struct CostReport {
     pub total: Totals,
     pub unsupported: Vec<Unsupported>,
     /// Groups of layers fused by the pack's patterns.
-    pub fusions: Vec<crate::fusion::FusedGroup>,
+    pub fusions: Vec<fusion::FusedGroup>,
     /// If branches not counted in the totals.
     pub skipped: Vec<SkippedBranch>,
     /// Data-dependent sizes taken at their upper bounds.
@@ -251,7 +255,7 @@ fn cost_graph(
     for node in graph.nodes.iter().filter(|n| !n.bodies.is_empty()) {
         captured_names(node, &mut keep);
     }
-    let own_groups = crate::fusion::apply(&rules.fusions, &own_nodes, &mut own, &keep);
+    let own_groups = fusion::apply(&rules.fusions, &own_nodes, &mut own, &keep);
     for (node, reason) in &graph.unanalysed {
         let reason = match rules.get(&node.domain, &node.op) {
             None => format!("{NO_RULE}; {reason}"),
