@@ -148,14 +148,15 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 })
                 .collect(),
             lets: r.lets.iter().map(|(n, f)| nf(n, f)).collect(),
-            formulas: {
-                let mut v = vec![nf("FLOPs", &r.flops)];
-                if let Some(i) = &r.iops {
-                    v.push(nf("IOPs", i));
-                }
-                v.extend([nf("mread", &r.mread), nf("mwrite", &r.mwrite)]);
-                v
-            },
+            formulas: r
+                .formulas()
+                .into_iter()
+                .map(|(name, f)| match name {
+                    "flops" => nf("FLOPs", f),
+                    "iops" => nf("IOPs", f),
+                    _ => nf(name, f),
+                })
+                .collect(),
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
             unsupported: r.unsupported.clone(),
         };
@@ -176,11 +177,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         .devices
         .iter()
         .map(|d| {
-            let tf = |p: &str| {
-                d.peak
-                    .get(p)
-                    .map_or("-".to_string(), |v| format!("{}", v / 1e12))
-            };
+            let tf = |p: &str| d.peak_tera(p).map_or("-".to_string(), |v| format!("{v}"));
             DeviceDoc {
                 key: d.key.clone(),
                 name: d.name.clone(),
@@ -190,7 +187,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 bf16: tf("bf16"),
                 fp8: tf("fp8"),
                 int8: tf("int8"),
-                bandwidth: format!("{}", d.bandwidth / 1e9),
+                bandwidth: format!("{}", d.bandwidth_giga()),
                 source: d.source.clone(),
             }
         })

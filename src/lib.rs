@@ -36,13 +36,16 @@
 //! assert_eq!(report.layers[0].name, "Relu-1");
 //! ```
 
+#[doc(hidden)]
 pub mod cli;
 pub mod cost;
 pub mod dim;
 pub mod docs;
 pub mod error;
+#[doc(hidden)]
 pub mod fuzz;
 pub mod ir;
+pub mod model;
 pub mod onnx;
 pub mod proto;
 pub mod report;
@@ -51,3 +54,5 @@ pub mod shape;
 pub mod trace;
 
 pub use error::{Error, Result};
+pub use model::{Estimate, EstimateOptions, Model, Shapes};
+pub use report::ReportOptions;

@@ -24,3 +24,12 @@ pub fn domain_key(d: &str) -> &str {
 pub fn domain_shown(d: &str) -> &str {
     if d.is_empty() { DEFAULT_DOMAIN } else { d }
 }
+
+/// An op's name as c3 shows it: `Conv`, or `com.microsoft::Attention`.
+pub fn qualified(domain: &str, op: &str) -> String {
+    if domain.is_empty() {
+        op.to_string()
+    } else {
+        format!("{domain}::{op}")
+    }
+}

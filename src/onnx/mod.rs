@@ -9,6 +9,7 @@ pub mod infer;
 pub use crate::proto;
 pub mod tensor;
 mod wire;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

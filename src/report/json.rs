@@ -10,8 +10,8 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use crate::cost::fusion::FusedGroup;
 use crate::cost::{CostReport, LayerCost, Totals};
 use crate::cost::{LayerTime, Roofline};
+use crate::ir::qualified;
 use crate::ir::{Dim, TensorFact};
-use crate::rules::rule::qualified;
 
 struct DimJ<'a>(&'a Dim);
 

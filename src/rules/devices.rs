@@ -171,6 +171,17 @@ fn fallbacks(p: &str) -> &'static [&'static str] {
 }
 
 impl Device {
+    /// The peak for a precision in units of 10^12 per second, if the
+    /// catalog gives one (what the device tables show).
+    pub fn peak_tera(&self, precision: &str) -> Option<f64> {
+        self.peak.get(precision).map(|v| v / 1e12)
+    }
+
+    /// The memory bandwidth in GB/s.
+    pub fn bandwidth_giga(&self) -> f64 {
+        self.bandwidth / 1e9
+    }
+
     /// The peak used for a precision, and the precision it really is.
     pub fn peak_for(&self, precision: &str) -> (f64, &'static str) {
         for p in fallbacks(precision) {

@@ -9,6 +9,7 @@ pub mod pack;
 pub mod parse;
 pub mod render;
 pub mod rule;
+pub mod value;
 pub mod yaml;
 
 pub use pack::{BUILTIN_PACKS, BUILTIN_RULES, RuleSet};

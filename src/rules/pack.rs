@@ -288,6 +288,29 @@ impl RuleSet {
         Ok(ops)
     }
 
+    /// The built-in rules with packs loaded over them, in order.
+    pub fn with_packs(packs: &[String]) -> Result<Self, Error> {
+        let mut set = Self::builtin()?;
+        for p in packs {
+            set.load_pack(p)?;
+        }
+        Ok(set)
+    }
+
+    /// Loads a pack folder over the built-in rules to check it (`c3 rules
+    /// check`): the ops it defines, and how many of them override a
+    /// built-in rule.
+    pub fn check_pack(dir: &str) -> Result<(Vec<String>, usize), Error> {
+        let mut set = Self::builtin()?;
+        if !Path::new(dir).is_dir() {
+            return Err(Error::Usage(format!("{dir}: not a folder")));
+        }
+        let builtin = set.clone();
+        let ops = set.load_dir(Path::new(dir))?;
+        let overridden = ops.iter().filter(|q| builtin.find(q).is_some()).count();
+        Ok((ops, overridden))
+    }
+
     /// Loads a pack: a folder of `*.yaml` files (read in name order), or the
     /// name of a built-in pack.
     pub fn load_pack(&mut self, spec: &str) -> Result<Vec<String>, Error> {

@@ -1,5 +1,7 @@
 //! A compiled cost rule ([`CostRule`]) and its evaluation on one node.
 
+pub use super::value::{show_value, value_to_json};
+pub use crate::ir::qualified;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
@@ -589,17 +591,21 @@ impl CostRule {
         })
     }
 
+    /// The rule's cost formulas in the order they are shown: `flops`,
+    /// `iops` when the rule has one, `mread`, `mwrite`. `c3 explain` and
+    /// DETAILS.md both list them from here.
+    pub fn formulas(&self) -> Vec<(&'static str, &Formula)> {
+        let mut v = vec![("flops", &self.flops)];
+        if let Some(i) = &self.iops {
+            v.push(("iops", i));
+        }
+        v.extend([("mread", &self.mread), ("mwrite", &self.mwrite)]);
+        v
+    }
+
     /// `Conv` or `com.microsoft::Attention`.
     pub fn qualified_name(&self) -> String {
         qualified(&self.domain, &self.op)
-    }
-}
-
-pub fn qualified(domain: &str, op: &str) -> String {
-    if domain.is_empty() {
-        op.to_string()
-    } else {
-        format!("{domain}::{op}")
     }
 }
 
@@ -646,7 +652,7 @@ impl CountOptions {
 
 /// Which of an If's two branches the totals count; the other is reported
 /// beside them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BranchChoice {
     /// The one with more work (FLOPs plus IOPs, then bytes): an upper bound.
     Larger,
@@ -1311,32 +1317,4 @@ fn bind_dims<'a>(
         }
     }
     Ok(())
-}
-
-/// A value as people read it: `3`, `[3, 3]`, `"linear"`, `none`.
-pub fn show_value(v: &Value) -> String {
-    match v {
-        Value::Int(i) => i.to_string(),
-        Value::Float(f) => f.to_string(),
-        Value::String(s) => format!("{s:?}"),
-        Value::Boolean(b) => b.to_string(),
-        Value::Empty => "none".to_string(),
-        Value::Tuple(items) => {
-            let inner: Vec<String> = items.iter().map(show_value).collect();
-            format!("[{}]", inner.join(", "))
-        }
-    }
-}
-
-/// A value as JSON (for `--format json` and params).
-pub fn value_to_json(v: &Value) -> serde_json::Value {
-    match v {
-        Value::Int(i) => serde_json::Value::from(*i),
-        Value::Float(f) => serde_json::Number::from_f64(*f)
-            .map_or(serde_json::Value::Null, serde_json::Value::Number),
-        Value::String(s) => serde_json::Value::String(s.clone()),
-        Value::Boolean(b) => serde_json::Value::Bool(*b),
-        Value::Empty => serde_json::Value::Null,
-        Value::Tuple(items) => serde_json::Value::Array(items.iter().map(value_to_json).collect()),
-    }
 }
