@@ -2,7 +2,9 @@
 //! each formula once to evalexpr, and applying a rule to a node.
 
 pub mod ast;
+pub mod compile;
 pub mod devices;
+pub mod eval;
 pub mod fusions;
 pub mod lower;
 pub mod pack;
