@@ -37,7 +37,7 @@ pub struct Model {
 }
 
 enum Source {
-    Onnx(OnnxModel),
+    Onnx(Box<OnnxModel>),
     Trace(Graph),
 }
 
@@ -91,7 +91,7 @@ impl Model {
         let source = if is_trace(path)? {
             Source::Trace(crate::trace::read_trace(path)?)
         } else {
-            Source::Onnx(crate::onnx::load(path)?)
+            Source::Onnx(Box::new(crate::onnx::load(path)?))
         };
         Ok(Model {
             path: path.to_string(),
@@ -103,7 +103,7 @@ impl Model {
     pub fn open_onnx(path: &str) -> Result<Model> {
         Ok(Model {
             path: path.to_string(),
-            source: Source::Onnx(crate::onnx::load(path)?),
+            source: Source::Onnx(Box::new(crate::onnx::load(path)?)),
         })
     }
 
@@ -114,7 +114,7 @@ impl Model {
         let source = if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
             Source::Trace(crate::trace::parse_trace(&bytes, name)?)
         } else {
-            Source::Onnx(crate::onnx::from_bytes(bytes, name)?)
+            Source::Onnx(Box::new(crate::onnx::from_bytes(bytes, name)?))
         };
         Ok(Model {
             path: name.to_string(),
@@ -219,7 +219,7 @@ impl Model {
         match self.source {
             Source::Onnx(model) => Ok(Shapes {
                 inferred: infer(&model, dims, inputs, false)?,
-                model,
+                model: *model,
             }),
             Source::Trace(_) => Err(Error::Usage(format!(
                 "{}: shapes are inferred for ONNX models, not traces",
