@@ -12,7 +12,7 @@
 //!    directly).
 //! 4. **cost**: [`cost`] applies the [`rules`] to every node, then applies
 //!    fusion patterns and the roofline of a device ([`cost::fusion`],
-//!    [`cost::roofline`]).
+//!    [`cost::roofline`](mod@cost::roofline)).
 //! 5. **report**: [`report`] renders a cost report as a table, CSV, Markdown
 //!    or JSON, and renders rule and device listings.
 //!

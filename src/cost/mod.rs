@@ -1,13 +1,15 @@
-//! The cost stage: applies the rule set to every node of a graph.
+//! The cost stage: applies the rule set to every node of a graph, then the
+//! pack's fusion patterns ([`fusion`]); [`roofline`](mod@roofline) turns a report into
+//! times on a device.
+
+pub mod fusion;
+pub mod roofline;
 
 use evalexpr::Value;
 
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-pub mod fusion;
-pub mod roofline;
-
 use crate::ir::{Assumed, Dim, Graph, Node, TensorFact};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};

@@ -1,6 +1,6 @@
 //! The device catalog: each device's peak throughput per precision and its
 //! memory bandwidth, loaded from YAML (the built-in `rules/devices.yaml` and
-//! `--devices` files). The roofline that uses them is [`crate::cost::roofline`].
+//! `--devices` files). The roofline that uses them is [`crate::cost::roofline`](mod@crate::cost::roofline).
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 //! Walks a loaded model in topological order and infers every value's fact,
-//! then hands the cost stage an [`ir::Graph`](crate::ir::Graph).
+//! then hands the cost stage an [`ir::Graph`].
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
