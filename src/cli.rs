@@ -119,7 +119,7 @@ pub struct EstimateArgs {
     /// Unit prefix (FLOPs by 1000, bytes by 1024).
     #[arg(long, value_enum, default_value_t = Unit::Auto)]
     pub unit: Unit,
-    /// Digits after the decimal point.
+    /// Digits after the decimal point, 0 to 10.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=10))]
     pub digits: u8,
     /// Layer columns: comma list of name, op, flops, mread, mwrite, mrw,

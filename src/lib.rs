@@ -7,7 +7,7 @@
 //!    operator trace.
 //! 2. **shape inference**, on the protobuf, before any IR exists:
 //!    [`onnx::infer`] walks the ONNX graph and asks [`shape`] for each op's
-//!    output types and shapes (symbolic dimensions are [`dim`] values).
+//!    output types and shapes (symbolic dimensions are [`ir::dim`] values).
 //! 3. **IR**: the result becomes an [`ir::Graph`] (a trace becomes one
 //!    directly).
 //! 4. **cost**: [`cost`] applies the [`rules`] to every node, then applies
@@ -39,7 +39,6 @@
 #[doc(hidden)]
 pub mod cli;
 pub mod cost;
-pub mod dim;
 pub mod docs;
 pub mod error;
 #[doc(hidden)]
@@ -54,5 +53,7 @@ pub mod shape;
 pub mod trace;
 
 pub use error::{Error, Result};
+/// Symbolic integers, at their old path: they live in [`ir::dim`].
+pub use ir::dim;
 pub use model::{Estimate, EstimateOptions, Model, Shapes};
 pub use report::ReportOptions;

@@ -8,10 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-pub use crate::dim::SymInt;
+pub use dim::SymInt;
 pub use domain::{DEFAULT_DOMAIN, domain_key, domain_shown, qualified};
 pub use limits::{MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES, MAX_RANK};
 
+pub mod dim;
 mod domain;
 mod limits;
 

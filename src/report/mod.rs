@@ -50,12 +50,16 @@ pub enum Unit {
     Auto,
     /// Exact integers.
     None,
+    /// Thousands (FLOPs) or KiB (bytes).
     #[value(name = "K", alias = "k")]
     K,
+    /// Millions, or MiB.
     #[value(name = "M")]
     M,
+    /// Billions, or GiB.
     #[value(name = "G")]
     G,
+    /// Trillions, or TiB.
     #[value(name = "T")]
     T,
 }

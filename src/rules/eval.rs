@@ -50,8 +50,11 @@ impl CountOptions {
 pub enum BranchChoice {
     /// The one with more work (FLOPs plus IOPs, then bytes): an upper bound.
     Larger,
+    /// The one with less work: a lower bound.
     Smaller,
+    /// Always the then branch.
     Then,
+    /// Always the else branch.
     Else,
 }
 
