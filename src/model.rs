@@ -325,3 +325,34 @@ impl Precision {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &[u8] = br#"{"layers": [{"op": "Relu", "inputs": [{"shape": ["batch", 64]}],
+                               "outputs": [{"shape": ["batch", 64]}]}]}"#;
+
+    #[test]
+    fn an_unbound_symbol_names_the_flag_that_binds_it() {
+        let model = Model::from_bytes(TRACE.to_vec(), "t.json").unwrap();
+        assert!(model.is_trace());
+        let e = model.estimate(&EstimateOptions::default()).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "t.json: sizes unknown until bound: batch; bind them with --dim batch=N"
+        );
+    }
+
+    #[test]
+    fn what_if_types_change_the_bytes_moved() {
+        let model = Model::from_bytes(TRACE.to_vec(), "t.json").unwrap();
+        let mut opts = EstimateOptions::default();
+        opts.dims.insert("batch".into(), 3);
+        opts.activations = Some(Precision::Fp16.dtype());
+        let e = model.estimate(&opts).unwrap();
+        // 3 * 64 float16 values read, 2 bytes each.
+        assert_eq!(e.report.total.mread, 3 * 64 * 2);
+        assert!(e.unsupported_ops().is_none());
+    }
+}
