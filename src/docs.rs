@@ -125,11 +125,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
             op: r.op.clone(),
             qualified: r.qualified_name(),
             anchor: anchor(&r.qualified_name()),
-            domain: if r.domain.is_empty() {
-                "ai.onnx".into()
-            } else {
-                r.domain.clone()
-            },
+            domain: crate::ir::domain_shown(&r.domain).to_string(),
             summary: r.summary.clone(),
             doc: r.doc.clone(),
             source: format!("{}:{}", r.origin.file, r.origin.line),
@@ -152,14 +148,15 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 })
                 .collect(),
             lets: r.lets.iter().map(|(n, f)| nf(n, f)).collect(),
-            formulas: {
-                let mut v = vec![nf("FLOPs", &r.flops)];
-                if let Some(i) = &r.iops {
-                    v.push(nf("IOPs", i));
-                }
-                v.extend([nf("mread", &r.mread), nf("mwrite", &r.mwrite)]);
-                v
-            },
+            formulas: r
+                .formulas()
+                .into_iter()
+                .map(|(name, f)| match name {
+                    "flops" => nf("FLOPs", f),
+                    "iops" => nf("IOPs", f),
+                    _ => nf(name, f),
+                })
+                .collect(),
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
             unsupported: r.unsupported.clone(),
         };
@@ -180,11 +177,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         .devices
         .iter()
         .map(|d| {
-            let tf = |p: &str| {
-                d.peak
-                    .get(p)
-                    .map_or("-".to_string(), |v| format!("{}", v / 1e12))
-            };
+            let tf = |p: &str| d.peak_tera(p).map_or("-".to_string(), |v| format!("{v}"));
             DeviceDoc {
                 key: d.key.clone(),
                 name: d.name.clone(),
@@ -194,7 +187,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 bf16: tf("bf16"),
                 fp8: tf("fp8"),
                 int8: tf("int8"),
-                bandwidth: format!("{}", d.bandwidth / 1e9),
+                bandwidth: format!("{}", d.bandwidth_giga()),
                 source: d.source.clone(),
             }
         })

@@ -103,3 +103,26 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors are printed at most this many characters long.
+pub const MAX_ERROR_CHARS: usize = 480;
+
+/// An error as one line a person reads: control characters (a newline in a
+/// node's name) become spaces, and an overlong message (a long chain of
+/// nested subgraphs) keeps its start, which names the place, and its end,
+/// which says what went wrong.
+pub fn one_line(message: &str) -> String {
+    let clean: Vec<char> = message
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if clean.len() <= MAX_ERROR_CHARS {
+        return clean.into_iter().collect();
+    }
+    let head = MAX_ERROR_CHARS / 3;
+    let tail = MAX_ERROR_CHARS - head - 3;
+    let mut out: String = clean[..head].iter().collect();
+    out.push_str(" … ");
+    out.extend(&clean[clean.len() - tail..]);
+    out
+}

@@ -50,7 +50,7 @@ fn cost_and_render(mut graph: Graph, rules: &RuleSet) -> Result<usize> {
             .devices
             .iter()
             .next()
-            .map(|d| crate::device::roofline(&report, d, Some(1e-3)));
+            .map(|d| crate::cost::roofline(&report, d, Some(1e-3)));
         for format in [Format::Table, Format::Json, Format::Csv, Format::Md] {
             let options = ReportOptions {
                 format,

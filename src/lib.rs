@@ -1,8 +1,26 @@
 //! c3: the theoretical cost of a neural network's forward pass, layer by layer.
 //!
-//! Data moves one way: a front end ([`trace`]) builds the [`ir::Graph`], the
-//! cost stage ([`cost`]) applies the [`rules`] to every node, and [`report`]
-//! formats the result. [`docs`] renders DETAILS.md from the same rules.
+//! Data moves one way, through these stages:
+//!
+//! 1. **load**: [`onnx`] decodes a model file into [`proto`] messages
+//!    (zero-copy, checked against the [`ir`] limits); [`trace`] reads an
+//!    operator trace.
+//! 2. **shape inference**, on the protobuf, before any IR exists:
+//!    [`onnx::infer`] walks the ONNX graph and asks [`shape`] for each op's
+//!    output types and shapes (symbolic dimensions are [`ir::dim`] values).
+//! 3. **IR**: the result becomes an [`ir::Graph`] (a trace becomes one
+//!    directly).
+//! 4. **cost**: [`cost`] applies the [`rules`] to every node, then applies
+//!    fusion patterns and the roofline of a device ([`cost::fusion`],
+//!    [`cost::roofline`](mod@cost::roofline)).
+//! 5. **report**: [`report`] renders a cost report as a table, CSV, Markdown
+//!    or JSON, and renders rule and device listings.
+//!
+//! Below the stages: [`ir`] (the graph, dtypes, domains, size limits),
+//! [`proto`], [`error`], and [`rules`], the pack data the cost stage reads
+//! (cost rules, device catalog, fusion definitions). [`docs`] renders
+//! DETAILS.md from the rules. No module imports one above it;
+//! `scripts/module_graph.sh` checks that there is no cycle.
 //!
 //! ```
 //! use c3::cost::estimate;
@@ -18,19 +36,24 @@
 //! assert_eq!(report.layers[0].name, "Relu-1");
 //! ```
 
+#[doc(hidden)]
 pub mod cli;
 pub mod cost;
-pub mod device;
-pub mod dim;
 pub mod docs;
 pub mod error;
-pub mod fusion;
+#[doc(hidden)]
 pub mod fuzz;
 pub mod ir;
+pub mod model;
 pub mod onnx;
+pub mod proto;
 pub mod report;
 pub mod rules;
 pub mod shape;
 pub mod trace;
 
 pub use error::{Error, Result};
+/// Symbolic integers, at their old path: they live in [`ir::dim`].
+pub use ir::dim;
+pub use model::{Estimate, EstimateOptions, Model, Shapes};
+pub use report::ReportOptions;

@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact, name_unnamed};
-use crate::onnx::{MAX_NODES, MAX_RANK};
+use crate::ir::{MAX_NODES, MAX_RANK};
 
 #[derive(Deserialize)]
 struct TraceFile {
@@ -179,11 +179,7 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
         };
         let inputs = tensors(&layer.inputs, "input")?;
         let outputs = tensors(&layer.outputs, "output")?;
-        let domain = if layer.domain == "ai.onnx" {
-            String::new()
-        } else {
-            layer.domain.clone()
-        };
+        let domain = crate::ir::domain_key(&layer.domain).to_string();
         nodes.push(Node {
             name: layer.name.clone(),
             op: layer.op.clone(),

@@ -7,9 +7,10 @@
 
 pub mod build;
 pub mod infer;
-pub mod proto;
+pub use crate::proto;
 pub mod tensor;
 mod wire;
+pub mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,18 +21,7 @@ use prost::Message;
 use crate::error::{Error, Result};
 use proto::{GraphProto, ModelProto};
 
-/// Subgraphs (If/Loop/Scan bodies) and function calls may nest this deep.
-pub const MAX_GRAPH_DEPTH: usize = 64;
-/// Tensor rank limit for declared shapes and stored tensors.
-pub const MAX_RANK: usize = 64;
-/// Nodes a model may hold in all (main graph, subgraphs, function bodies;
-/// and again once its functions are expanded). Ten times the largest real
-/// graphs; c3 needs about 3 KB and 9 µs per node, so this bounds what any
-/// file can cost. Counted on the wire format before anything is decoded.
-pub const MAX_NODES: usize = 1_000_000;
-/// How deep protobuf messages may nest: prost's own decoder limit, which
-/// refuses deeper files before c3 sees them.
-pub const MAX_MESSAGE_DEPTH: usize = 100;
+pub use crate::ir::{MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES, MAX_RANK, domain_key};
 
 /// A loaded model: the decoded message, backed by the mapped file.
 pub struct OnnxModel {
@@ -50,11 +40,6 @@ fn bad(path: &str, message: impl Into<String>) -> Error {
         path: path.to_string(),
         message: message.into(),
     }
-}
-
-/// Normalizes `ai.onnx` to `""`.
-pub fn domain_key(d: &str) -> &str {
-    if d == "ai.onnx" { "" } else { d }
 }
 
 /// Loads and checks a model file.

@@ -6,8 +6,8 @@ use std::path::{Component, Path, PathBuf};
 use bytes::Bytes;
 
 use super::proto::TensorProto;
-use crate::dim::SymInt;
 use crate::ir::DType;
+use crate::ir::SymInt;
 use crate::shape::TensorValue;
 use crate::shape::fact::MAX_VALUE_ELEMENTS;
 

@@ -86,7 +86,7 @@ fn scan(mut b: &[u8], kind: Kind, depth: usize, limit: usize, count: &mut usize)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx::proto::{AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto};
+    use crate::proto::{AttributeProto, FunctionProto, GraphProto, ModelProto, NodeProto};
     use prost::Message;
 
     #[test]

@@ -7,11 +7,11 @@ use evalexpr::Value;
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 
+use crate::cost::fusion::FusedGroup;
 use crate::cost::{CostReport, LayerCost, Totals};
-use crate::device::{LayerTime, Roofline};
-use crate::fusion::FusedGroup;
+use crate::cost::{LayerTime, Roofline};
+use crate::ir::qualified;
 use crate::ir::{Dim, TensorFact};
-use crate::rules::rule::qualified;
 
 struct DimJ<'a>(&'a Dim);
 

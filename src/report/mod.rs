@@ -3,23 +3,28 @@
 //! The report only formats what the cost stage computed; it derives nothing
 //! but sums' shares (%) and unit scaling.
 
+pub mod catalog;
+pub mod explain;
 mod json;
+pub mod shapes;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
 
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
+use crate::cost::Roofline;
 use crate::cost::{CostReport, Totals};
-use crate::device::Roofline;
 use crate::ir::TensorFact;
-use crate::rules::rule::show_value;
+use crate::rules::value::show_value;
 
 pub use json::to_json;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The format of a cost report (`c3 estimate --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Table,
+    #[value(alias = "markdown")]
     Md,
     Csv,
     Json,
@@ -39,16 +44,31 @@ impl FromStr for Format {
 }
 
 /// Unit prefix for FLOPs (powers of 1000) and bytes (powers of 1024).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Unit {
     /// Per column, the largest prefix the column's largest value reaches.
     Auto,
     /// Exact integers.
     None,
+    /// Thousands (FLOPs) or KiB (bytes).
+    #[value(name = "K", alias = "k")]
     K,
+    /// Millions, or MiB.
+    #[value(name = "M")]
     M,
+    /// Billions, or GiB.
+    #[value(name = "G")]
     G,
+    /// Trillions, or TiB.
+    #[value(name = "T")]
     T,
+}
+
+/// The format of a listing: rules, devices, shapes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Json,
 }
 
 impl FromStr for Unit {
@@ -595,7 +615,7 @@ fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
     let mut rows: Vec<Vec<String>> = report
         .summary
         .iter()
-        .map(|o| row(crate::rules::rule::qualified(&o.domain, &o.op), &o.totals))
+        .map(|o| row(crate::ir::qualified(&o.domain, &o.op), &o.totals))
         .collect();
     rows.push(row("total".into(), &report.total));
     let mut header = vec!["Op".to_string(), "# Layers".to_string()];
@@ -612,13 +632,7 @@ fn unsupported_lines(report: &CostReport) -> Vec<String> {
     report
         .unsupported
         .iter()
-        .map(|u| {
-            format!(
-                "{} ({})",
-                u.name,
-                crate::rules::rule::qualified(&u.domain, &u.op)
-            )
-        })
+        .map(|u| format!("{} ({})", u.name, crate::ir::qualified(&u.domain, &u.op)))
         .collect()
 }
 
@@ -717,7 +731,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                         out,
                         "{},{}",
                         csv_field(&u.name),
-                        csv_field(&crate::rules::rule::qualified(&u.domain, &u.op))
+                        csv_field(&crate::ir::qualified(&u.domain, &u.op))
                     );
                 }
             }

@@ -6,11 +6,11 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use super::devices::Catalog;
+use super::fusions::Fusions;
 use super::rule::{CostRule, SourceFile};
 use super::yaml::RuleFileDef;
-use crate::device::Catalog;
 use crate::error::{Error, RuleError};
-use crate::fusion::Fusions;
 
 /// The built-in rule files, embedded so `c3` works from any directory.
 pub const BUILTIN_RULES: &[(&str, &str)] = &[
@@ -288,6 +288,29 @@ impl RuleSet {
         Ok(ops)
     }
 
+    /// The built-in rules with packs loaded over them, in order.
+    pub fn with_packs(packs: &[String]) -> Result<Self, Error> {
+        let mut set = Self::builtin()?;
+        for p in packs {
+            set.load_pack(p)?;
+        }
+        Ok(set)
+    }
+
+    /// Loads a pack folder over the built-in rules to check it (`c3 rules
+    /// check`): the ops it defines, and how many of them override a
+    /// built-in rule.
+    pub fn check_pack(dir: &str) -> Result<(Vec<String>, usize), Error> {
+        let mut set = Self::builtin()?;
+        if !Path::new(dir).is_dir() {
+            return Err(Error::Usage(format!("{dir}: not a folder")));
+        }
+        let builtin = set.clone();
+        let ops = set.load_dir(Path::new(dir))?;
+        let overridden = ops.iter().filter(|q| builtin.find(q).is_some()).count();
+        Ok((ops, overridden))
+    }
+
     /// Loads a pack: a folder of `*.yaml` files (read in name order), or the
     /// name of a built-in pack.
     pub fn load_pack(&mut self, spec: &str) -> Result<Vec<String>, Error> {
@@ -374,14 +397,14 @@ impl RuleSet {
 
     /// The rule for an op, if any. `domain` `ai.onnx` is the default domain.
     pub fn get(&self, domain: &str, op: &str) -> Option<&CostRule> {
-        let domain = if domain == "ai.onnx" { "" } else { domain };
+        let domain = crate::ir::domain_key(domain);
         Some(self.rules.get(domain)?.get(op)?.rule(op))
     }
 
     /// Looks an op up by `Op` or `domain::Op`, case-insensitively when exact fails.
     pub fn find(&self, name: &str) -> Option<&CostRule> {
         let (domain, op) = name.rsplit_once("::").unwrap_or(("", name));
-        let domain = if domain == "ai.onnx" { "" } else { domain };
+        let domain = crate::ir::domain_key(domain);
         self.get(domain, op).or_else(|| {
             self.entries()
                 .find(|(d, o, _)| o.eq_ignore_ascii_case(op) && (domain.is_empty() || *d == domain))

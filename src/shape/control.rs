@@ -10,7 +10,7 @@ use super::fact::{Fact, TensorValue, ValueKind};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
-use crate::onnx::proto::{GraphProto, TypeProto};
+use crate::proto::{GraphProto, TypeProto};
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
@@ -741,7 +741,7 @@ fn optional_has_element(ctx: &mut InferCtx) -> Result<()> {
 mod tests {
     use crate::ir::Dim;
     use crate::onnx::infer::test_model::*;
-    use crate::onnx::proto::{AttributeProto, GraphProto, TypeProto, attr_type};
+    use crate::proto::{AttributeProto, GraphProto, TypeProto, attr_type};
     use crate::shape::{Fact, ValueKind};
 
     const FLOAT: i32 = 1;
@@ -1076,7 +1076,7 @@ mod tests {
     }
 
     /// A graph over a [batch, 3], b [batch, 3], c [batch, 4] running `nodes`.
-    fn seq_model(nodes: Vec<crate::onnx::proto::NodeProto>, out: &str) -> crate::onnx::OnnxModel {
+    fn seq_model(nodes: Vec<crate::proto::NodeProto>, out: &str) -> crate::onnx::OnnxModel {
         let g = graph(
             vec![
                 value("a", t(&["batch", "3"])),

@@ -8,7 +8,7 @@ use std::fmt;
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use crate::dim::SymInt;
 use crate::ir::{Bound, DType, Dim};
-use crate::onnx::proto::{AttributeProto, GraphProto, TensorProto};
+use crate::proto::{AttributeProto, GraphProto, TensorProto};
 
 /// Why a node's shapes cannot be inferred (an inconsistent model).
 #[derive(Debug, Clone, PartialEq)]

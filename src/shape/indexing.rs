@@ -46,7 +46,7 @@ fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Result<Dim> {
 
 /// Ranks beyond the limit are not believed when a tensor's length gives a
 /// rank (a hostile model must not make us allocate billions of symbols).
-const MAX_RANK: u64 = crate::onnx::MAX_RANK as u64;
+const MAX_RANK: u64 = crate::ir::MAX_RANK as u64;
 
 /// `n` fresh symbols, for a rank read from a tensor's length.
 fn fresh_dims(ctx: &InferCtx, n: u64, hint: &str) -> Option<Vec<Dim>> {
@@ -1531,7 +1531,7 @@ pub fn ops() -> Vec<OpEntry> {
 mod tests {
 
     use super::*;
-    use crate::onnx::proto::AttributeProto;
+    use crate::proto::AttributeProto;
 
     fn attr(name: &str) -> AttributeProto {
         AttributeProto {

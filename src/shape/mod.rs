@@ -56,7 +56,7 @@ pub fn registry(domain: &str, op: &str) -> Option<InferFn> {
         }
         m
     });
-    let domain = if domain == "ai.onnx" { "" } else { domain };
+    let domain = crate::ir::domain_key(domain);
     map.get(&(domain, op)).copied()
 }
 

@@ -998,7 +998,7 @@ pub fn ops() -> Vec<OpEntry> {
 mod tests {
 
     use super::*;
-    use crate::onnx::proto::AttributeProto;
+    use crate::proto::AttributeProto;
 
     fn run_at(
         op: &str,

@@ -364,7 +364,7 @@ pub fn ops() -> Vec<OpEntry> {
 #[cfg(test)]
 pub(super) mod testing {
     use crate::ir::{DType, Dim};
-    use crate::onnx::proto::AttributeProto;
+    use crate::proto::AttributeProto;
     use crate::shape::{Fact, TensorValue};
 
     /// Dims from "batch,3,seq": numbers are known, names are symbols.
@@ -453,7 +453,7 @@ mod tests {
     fn reduce(
         op: &str,
         opset: i64,
-        attrs: &[crate::onnx::proto::AttributeProto],
+        attrs: &[crate::proto::AttributeProto],
         x: Option<crate::shape::Fact>,
         axes: Option<crate::shape::Fact>,
     ) -> String {

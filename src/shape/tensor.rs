@@ -74,7 +74,7 @@ fn shape_len(ctx: &InferCtx, i: usize) -> Option<usize> {
     match ctx.shape(i)?.as_slice() {
         [n] => usize::try_from(n.known()?)
             .ok()
-            .filter(|&n| n <= crate::onnx::MAX_RANK),
+            .filter(|&n| n <= crate::ir::MAX_RANK),
         _ => None,
     }
 }
@@ -1300,7 +1300,7 @@ pub fn ops() -> Vec<OpEntry> {
 pub(super) mod tests {
 
     use super::*;
-    use crate::onnx::proto::AttributeProto;
+    use crate::proto::AttributeProto;
 
     pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
         AttributeProto {

@@ -1,5 +1,5 @@
 //! Walks a loaded model in topological order and infers every value's fact,
-//! then hands the cost stage an [`ir::Graph`](crate::ir::Graph).
+//! then hands the cost stage an [`ir::Graph`].
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
@@ -12,6 +12,11 @@ use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
 };
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
+pub use graph::to_graph;
+use order::{expanded_nodes, node_label, topo_order};
+
+mod graph;
+mod order;
 use crate::error::{Error, Result};
 use crate::ir::{self, AttrValue, DType, Dim, TensorFact};
 use crate::shape::ctx::{SubgraphInfer, Symbols, TensorDecoder};
@@ -168,72 +173,6 @@ pub const NODE_VISITS_PER_NODE: u64 = 16;
 
 type Functions<'m> = HashMap<(String, String), &'m FunctionProto>;
 
-/// The nodes of the model once its functions are expanded, subgraphs
-/// included: what inference will record and visit at least once. Computed
-/// from the call graph (each function's size once), so functions that call
-/// each other twice per level are refused before the first expansion.
-fn expanded_nodes(g: &GraphProto, functions: &Functions) -> std::result::Result<u64, String> {
-    struct Sizer<'a, 'm> {
-        functions: &'a Functions<'m>,
-        sizes: HashMap<(String, String), u64>,
-        open: HashSet<(String, String)>,
-    }
-    impl Sizer<'_, '_> {
-        fn nodes(&mut self, nodes: &[NodeProto], depth: usize) -> std::result::Result<u64, String> {
-            if depth > MAX_GRAPH_DEPTH {
-                return Err(format!(
-                    "functions and subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
-                ));
-            }
-            let mut total: u64 = 0;
-            for n in nodes {
-                total = total.saturating_add(1);
-                for a in &n.attribute {
-                    for g in a.g.iter().map(|g| &**g).chain(&a.graphs) {
-                        total = total.saturating_add(self.nodes(&g.node, depth + 1)?);
-                    }
-                }
-                if self.functions.is_empty() {
-                    continue;
-                }
-                let op = n.op_type.as_deref().unwrap_or("");
-                let domain = domain_key(n.domain.as_deref().unwrap_or(""));
-                // Calls expand only where c3 has no shape logic of its own.
-                if registry(domain, op).is_some() {
-                    continue;
-                }
-                let key = (domain.to_string(), op.to_string());
-                let Some(f) = self.functions.get(&key) else {
-                    continue;
-                };
-                let size = match self.sizes.get(&key) {
-                    Some(&size) => size,
-                    None => {
-                        if !self.open.insert(key.clone()) {
-                            return Err(format!(
-                                "function '{}' calls itself, directly or through others",
-                                key.1
-                            ));
-                        }
-                        let size = self.nodes(&f.node, depth + 1)?;
-                        self.open.remove(&key);
-                        self.sizes.insert(key, size);
-                        size
-                    }
-                };
-                total = total.saturating_add(size);
-            }
-            Ok(total)
-        }
-    }
-    Sizer {
-        functions,
-        sizes: HashMap::default(),
-        open: HashSet::default(),
-    }
-    .nodes(&g.node, 0)
-}
-
 struct Walker<'m> {
     model: &'m OnnxModel,
     functions: Functions<'m>,
@@ -250,119 +189,6 @@ struct Walker<'m> {
     limit: RefCell<Option<String>>,
     /// Constants' data that could not be read, as [`LazyTensor`] reports it.
     unreadable: Arc<Mutex<Option<String>>>,
-}
-
-fn node_label(n: &NodeProto) -> String {
-    match n.name.as_deref() {
-        Some(name) if !name.is_empty() => {
-            format!("node '{name}' ({})", n.op_type.as_deref().unwrap_or(""))
-        }
-        _ => format!("a {} node", n.op_type.as_deref().unwrap_or("")),
-    }
-}
-
-/// The value names a graph uses but does not define (it takes them from the
-/// enclosing scope).
-/// `work` counts the nodes looked at, toward the visit budget.
-fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> HashSet<String> {
-    work.set(work.get().saturating_add(g.node.len() as u64));
-    let mut defined: HashSet<&str> = HashSet::default();
-    for v in &g.input {
-        defined.insert(v.name.as_deref().unwrap_or(""));
-    }
-    for t in &g.initializer {
-        defined.insert(t.name.as_deref().unwrap_or(""));
-    }
-    for n in &g.node {
-        for o in &n.output {
-            defined.insert(o);
-        }
-    }
-    let mut free = HashSet::default();
-    for n in &g.node {
-        for name in node_uses(n, depth, work) {
-            if !name.is_empty() && !defined.contains(name.as_str()) {
-                free.insert(name);
-            }
-        }
-    }
-    free
-}
-
-/// Names a node reads: its inputs and its subgraphs' free names.
-fn node_uses(n: &NodeProto, depth: usize, work: &Cell<u64>) -> Vec<String> {
-    let mut out: Vec<String> = n.input.clone();
-    if depth < MAX_GRAPH_DEPTH {
-        for a in &n.attribute {
-            for g in a.g.iter().map(|g| &**g).chain(a.graphs.iter()) {
-                out.extend(free_names(g, depth + 1, work));
-            }
-        }
-    }
-    out
-}
-
-/// Node indices in an order where every value is defined before use.
-fn topo_order(
-    g: &GraphProto,
-    scope: &Scope,
-    depth: usize,
-    work: &Cell<u64>,
-) -> std::result::Result<Vec<usize>, String> {
-    let mut producer: HashMap<&str, usize> =
-        HashMap::with_capacity_and_hasher(g.node.len() * 2, Default::default());
-    for (i, n) in g.node.iter().enumerate() {
-        for o in n.output.iter().filter(|o| !o.is_empty()) {
-            if producer.insert(o, i).is_some() || scope.vars.contains_key(o.as_str()) {
-                return Err(format!(
-                    "value '{o}' is defined twice ({} defines it again)",
-                    node_label(n)
-                ));
-            }
-        }
-    }
-    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
-    let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
-    for (i, n) in g.node.iter().enumerate() {
-        for name in node_uses(n, depth, work) {
-            if name.is_empty() {
-                continue;
-            }
-            match producer.get(name.as_str()) {
-                Some(&p) => {
-                    deps[i].push(p);
-                    users[p].push(i);
-                }
-                None if scope.get(&name).is_some() => {}
-                None => {
-                    return Err(format!(
-                        "{} reads '{name}', which nothing produces",
-                        node_label(n)
-                    ));
-                }
-            }
-        }
-    }
-    let mut pending: Vec<usize> = deps.iter().map(Vec::len).collect();
-    let mut ready: VecDeque<usize> = (0..g.node.len()).filter(|&i| pending[i] == 0).collect();
-    let mut order = Vec::with_capacity(g.node.len());
-    while let Some(i) = ready.pop_front() {
-        order.push(i);
-        for &u in &users[i] {
-            pending[u] -= 1;
-            if pending[u] == 0 {
-                ready.push_back(u);
-            }
-        }
-    }
-    if order.len() != g.node.len() {
-        let stuck = (0..g.node.len()).find(|&i| pending[i] > 0).unwrap_or(0);
-        return Err(format!(
-            "the graph has a cycle through {}",
-            node_label(&g.node[stuck])
-        ));
-    }
-    Ok(order)
 }
 
 fn attr_value(a: &AttributeProto) -> Option<AttrValue> {
@@ -1047,140 +873,6 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
     })
 }
 
-/// A fact as the cost stage needs it: a tensor of known element type and shape.
-/// Constants (initializers, values known at load time, what folded nodes
-/// produce) count as weights for `--weights`; the name links producers to
-/// consumers for fusion.
-fn tensor_of(
-    name: String,
-    f: Fact,
-    folded: &HashSet<String>,
-) -> std::result::Result<TensorFact, String> {
-    // A sequence or an optional is described by its element, as the rules
-    // for them expect; they never count the container itself, so one whose
-    // elements differ in shape stands as a scalar of its element type.
-    let (dtype, shape) = match (f.dtype, f.shape, &f.kind) {
-        (Some(d), Some(s), ValueKind::Tensor | ValueKind::Sequence | ValueKind::Optional) => (d, s),
-        (d, None, ValueKind::Sequence | ValueKind::Optional) => {
-            (d.unwrap_or(DType::Float32), Vec::new())
-        }
-        _ => return Err(format!("the shape of '{name}' is unknown")),
-    };
-    Ok(TensorFact {
-        dtype,
-        shape,
-        constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
-        name: Some(name),
-    })
-}
-
-/// Whether an engine folds the node away at load time: every input is
-/// known, and its subgraphs (if any) hold nothing that must run.
-fn folds(n: &InferredNode) -> bool {
-    n.is_constant()
-        && n.bodies
-            .iter()
-            .all(|b| matches!(&b.nodes, Ok(nodes) if nodes.iter().all(folds)))
-}
-
-/// The graph the cost stage sees. Nodes an engine folds at load time (all
-/// inputs constant) are left out; nodes whose shapes are unknown are listed
-/// as not analysed, with the reason. Consumes the inference result: nothing
-/// is copied.
-pub fn to_graph(inferred: Inferred) -> ir::Graph {
-    let mut folded_names = HashSet::default();
-    let mut graph = graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names);
-    graph.bounds = inferred.bounds;
-    graph.input_symbols = inferred.input_symbols;
-    graph
-}
-
-/// One graph level: the main graph, or a subgraph whose node names get
-/// `prefix` (`loop/body/`). `folded_names` holds what folded nodes produce,
-/// here and in enclosing graphs.
-fn graph_of(
-    nodes: Vec<InferredNode>,
-    outputs: Vec<String>,
-    prefix: &str,
-    folded_names: &mut HashSet<String>,
-) -> ir::Graph {
-    // What folded nodes produce (weights built by ConstantOfShape, say) is
-    // a constant of the model too.
-    let folding: Vec<bool> = nodes.iter().map(folds).collect();
-    for (n, _) in nodes.iter().zip(&folding).filter(|(_, f)| **f) {
-        folded_names.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
-    }
-    let conv = |list: Vec<Option<(String, Fact)>>,
-                folded: &HashSet<String>|
-     -> std::result::Result<Vec<Option<TensorFact>>, String> {
-        list.into_iter()
-            .map(|t| t.map(|(name, f)| tensor_of(name, f, folded)).transpose())
-            .collect()
-    };
-    let mut folded = 0;
-    // Per node: the node, why it is not analysed, its bodies and their runs.
-    let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len());
-    let mut rest = Vec::with_capacity(nodes.len());
-    for (n, fold) in nodes.into_iter().zip(folding) {
-        if fold {
-            folded += 1;
-            continue;
-        }
-        let mut node = ir::Node {
-            name: n.name,
-            op: n.op,
-            domain: n.domain,
-            opset: n.opset,
-            attrs: n.attrs,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            bodies: Vec::new(),
-        };
-        let reason = match (conv(n.inputs, folded_names), conv(n.outputs, folded_names)) {
-            (Ok(inputs), Ok(outputs)) => {
-                node.inputs = inputs;
-                node.outputs = outputs;
-                None
-            }
-            (Err(reason), _) | (_, Err(reason)) => Some(reason),
-        };
-        plain.push(node);
-        rest.push((reason, n.bodies, n.repeats));
-    }
-    // Number unnamed nodes in execution order, analysed or not.
-    ir::name_unnamed(&mut plain);
-    let mut graph = ir::Graph {
-        folded,
-        outputs,
-        ..ir::Graph::default()
-    };
-    for (mut node, (reason, bodies, repeats)) in plain.into_iter().zip(rest) {
-        if !prefix.is_empty() {
-            node.name = format!("{prefix}{}", node.name);
-        }
-        // If's branches are alternatives; other bodies run `repeats` times.
-        let alternative = node.op == "If" && node.domain.is_empty();
-        let repeats = repeats.unwrap_or(Dim::Known(1));
-        node.bodies = bodies
-            .into_iter()
-            .map(|b| ir::Body {
-                graph: b.nodes.map(|nodes| {
-                    let inner = format!("{}/{}/", node.name, b.attr);
-                    graph_of(nodes, b.outputs, &inner, folded_names)
-                }),
-                attr: b.attr,
-                repeats: repeats.clone(),
-                alternative,
-            })
-            .collect();
-        match reason {
-            None => graph.nodes.push(node),
-            Some(r) => graph.unanalysed.push((node, r)),
-        }
-    }
-    graph
-}
-
 /// Small in-memory models for unit tests (here and in the shape families).
 #[cfg(test)]
 pub(crate) mod test_model {
@@ -1191,7 +883,7 @@ pub(crate) mod test_model {
 
     use crate::onnx::OnnxModel;
     use crate::onnx::build;
-    use crate::onnx::proto::{AttributeProto, GraphProto, NodeProto};
+    use crate::proto::{AttributeProto, GraphProto, NodeProto};
     use crate::shape::Fact;
 
     pub use crate::onnx::build::{
@@ -1242,7 +934,7 @@ pub(crate) mod test_model {
 mod tests {
     use super::test_model::*;
     use crate::onnx::MAX_GRAPH_DEPTH;
-    use crate::onnx::proto::{FunctionProto, GraphProto, OperatorSetIdProto};
+    use crate::proto::{FunctionProto, GraphProto, OperatorSetIdProto};
 
     const FLOAT: i32 = 1;
     const BOOL: i32 = 9;
@@ -1400,7 +1092,7 @@ mod tests {
 
     #[test]
     fn function_bodies_use_their_own_opset_and_caller_attributes() {
-        use crate::onnx::proto::AttributeProto;
+        use crate::proto::AttributeProto;
         // f(a) = If(c) { Identity(a) } else { Identity(a) }: the branches read
         // the function's formal input, which expansion renames.
         let branch = |name: &str| {

@@ -1,3 +1,6 @@
+//! ONNX protobuf messages, shared by the loader ([`crate::onnx`]) and shape
+//! inference ([`crate::shape`]), which reads attributes and subgraphs from them.
+//!
 //! The subset of ONNX's protobuf schema c3 reads, with field numbers from
 //! `onnx/onnx.proto` (IR version 11). Fields c3 does not need are left out and
 //! skipped by the decoder.

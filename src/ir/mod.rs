@@ -8,7 +8,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-pub use crate::dim::SymInt;
+pub use dim::SymInt;
+pub use domain::{DEFAULT_DOMAIN, domain_key, domain_shown, qualified};
+pub use limits::{MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES, MAX_RANK};
+
+pub mod dim;
+mod domain;
+mod limits;
 
 /// One dimension of a tensor shape: a known size, or a symbolic one (`batch`,
 /// `2*seq`, `floor((H-1)/2)+1`).
@@ -199,6 +205,33 @@ pub struct TensorFact {
 }
 
 impl TensorFact {
+    /// A shape as a person types it: `1x3x224x224`, `scalar`, with `:float16` after it to set the dtype.
+    pub fn parse_text(s: &str) -> Result<TensorFact, String> {
+        let (shape, dtype) = match s.split_once(':') {
+            Some((sh, dt)) => (
+                sh,
+                DType::parse(dt).ok_or_else(|| format!("unknown dtype '{dt}'"))?,
+            ),
+            None => (s, DType::Float32),
+        };
+        let dims = if shape == "scalar" {
+            Vec::new()
+        } else {
+            shape
+                .split(['x', 'X', ','])
+                .map(|d| {
+                    d.trim()
+                        .parse::<u64>()
+                        .map(Dim::Known)
+                        .map_err(|_| format!("'{d}' is not a dimension (write 1x3x224x224)"))
+                })
+                .collect::<Result<Vec<_>, String>>()?
+        };
+        Ok(TensorFact::new(dtype, dims))
+    }
+}
+
+impl TensorFact {
     pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
         Self {
             dtype,
@@ -250,6 +283,42 @@ pub enum AttrValue {
     Ints(Vec<i64>),
     Floats(Vec<f64>),
     Strs(Vec<String>),
+}
+
+impl AttrValue {
+    /// An attribute as a person types it (`c3 explain --attr`): `2` an int,
+    /// `0.5` a float, `2,2` or `[2, 2]` a list, anything else a string.
+    pub fn parse_text(v: &str) -> AttrValue {
+        let ints: Option<Vec<i64>> = v.split(',').map(|x| x.trim().parse().ok()).collect();
+        let floats: Option<Vec<f64>> = v.split(',').map(|x| x.trim().parse().ok()).collect();
+        let is_list = v.contains(',') || v.starts_with('[');
+        let stripped = v.trim_start_matches('[').trim_end_matches(']');
+        if is_list && stripped != v {
+            return Self::parse_list(stripped);
+        }
+        match (ints, floats) {
+            (Some(i), _) if is_list => AttrValue::Ints(i),
+            (Some(i), _) => AttrValue::Int(i[0]),
+            (None, Some(f)) if is_list => AttrValue::Floats(f),
+            (None, Some(f)) => AttrValue::Float(f[0]),
+            _ if is_list => AttrValue::Strs(v.split(',').map(|s| s.trim().to_string()).collect()),
+            _ => AttrValue::Str(v.to_string()),
+        }
+    }
+
+    fn parse_list(inner: &str) -> AttrValue {
+        if inner.trim().is_empty() {
+            return AttrValue::Ints(Vec::new());
+        }
+        match Self::parse_text(&format!("{inner},")) {
+            // The trailing comma marks a list; drop the empty last item it made.
+            AttrValue::Strs(mut v) => {
+                v.pop();
+                AttrValue::Strs(v)
+            }
+            other => other,
+        }
+    }
 }
 
 impl fmt::Display for AttrValue {

@@ -1,14 +1,20 @@
-//! The cost stage: applies the rule set to every node of a graph.
+//! The cost stage: applies the rule set to every node of a graph, then the
+//! pack's fusion patterns ([`fusion`]); [`roofline`](mod@roofline) turns a report into
+//! times on a device.
+
+pub mod fusion;
+pub mod roofline;
 
 use evalexpr::Value;
 
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::fusion::FusedGroup;
 use crate::ir::{Assumed, Dim, Graph, Node, TensorFact};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};
+use fusion::FusedGroup;
+pub use roofline::{Bound, LayerTime, Roofline, parse_duration, roofline};
 
 /// The cost of one layer.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,7 +120,7 @@ pub struct CostReport {
     pub total: Totals,
     pub unsupported: Vec<Unsupported>,
     /// Groups of layers fused by the pack's patterns.
-    pub fusions: Vec<crate::fusion::FusedGroup>,
+    pub fusions: Vec<fusion::FusedGroup>,
     /// If branches not counted in the totals.
     pub skipped: Vec<SkippedBranch>,
     /// Data-dependent sizes taken at their upper bounds.
@@ -251,7 +257,7 @@ fn cost_graph(
     for node in graph.nodes.iter().filter(|n| !n.bodies.is_empty()) {
         captured_names(node, &mut keep);
     }
-    let own_groups = crate::fusion::apply(&rules.fusions, &own_nodes, &mut own, &keep);
+    let own_groups = fusion::apply(&rules.fusions, &own_nodes, &mut own, &keep);
     for (node, reason) in &graph.unanalysed {
         let reason = match rules.get(&node.domain, &node.op) {
             None => format!("{NO_RULE}; {reason}"),

@@ -1,0 +1,134 @@
+//! Roofline time bounds. For each layer, compute time is FLOPs over the
+//! device's peak for the layer's precision, memory time is bytes over
+//! bandwidth, and the roofline bound is the larger.
+
+use crate::cost::CostReport;
+use crate::ir::DType;
+use crate::rules::devices::{Device, precision_of};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    Compute,
+    Memory,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
+        }
+    }
+}
+
+/// One layer's times, in seconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LayerTime {
+    /// The precision whose peak was used.
+    pub precision: &'static str,
+    pub compute_s: f64,
+    pub memory_s: f64,
+    pub bound_s: f64,
+    pub bound: Bound,
+    /// FLOPs per byte moved; `None` when the layer moves no bytes.
+    pub intensity: Option<f64>,
+}
+
+/// Times of every layer on one device, and their sums.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Roofline {
+    pub device: Device,
+    pub layers: Vec<LayerTime>,
+    /// All compute time.
+    pub compute_s: f64,
+    /// All memory time.
+    pub memory_s: f64,
+    /// Sum of the per-layer bounds.
+    pub bound_s: f64,
+    /// The original article's estimate: all compute time plus all memory time.
+    pub additive_s: f64,
+    /// A measured latency to compare with, if given.
+    pub measured_s: Option<f64>,
+}
+
+impl Roofline {
+    /// How close a measured latency is to a bound (bound / measured).
+    pub fn efficiency(&self, estimate_s: f64) -> Option<f64> {
+        self.measured_s.filter(|m| *m > 0.0).map(|m| estimate_s / m)
+    }
+}
+
+/// Roofline times of every layer of a report on a device.
+pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -> Roofline {
+    let mut layers = Vec::with_capacity(report.layers.len());
+    let (mut compute_s, mut memory_s, mut bound_s) = (0.0, 0.0, 0.0);
+    for l in &report.layers {
+        let dtype = l
+            .inputs
+            .iter()
+            .flatten()
+            .next()
+            .map_or(DType::Float32, |t| t.dtype);
+        let (peak, precision) = device.peak_for(precision_of(dtype));
+        // Integer operations run at the same precision's peak (a quantized
+        // layer's inputs are integers, so that is its integer peak).
+        let c = (l.flops as f64 + l.iops as f64) / peak;
+        let m = l.mrw() as f64 / device.bandwidth;
+        let (b, bound) = if c >= m {
+            (c, Bound::Compute)
+        } else {
+            (m, Bound::Memory)
+        };
+        compute_s += c;
+        memory_s += m;
+        bound_s += b;
+        layers.push(LayerTime {
+            precision,
+            compute_s: c,
+            memory_s: m,
+            bound_s: b,
+            bound,
+            intensity: (l.mrw() > 0).then(|| l.flops as f64 / l.mrw() as f64),
+        });
+    }
+    Roofline {
+        device: device.clone(),
+        layers,
+        compute_s,
+        memory_s,
+        bound_s,
+        additive_s: compute_s + memory_s,
+        measured_s,
+    }
+}
+
+/// Parses a duration: `2.4ms`, `850us`, `850µs`, `0.0024s`, `1200ns`.
+pub fn parse_duration(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_alphabetic() || c == 'µ')?;
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.trim().parse().ok()?;
+    let scale = match unit.trim() {
+        "s" => 1.0,
+        "ms" => 1e-3,
+        "us" | "µs" => 1e-6,
+        "ns" => 1e-9,
+        _ => return None,
+    };
+    (v.is_finite() && v > 0.0).then_some(v * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("2.4ms"), Some(2.4e-3));
+        assert_eq!(parse_duration("850 us"), Some(850e-6));
+        assert_eq!(parse_duration("850µs"), Some(850e-6));
+        assert_eq!(parse_duration("1s"), Some(1.0));
+        assert_eq!(parse_duration("2.4"), None);
+        assert_eq!(parse_duration("-1ms"), None);
+    }
+}

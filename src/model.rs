@@ -1,0 +1,358 @@
+//! The library's front door: the whole estimate pipeline behind three calls,
+//! shared by the command line, tests and any binding.
+//!
+//! ```
+//! use c3::{EstimateOptions, Model, ReportOptions};
+//!
+//! let trace = br#"{"layers": [{"op": "Relu", "inputs": [{"shape": ["batch", 64]}],
+//!                               "outputs": [{"shape": ["batch", 64]}]}]}"#;
+//! let model = Model::from_bytes(trace.to_vec(), "inline.json").unwrap();
+//! let mut opts = EstimateOptions::default();
+//! opts.dims.insert("batch".into(), 2);
+//! opts.device = Some("h100".into());
+//! let estimate = model.estimate(&opts).unwrap();
+//! assert_eq!(estimate.report.total.flops, 2 * 64); // one max per element
+//! assert_eq!(estimate.report.total.mread, 2 * 64 * 4); // float32 input, read once
+//! assert!(estimate.roofline.is_some());
+//! let text = estimate.render(&ReportOptions::default());
+//! assert!(text.contains("Relu-1"));
+//! ```
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use crate::cost::{self, CostReport, Roofline};
+use crate::error::{Error, Result};
+use crate::ir::{DType, Graph};
+use crate::onnx::OnnxModel;
+use crate::onnx::infer::{InferOptions, Inferred};
+use crate::report::{self, ReportOptions};
+use crate::rules::{CountOptions, RuleSet};
+
+/// A model or operator trace, read and checked, not yet costed.
+pub struct Model {
+    path: String,
+    source: Source,
+}
+
+enum Source {
+    Onnx(Box<OnnxModel>),
+    Trace(Graph),
+}
+
+/// What to estimate and how. `Default` is the built-in rules, FMA counted
+/// as one FLOP, no bindings, no device.
+#[derive(Debug, Clone, Default)]
+pub struct EstimateOptions {
+    /// Symbolic dimensions bound everywhere (`batch` = 8).
+    pub dims: BTreeMap<String, i64>,
+    /// ONNX input shapes that replace the declared ones.
+    pub inputs: BTreeMap<String, Vec<u64>>,
+    /// Rule packs loaded over the built-in rules, in order: folders or
+    /// built-in pack names (`chainer`, `fused`).
+    pub packs: Vec<String>,
+    pub count: CountOptions,
+    /// What-if storage type of the weights.
+    pub weights: Option<DType>,
+    /// What-if type of the activations.
+    pub activations: Option<DType>,
+    /// A device of the catalog: adds roofline times.
+    pub device: Option<String>,
+    /// A measured latency in seconds, compared with the roofline bounds.
+    pub measured_s: Option<f64>,
+}
+
+impl EstimateOptions {
+    /// The built-in rules with [`EstimateOptions::packs`] loaded over them.
+    pub fn rules(&self) -> Result<RuleSet> {
+        RuleSet::with_packs(&self.packs)
+    }
+}
+
+/// The costs of a model, and its roofline times when a device was given.
+pub struct Estimate {
+    pub report: CostReport,
+    pub roofline: Option<Roofline>,
+    /// The graph that was costed.
+    pub graph: Graph,
+}
+
+/// Every value of an ONNX model with its inferred type and shape.
+pub struct Shapes {
+    pub inferred: Inferred,
+    model: OnnxModel,
+}
+
+impl Model {
+    /// Reads an ONNX model (`.onnx`) or an operator trace (JSON; told apart by
+    /// its first byte).
+    pub fn open(path: &str) -> Result<Model> {
+        let source = if is_trace(path)? {
+            Source::Trace(crate::trace::read_trace(path)?)
+        } else {
+            Source::Onnx(Box::new(crate::onnx::load(path)?))
+        };
+        Ok(Model {
+            path: path.to_string(),
+            source,
+        })
+    }
+
+    /// Reads an ONNX model, whatever the file holds.
+    pub fn open_onnx(path: &str) -> Result<Model> {
+        Ok(Model {
+            path: path.to_string(),
+            source: Source::Onnx(Box::new(crate::onnx::load(path)?)),
+        })
+    }
+
+    /// A model or trace held in memory; `name` stands for its path in
+    /// messages.
+    pub fn from_bytes(bytes: impl Into<Bytes>, name: &str) -> Result<Model> {
+        let bytes: Bytes = bytes.into();
+        let source = if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+            Source::Trace(crate::trace::parse_trace(&bytes, name)?)
+        } else {
+            Source::Onnx(Box::new(crate::onnx::from_bytes(bytes, name)?))
+        };
+        Ok(Model {
+            path: name.to_string(),
+            source,
+        })
+    }
+
+    /// The path (or name) the model was read from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Whether this is an operator trace rather than an ONNX model.
+    pub fn is_trace(&self) -> bool {
+        matches!(self.source, Source::Trace(_))
+    }
+
+    /// The graph the cost stage sees, every symbol bound: ONNX shapes are
+    /// inferred first. An unbound symbol is an error that names the flags to
+    /// bind it.
+    pub fn graph(
+        &self,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+    ) -> Result<Graph> {
+        let mut graph = match &self.source {
+            Source::Trace(g) => {
+                if !inputs.is_empty() {
+                    return Err(Error::Usage(
+                        "--input applies to ONNX models, not traces".into(),
+                    ));
+                }
+                g.clone()
+            }
+            Source::Onnx(m) => crate::onnx::infer::to_graph(infer(m, dims, inputs, true)?),
+        };
+        graph.bind(dims);
+        let unbound = graph.unbound_symbols();
+        if unbound.is_empty() {
+            return Ok(graph);
+        }
+        let flags: Vec<String> = unbound.iter().map(|s| format!("--dim {s}=N")).collect();
+        let or_input = if self.is_trace() {
+            ""
+        } else {
+            " (or give an input's shape with --input NAME=1x3x224x224)"
+        };
+        // Sizes made up after a layer c3 could not analyse come from it:
+        // name that layer, the cause to fix.
+        let cause = match graph.unanalysed.first() {
+            Some((n, why)) if unbound.iter().all(|s| !graph.input_symbols.contains(s)) => {
+                format!(
+                    "; they follow from layers c3 could not analyse, first '{}' ({}): {why}",
+                    n.name,
+                    crate::ir::qualified(&n.domain, &n.op)
+                )
+            }
+            _ => String::new(),
+        };
+        Err(Error::Input {
+            path: self.path.clone(),
+            message: format!(
+                "sizes unknown until bound: {}; bind them with {}{or_input}{cause}",
+                unbound.join(", "),
+                flags.join(" ")
+            ),
+        })
+    }
+
+    /// Costs every layer; with a device, its roofline times too.
+    pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
+        let rules = opts.rules()?;
+        let mut graph = self.graph(&opts.dims, &opts.inputs)?;
+        graph.override_precision(opts.weights, opts.activations);
+        let report = cost::estimate(&graph, &rules, opts.count)?;
+        let roofline = match &opts.device {
+            None => None,
+            Some(name) => {
+                let device = rules.devices.find(name).ok_or_else(|| {
+                    let names: Vec<&str> = rules.devices.iter().map(|d| d.key.as_str()).collect();
+                    Error::Usage(format!(
+                        "--device {name}: unknown device (known: {})",
+                        names.join(", ")
+                    ))
+                })?;
+                Some(cost::roofline(&report, device, opts.measured_s))
+            }
+        };
+        Ok(Estimate {
+            report,
+            roofline,
+            graph,
+        })
+    }
+
+    /// Infers the type and shape of every value (ONNX models only).
+    pub fn shapes(
+        self,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+    ) -> Result<Shapes> {
+        match self.source {
+            Source::Onnx(model) => Ok(Shapes {
+                inferred: infer(&model, dims, inputs, false)?,
+                model: *model,
+            }),
+            Source::Trace(_) => Err(Error::Usage(format!(
+                "{}: shapes are inferred for ONNX models, not traces",
+                self.path
+            ))),
+        }
+    }
+}
+
+impl Estimate {
+    /// The report in a format of [`ReportOptions`].
+    pub fn render(&self, opts: &ReportOptions) -> String {
+        report::render(&self.report, opts, self.roofline.as_ref())
+    }
+
+    /// The report as JSON text (what `--format json` prints).
+    pub fn to_json(&self) -> String {
+        report::to_json(&self.report, self.roofline.as_ref())
+    }
+
+    /// The layers no rule counted, as `op (n)` by op, or `None` when every
+    /// layer was counted.
+    pub fn unsupported_ops(&self) -> Option<String> {
+        if self.report.unsupported.is_empty() {
+            return None;
+        }
+        let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
+        for u in &self.report.unsupported {
+            *by_op
+                .entry(crate::ir::qualified(&u.domain, &u.op))
+                .or_default() += 1;
+        }
+        let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
+        Some(ops.join(", "))
+    }
+}
+
+impl Shapes {
+    /// Writes a copy of the model with the inferred shapes in its value_info;
+    /// returns how many entries were added.
+    pub fn write_model(&self, path: &str) -> Result<usize> {
+        crate::onnx::write::write_value_info(&self.model, &self.inferred, path)
+    }
+}
+
+fn infer(
+    model: &OnnxModel,
+    dims: &BTreeMap<String, i64>,
+    inputs: &BTreeMap<String, Vec<u64>>,
+    nodes_only: bool,
+) -> Result<Inferred> {
+    let opts = InferOptions {
+        dims: dims.clone(),
+        inputs: inputs.clone(),
+        nodes_only,
+    };
+    crate::onnx::infer::infer(model, &opts)
+}
+
+/// Whether a file is an operator trace (JSON) rather than an ONNX model.
+fn is_trace(path: &str) -> Result<bool> {
+    use std::io::Read;
+    // Reading a pipe or a device could block or never end.
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::Input {
+            path: path.to_string(),
+            message: "not a regular file".into(),
+        });
+    }
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| Error::io(path, e))?;
+    Ok(head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
+}
+
+/// A what-if storage type for weights or activations (`--weights`,
+/// `--activations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    #[value(alias = "float32")]
+    Fp32,
+    #[value(alias = "float16")]
+    Fp16,
+    #[value(alias = "bfloat16")]
+    Bf16,
+    #[value(alias = "float8", alias = "float8e4m3fn")]
+    Fp8,
+    Int8,
+    Int4,
+}
+
+impl Precision {
+    pub fn dtype(self) -> DType {
+        match self {
+            Precision::Fp32 => DType::Float32,
+            Precision::Fp16 => DType::Float16,
+            Precision::Bf16 => DType::Bfloat16,
+            Precision::Fp8 => DType::Float8E4M3Fn,
+            Precision::Int8 => DType::Int8,
+            Precision::Int4 => DType::Int4,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &[u8] = br#"{"layers": [{"op": "Relu", "inputs": [{"shape": ["batch", 64]}],
+                               "outputs": [{"shape": ["batch", 64]}]}]}"#;
+
+    #[test]
+    fn an_unbound_symbol_names_the_flag_that_binds_it() {
+        let model = Model::from_bytes(TRACE.to_vec(), "t.json").unwrap();
+        assert!(model.is_trace());
+        let e = model.estimate(&EstimateOptions::default()).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "t.json: sizes unknown until bound: batch; bind them with --dim batch=N"
+        );
+    }
+
+    #[test]
+    fn what_if_types_change_the_bytes_moved() {
+        let model = Model::from_bytes(TRACE.to_vec(), "t.json").unwrap();
+        let mut opts = EstimateOptions::default();
+        opts.dims.insert("batch".into(), 3);
+        opts.activations = Some(Precision::Fp16.dtype());
+        let e = model.estimate(&opts).unwrap();
+        // 3 * 64 float16 values read, 2 bytes each.
+        assert_eq!(e.report.total.mread, 3 * 64 * 2);
+        assert!(e.unsupported_ops().is_none());
+    }
+}

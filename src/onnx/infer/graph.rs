@@ -1,0 +1,137 @@
+//! From inferred facts to the IR: the [`ir::Graph`] the cost stage sees.
+
+use super::*;
+
+/// A fact as the cost stage needs it: a tensor of known element type and shape.
+/// Constants (initializers, values known at load time, what folded nodes
+/// produce) count as weights for `--weights`; the name links producers to
+/// consumers for fusion.
+pub(super) fn tensor_of(
+    name: String,
+    f: Fact,
+    folded: &HashSet<String>,
+) -> std::result::Result<TensorFact, String> {
+    // A sequence or an optional is described by its element, as the rules
+    // for them expect; they never count the container itself, so one whose
+    // elements differ in shape stands as a scalar of its element type.
+    let (dtype, shape) = match (f.dtype, f.shape, &f.kind) {
+        (Some(d), Some(s), ValueKind::Tensor | ValueKind::Sequence | ValueKind::Optional) => (d, s),
+        (d, None, ValueKind::Sequence | ValueKind::Optional) => {
+            (d.unwrap_or(DType::Float32), Vec::new())
+        }
+        _ => return Err(format!("the shape of '{name}' is unknown")),
+    };
+    Ok(TensorFact {
+        dtype,
+        shape,
+        constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
+        name: Some(name),
+    })
+}
+
+/// Whether an engine folds the node away at load time: every input is
+/// known, and its subgraphs (if any) hold nothing that must run.
+pub(super) fn folds(n: &InferredNode) -> bool {
+    n.is_constant()
+        && n.bodies
+            .iter()
+            .all(|b| matches!(&b.nodes, Ok(nodes) if nodes.iter().all(folds)))
+}
+
+/// The graph the cost stage sees. Nodes an engine folds at load time (all
+/// inputs constant) are left out; nodes whose shapes are unknown are listed
+/// as not analysed, with the reason. Consumes the inference result: nothing
+/// is copied.
+pub fn to_graph(inferred: Inferred) -> ir::Graph {
+    let mut folded_names = HashSet::default();
+    let mut graph = graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names);
+    graph.bounds = inferred.bounds;
+    graph.input_symbols = inferred.input_symbols;
+    graph
+}
+
+/// One graph level: the main graph, or a subgraph whose node names get
+/// `prefix` (`loop/body/`). `folded_names` holds what folded nodes produce,
+/// here and in enclosing graphs.
+pub(super) fn graph_of(
+    nodes: Vec<InferredNode>,
+    outputs: Vec<String>,
+    prefix: &str,
+    folded_names: &mut HashSet<String>,
+) -> ir::Graph {
+    // What folded nodes produce (weights built by ConstantOfShape, say) is
+    // a constant of the model too.
+    let folding: Vec<bool> = nodes.iter().map(folds).collect();
+    for (n, _) in nodes.iter().zip(&folding).filter(|(_, f)| **f) {
+        folded_names.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
+    }
+    let conv = |list: Vec<Option<(String, Fact)>>,
+                folded: &HashSet<String>|
+     -> std::result::Result<Vec<Option<TensorFact>>, String> {
+        list.into_iter()
+            .map(|t| t.map(|(name, f)| tensor_of(name, f, folded)).transpose())
+            .collect()
+    };
+    let mut folded = 0;
+    // Per node: the node, why it is not analysed, its bodies and their runs.
+    let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len());
+    let mut rest = Vec::with_capacity(nodes.len());
+    for (n, fold) in nodes.into_iter().zip(folding) {
+        if fold {
+            folded += 1;
+            continue;
+        }
+        let mut node = ir::Node {
+            name: n.name,
+            op: n.op,
+            domain: n.domain,
+            opset: n.opset,
+            attrs: n.attrs,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            bodies: Vec::new(),
+        };
+        let reason = match (conv(n.inputs, folded_names), conv(n.outputs, folded_names)) {
+            (Ok(inputs), Ok(outputs)) => {
+                node.inputs = inputs;
+                node.outputs = outputs;
+                None
+            }
+            (Err(reason), _) | (_, Err(reason)) => Some(reason),
+        };
+        plain.push(node);
+        rest.push((reason, n.bodies, n.repeats));
+    }
+    // Number unnamed nodes in execution order, analysed or not.
+    ir::name_unnamed(&mut plain);
+    let mut graph = ir::Graph {
+        folded,
+        outputs,
+        ..ir::Graph::default()
+    };
+    for (mut node, (reason, bodies, repeats)) in plain.into_iter().zip(rest) {
+        if !prefix.is_empty() {
+            node.name = format!("{prefix}{}", node.name);
+        }
+        // If's branches are alternatives; other bodies run `repeats` times.
+        let alternative = node.op == "If" && node.domain.is_empty();
+        let repeats = repeats.unwrap_or(Dim::Known(1));
+        node.bodies = bodies
+            .into_iter()
+            .map(|b| ir::Body {
+                graph: b.nodes.map(|nodes| {
+                    let inner = format!("{}/{}/", node.name, b.attr);
+                    graph_of(nodes, b.outputs, &inner, folded_names)
+                }),
+                attr: b.attr,
+                repeats: repeats.clone(),
+                alternative,
+            })
+            .collect();
+        match reason {
+            None => graph.nodes.push(node),
+            Some(r) => graph.unanalysed.push((node, r)),
+        }
+    }
+    graph
+}

@@ -1,0 +1,187 @@
+//! The model's structure before inference: how many nodes it expands to,
+//! the names each subgraph reads from outside, and an order that visits
+//! every producer before its consumers.
+
+use super::*;
+
+/// The nodes of the model once its functions are expanded, subgraphs
+/// included: what inference will record and visit at least once. Computed
+/// from the call graph (each function's size once), so functions that call
+/// each other twice per level are refused before the first expansion.
+pub(super) fn expanded_nodes(
+    g: &GraphProto,
+    functions: &Functions,
+) -> std::result::Result<u64, String> {
+    struct Sizer<'a, 'm> {
+        functions: &'a Functions<'m>,
+        sizes: HashMap<(String, String), u64>,
+        open: HashSet<(String, String)>,
+    }
+    impl Sizer<'_, '_> {
+        fn nodes(&mut self, nodes: &[NodeProto], depth: usize) -> std::result::Result<u64, String> {
+            if depth > MAX_GRAPH_DEPTH {
+                return Err(format!(
+                    "functions and subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
+                ));
+            }
+            let mut total: u64 = 0;
+            for n in nodes {
+                total = total.saturating_add(1);
+                for a in &n.attribute {
+                    for g in a.g.iter().map(|g| &**g).chain(&a.graphs) {
+                        total = total.saturating_add(self.nodes(&g.node, depth + 1)?);
+                    }
+                }
+                if self.functions.is_empty() {
+                    continue;
+                }
+                let op = n.op_type.as_deref().unwrap_or("");
+                let domain = domain_key(n.domain.as_deref().unwrap_or(""));
+                // Calls expand only where c3 has no shape logic of its own.
+                if registry(domain, op).is_some() {
+                    continue;
+                }
+                let key = (domain.to_string(), op.to_string());
+                let Some(f) = self.functions.get(&key) else {
+                    continue;
+                };
+                let size = match self.sizes.get(&key) {
+                    Some(&size) => size,
+                    None => {
+                        if !self.open.insert(key.clone()) {
+                            return Err(format!(
+                                "function '{}' calls itself, directly or through others",
+                                key.1
+                            ));
+                        }
+                        let size = self.nodes(&f.node, depth + 1)?;
+                        self.open.remove(&key);
+                        self.sizes.insert(key, size);
+                        size
+                    }
+                };
+                total = total.saturating_add(size);
+            }
+            Ok(total)
+        }
+    }
+    Sizer {
+        functions,
+        sizes: HashMap::default(),
+        open: HashSet::default(),
+    }
+    .nodes(&g.node, 0)
+}
+
+pub(super) fn node_label(n: &NodeProto) -> String {
+    match n.name.as_deref() {
+        Some(name) if !name.is_empty() => {
+            format!("node '{name}' ({})", n.op_type.as_deref().unwrap_or(""))
+        }
+        _ => format!("a {} node", n.op_type.as_deref().unwrap_or("")),
+    }
+}
+
+/// The value names a graph uses but does not define (it takes them from the
+/// enclosing scope).
+/// `work` counts the nodes looked at, toward the visit budget.
+pub(super) fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> HashSet<String> {
+    work.set(work.get().saturating_add(g.node.len() as u64));
+    let mut defined: HashSet<&str> = HashSet::default();
+    for v in &g.input {
+        defined.insert(v.name.as_deref().unwrap_or(""));
+    }
+    for t in &g.initializer {
+        defined.insert(t.name.as_deref().unwrap_or(""));
+    }
+    for n in &g.node {
+        for o in &n.output {
+            defined.insert(o);
+        }
+    }
+    let mut free = HashSet::default();
+    for n in &g.node {
+        for name in node_uses(n, depth, work) {
+            if !name.is_empty() && !defined.contains(name.as_str()) {
+                free.insert(name);
+            }
+        }
+    }
+    free
+}
+
+/// Names a node reads: its inputs and its subgraphs' free names.
+pub(super) fn node_uses(n: &NodeProto, depth: usize, work: &Cell<u64>) -> Vec<String> {
+    let mut out: Vec<String> = n.input.clone();
+    if depth < MAX_GRAPH_DEPTH {
+        for a in &n.attribute {
+            for g in a.g.iter().map(|g| &**g).chain(a.graphs.iter()) {
+                out.extend(free_names(g, depth + 1, work));
+            }
+        }
+    }
+    out
+}
+
+/// Node indices in an order where every value is defined before use.
+pub(super) fn topo_order(
+    g: &GraphProto,
+    scope: &Scope,
+    depth: usize,
+    work: &Cell<u64>,
+) -> std::result::Result<Vec<usize>, String> {
+    let mut producer: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(g.node.len() * 2, Default::default());
+    for (i, n) in g.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            if producer.insert(o, i).is_some() || scope.vars.contains_key(o.as_str()) {
+                return Err(format!(
+                    "value '{o}' is defined twice ({} defines it again)",
+                    node_label(n)
+                ));
+            }
+        }
+    }
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
+    for (i, n) in g.node.iter().enumerate() {
+        for name in node_uses(n, depth, work) {
+            if name.is_empty() {
+                continue;
+            }
+            match producer.get(name.as_str()) {
+                Some(&p) => {
+                    deps[i].push(p);
+                    users[p].push(i);
+                }
+                None if scope.get(&name).is_some() => {}
+                None => {
+                    return Err(format!(
+                        "{} reads '{name}', which nothing produces",
+                        node_label(n)
+                    ));
+                }
+            }
+        }
+    }
+    let mut pending: Vec<usize> = deps.iter().map(Vec::len).collect();
+    let mut ready: VecDeque<usize> = (0..g.node.len()).filter(|&i| pending[i] == 0).collect();
+    let mut order = Vec::with_capacity(g.node.len());
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &u in &users[i] {
+            pending[u] -= 1;
+            if pending[u] == 0 {
+                ready.push_back(u);
+            }
+        }
+    }
+    if order.len() != g.node.len() {
+        let stuck = (0..g.node.len()).find(|&i| pending[i] > 0).unwrap_or(0);
+        return Err(format!(
+            "the graph has a cycle through {}",
+            node_label(&g.node[stuck])
+        ));
+    }
+    Ok(order)
+}

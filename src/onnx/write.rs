@@ -1,0 +1,80 @@
+//! Writing ONNX: a copy of a model with its inferred shapes.
+
+use crate::error::{Error, Result};
+use crate::ir::Dim;
+use crate::onnx::OnnxModel;
+use crate::onnx::infer::Inferred;
+
+/// Writes a copy of the model with every inferred node output in value_info.
+/// The entries go in a second serialized `ModelProto` appended to the file:
+/// protobuf merges it into the first, so the original bytes (weights
+/// included) are copied unchanged.
+pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Result<usize> {
+    use crate::proto::{
+        Dimension, GraphProto, ModelProto, TensorShapeProto, TensorTypeProto, TypeProto,
+        ValueInfoProto,
+    };
+    use prost::Message;
+    let graph = model
+        .model
+        .graph
+        .as_ref()
+        .expect("loader checked the graph");
+    let mut skip: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for v in graph
+        .input
+        .iter()
+        .chain(&graph.output)
+        .chain(&graph.value_info)
+    {
+        skip.insert(v.name.as_deref().unwrap_or(""));
+    }
+    for t in &graph.initializer {
+        skip.insert(t.name.as_deref().unwrap_or(""));
+    }
+    let mut entries = Vec::new();
+    for (name, f) in &inferred.values {
+        if skip.contains(name.as_str()) || f.kind != crate::shape::ValueKind::Tensor {
+            continue;
+        }
+        let (Some(dtype), Some(shape)) = (f.dtype, &f.shape) else {
+            continue;
+        };
+        let dim = shape
+            .iter()
+            .map(|d| match d {
+                Dim::Known(n) => Dimension {
+                    dim_value: Some(*n as i64),
+                    dim_param: None,
+                },
+                Dim::Sym(s) => Dimension {
+                    dim_value: None,
+                    dim_param: Some(s.to_string()),
+                },
+            })
+            .collect();
+        entries.push(ValueInfoProto {
+            name: Some(name.clone()),
+            r#type: Some(TypeProto {
+                tensor_type: Some(TensorTypeProto {
+                    elem_type: Some(dtype.onnx_code()),
+                    shape: Some(TensorShapeProto { dim }),
+                }),
+                ..Default::default()
+            }),
+        });
+    }
+    let n = entries.len();
+    let patch = ModelProto {
+        graph: Some(GraphProto {
+            value_info: entries,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut bytes = Vec::with_capacity(model.bytes.len() + 64 * n);
+    bytes.extend_from_slice(&model.bytes);
+    bytes.extend_from_slice(&patch.encode_to_vec());
+    std::fs::write(out, bytes).map_err(|e| Error::io(out, e))?;
+    Ok(n)
+}

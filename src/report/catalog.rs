@@ -1,0 +1,100 @@
+//! Listings of what a rule set holds: `c3 rules list` and `c3 devices`.
+
+use crate::ir::domain_shown;
+use crate::rules::{CostRule, RuleSet};
+
+use super::ListFormat;
+
+fn source(r: &CostRule) -> String {
+    format!("{}:{}", r.origin.file, r.origin.line)
+}
+
+/// Every rule in force and the file it came from.
+pub fn rules_list(rules: &RuleSet, format: ListFormat) -> String {
+    match format {
+        ListFormat::Json => {
+            let list: Vec<serde_json::Value> = rules
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "op": r.op,
+                        "domain": domain_shown(&r.domain),
+                        "category": r.category,
+                        "source": source(r),
+                        "builtin": r.origin.builtin,
+                    })
+                })
+                .collect();
+            serde_json::to_string_pretty(&list).expect("JSON values always serialize") + "\n"
+        }
+        ListFormat::Table => {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+                .set_header(vec!["Op", "Domain", "Category", "Source"]);
+            for r in rules.iter() {
+                let src = if r.origin.builtin {
+                    format!("{} (built-in)", source(r))
+                } else {
+                    source(r)
+                };
+                t.add_row(vec![
+                    r.op.clone(),
+                    domain_shown(&r.domain).to_string(),
+                    r.category.clone(),
+                    src,
+                ]);
+            }
+            format!("{t}\n{} rules\n", rules.len())
+        }
+    }
+}
+
+/// The device catalog.
+pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
+    match format {
+        ListFormat::Json => {
+            let list: Vec<serde_json::Value> = rules
+                .devices
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "name": d.key,
+                        "description": d.name,
+                        "aliases": d.aliases,
+                        "peak_flops": d.peak,
+                        "bandwidth": d.bandwidth,
+                        "source": d.source,
+                    })
+                })
+                .collect();
+            serde_json::to_string_pretty(&list).expect("JSON values always serialize") + "\n"
+        }
+        ListFormat::Table => {
+            let mut t = comfy_table::Table::new();
+            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+                .set_header(vec![
+                    "Device", "Name", "FP32", "FP16", "BF16", "FP8", "INT8", "GB/s",
+                ]);
+            for d in rules.devices.iter() {
+                let tf = |p: &str| {
+                    d.peak_tera(p)
+                        .map_or("-".to_string(), |v| format!("{v:.1}"))
+                };
+                t.add_row(vec![
+                    d.key.clone(),
+                    d.name.clone(),
+                    tf("fp32"),
+                    tf("fp16"),
+                    tf("bf16"),
+                    tf("fp8"),
+                    tf("int8"),
+                    format!("{:.1}", d.bandwidth_giga()),
+                ]);
+            }
+            format!(
+                "{t}\nPeaks in TFLOP/s (TOPS for INT8), dense; {} devices. Sources: c3 devices --format json\n",
+                rules.devices.len()
+            )
+        }
+    }
+}

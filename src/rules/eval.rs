@@ -1,0 +1,717 @@
+//! Evaluating a compiled rule ([`super::compile`]) on one node: binding the
+//! node's shapes and attributes, running the formulas, memoizing by shape.
+
+use std::fmt;
+use std::sync::Arc;
+
+use evalexpr::{EvalexprError, Value};
+
+use super::ast::{BinOp, DimPat, Expr, ExprKind, TensorPat};
+use super::compile::*;
+use super::lower::{self, NameKind, Scope, Units};
+use super::value::show_value;
+use crate::ir::{AttrValue, Dim, Node, TensorFact};
+
+/// Switches that change how a rule counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountOptions {
+    /// A multiply-add counts as one FLOP (the default) rather than two.
+    pub fma: bool,
+    /// Attention counts every (query, key) pair, masked or not
+    /// (`--attention full`); by default only the unmasked ones.
+    pub full_attention: bool,
+    /// Which If branch the totals count (`--if-branch`).
+    pub branch: BranchChoice,
+}
+
+impl Default for CountOptions {
+    fn default() -> Self {
+        Self {
+            fma: true,
+            full_attention: false,
+            branch: BranchChoice::Larger,
+        }
+    }
+}
+
+impl CountOptions {
+    /// The defaults with the FMA switch set.
+    pub fn fma(fma: bool) -> Self {
+        Self {
+            fma,
+            ..Self::default()
+        }
+    }
+}
+
+/// Which of an If's two branches the totals count; the other is reported
+/// beside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BranchChoice {
+    /// The one with more work (FLOPs plus IOPs, then bytes): an upper bound.
+    Larger,
+    /// The one with less work: a lower bound.
+    Smaller,
+    /// Always the then branch.
+    Then,
+    /// Always the else branch.
+    Else,
+}
+
+impl BranchChoice {
+    /// The value `--if-branch` takes for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            BranchChoice::Larger => "larger",
+            BranchChoice::Smaller => "smaller",
+            BranchChoice::Then => "then",
+            BranchChoice::Else => "else",
+        }
+    }
+}
+
+impl std::str::FromStr for BranchChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "larger" => BranchChoice::Larger,
+            "smaller" => BranchChoice::Smaller,
+            "then" => BranchChoice::Then,
+            "else" => BranchChoice::Else,
+            _ => {
+                return Err(format!(
+                    "unknown branch '{s}' (larger, smaller, then, else)"
+                ));
+            }
+        })
+    }
+}
+
+/// The result of applying a rule to one node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    pub flops: u64,
+    /// Bytes read.
+    pub mread: u64,
+    /// Bytes written.
+    pub mwrite: u64,
+    /// Integer operations.
+    pub iops: u64,
+    pub params: Vec<(String, Value)>,
+    /// Every name the rule bound, in binding order (for `c3 explain`).
+    pub bindings: Vec<(String, Value)>,
+}
+
+/// Why a rule could not be applied to a node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvalError {
+    /// The node does not fit the rule's patterns (a bad trace or model).
+    Binding(String),
+    /// A formula failed (overflow, division by zero, wrong type).
+    Formula {
+        origin: Origin,
+        what: String,
+        text: String,
+        message: String,
+    },
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EvalError::Binding(m) => f.write_str(m),
+            EvalError::Formula {
+                origin,
+                what,
+                text,
+                message,
+            } => write!(f, "{origin}: {message} in {what} `{text}`"),
+        }
+    }
+}
+
+/// The variables one evaluation sees, keyed by the rule's own names.
+pub(crate) struct Env<'r> {
+    vars: rustc_hash::FxHashMap<&'r str, Value>,
+}
+
+impl evalexpr::Context for Env<'_> {
+    fn get_value(&self, identifier: &str) -> Option<&Value> {
+        self.vars.get(identifier)
+    }
+    fn call_function(&self, identifier: &str, argument: &Value) -> evalexpr::EvalexprResult<Value> {
+        lower::call(identifier, argument)
+    }
+    fn are_builtin_functions_disabled(&self) -> bool {
+        true
+    }
+    fn set_builtin_functions_disabled(&mut self, disabled: bool) -> evalexpr::EvalexprResult<()> {
+        if disabled {
+            Ok(())
+        } else {
+            Err(EvalexprError::CustomMessage(
+                "builtin functions stay disabled".into(),
+            ))
+        }
+    }
+}
+
+impl<'r> Env<'r> {
+    fn set(&mut self, var: &'r str, v: Value) {
+        self.vars.insert(var, v);
+    }
+}
+
+pub fn attr_value(a: &AttrValue) -> Value {
+    match a {
+        AttrValue::Int(i) => Value::Int(*i),
+        AttrValue::Float(f) => Value::Float(*f),
+        AttrValue::Str(s) => Value::String(s.clone()),
+        AttrValue::Ints(v) => Value::Tuple(v.iter().map(|&i| Value::Int(i)).collect()),
+        AttrValue::Floats(v) => Value::Tuple(v.iter().map(|&f| Value::Float(f)).collect()),
+        AttrValue::Strs(v) => Value::Tuple(v.iter().map(|s| Value::String(s.clone())).collect()),
+    }
+}
+
+/// An attribute value as words of a memo key: a tag, then the value (lengths
+/// first, so no two values give the same words).
+pub(crate) fn attr_key(v: &AttrValue, k: &mut Vec<u64>) {
+    let strs = |k: &mut Vec<u64>, s: &str| {
+        k.push(s.len() as u64);
+        k.extend(s.as_bytes().chunks(8).map(|c| {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            u64::from_le_bytes(w)
+        }));
+    };
+    match v {
+        AttrValue::Int(i) => k.extend([1, *i as u64]),
+        AttrValue::Float(f) => k.extend([2, f.to_bits()]),
+        AttrValue::Str(s) => {
+            k.push(3);
+            strs(k, s);
+        }
+        AttrValue::Ints(v) => {
+            k.extend([4, v.len() as u64]);
+            k.extend(v.iter().map(|&i| i as u64));
+        }
+        AttrValue::Floats(v) => {
+            k.extend([5, v.len() as u64]);
+            k.extend(v.iter().map(|f| f.to_bits()));
+        }
+        AttrValue::Strs(v) => {
+            k.extend([6, v.len() as u64]);
+            for s in v {
+                strs(k, s);
+            }
+        }
+    }
+}
+
+pub(crate) fn dim_value(d: &Dim, tensor: &str) -> Result<i64, EvalError> {
+    match d {
+        Dim::Known(n) => i64::try_from(*n)
+            .map_err(|_| EvalError::Binding(format!("dimension {n} of {tensor} is too large"))),
+        Dim::Sym(s) => {
+            let names = s.symbols();
+            let flags: Vec<String> = names.iter().map(|n| format!("--dim {n}=N")).collect();
+            Err(EvalError::Binding(format!(
+                "dimension '{s}' of {tensor} is unknown; bind it with {}",
+                flags.join(" ")
+            )))
+        }
+    }
+}
+
+pub(crate) fn tensor_counts(t: &TensorFact, name: &str) -> Result<(i64, i64), EvalError> {
+    let mut n: i64 = 1;
+    for d in &t.shape {
+        n = n.checked_mul(dim_value(d, name)?).ok_or_else(|| {
+            EvalError::Binding(format!("{name}: element count overflows 64 bits"))
+        })?;
+    }
+    let bits = n
+        .checked_mul(t.dtype.bits() as i64)
+        .ok_or_else(|| EvalError::Binding(format!("{name}: size in bits overflows 64 bits")))?;
+    Ok((n, bits))
+}
+
+impl Formula {
+    fn eval(&self, env: &Env, what: What) -> Result<Value, EvalError> {
+        self.code.eval_with_context(env).map_err(|e| {
+            let message = match e {
+                EvalexprError::CustomMessage(m) => m,
+                EvalexprError::DivisionError { .. } => "division by zero".to_string(),
+                EvalexprError::ModulationError { .. } => "remainder by zero".to_string(),
+                EvalexprError::AdditionError { .. }
+                | EvalexprError::SubtractionError { .. }
+                | EvalexprError::MultiplicationError { .. }
+                | EvalexprError::NegationError { .. } => "integer overflow".to_string(),
+                other => other.to_string(),
+            };
+            let (origin, text) = self.culprit(env, &message);
+            EvalError::Formula {
+                origin,
+                what: what.to_string(),
+                text,
+                message,
+            }
+        })
+    }
+
+    /// For a division by zero, the divisor that is zero; otherwise the formula.
+    fn culprit(&self, env: &Env, message: &str) -> (Origin, String) {
+        if message.contains("by zero") {
+            let mut found = None;
+            self.ast.walk(&mut |e| {
+                if found.is_some() {
+                    return;
+                }
+                if let ExprKind::Binary(BinOp::Div | BinOp::Rem, _, d) = &e.kind
+                    && self.sub_is_zero(d, env)
+                {
+                    found = Some(e.span);
+                }
+            });
+            if let Some(span) = found {
+                let (line, col) = self.position(span.start);
+                let origin = Origin {
+                    line,
+                    col,
+                    ..self.origin.clone()
+                };
+                return (origin, self.text[span.start..span.end].to_string());
+            }
+        }
+        (self.origin.clone(), self.text.clone())
+    }
+
+    fn sub_is_zero(&self, d: &Expr, env: &Env) -> bool {
+        // Re-lowering cannot fail: the whole formula lowered with these names.
+        struct Any<'a>(&'a Env<'a>);
+        impl Scope for Any<'_> {
+            fn kind(&self, name: &str) -> Option<NameKind> {
+                let probe = |v: String| self.0.vars.contains_key(v.as_str());
+                if probe(lower::var_present(name)) {
+                    Some(NameKind::Tensor { variadic: false })
+                } else if probe(lower::var_count(name)) {
+                    Some(NameKind::Tensor { variadic: true })
+                } else if probe(lower::var_dim(name)) {
+                    Some(NameKind::Dim)
+                } else if probe(lower::var_attr(name)) {
+                    Some(NameKind::Attr)
+                } else if probe(lower::var_let(name)) {
+                    Some(NameKind::Let {
+                        counts_elements: false,
+                    })
+                } else if probe(lower::var_switch(name)) {
+                    Some(NameKind::Switch)
+                } else {
+                    None
+                }
+            }
+        }
+        let Ok(code) = lower::lower(d, &Any(env), Units::Elements) else {
+            return false;
+        };
+        matches!(
+            evalexpr::build_operator_tree(&code).and_then(|c| c.eval_with_context(env)),
+            Ok(Value::Int(0))
+        )
+    }
+
+    /// Line and column in the rule file of byte `offset` of the formula text.
+    fn position(&self, offset: usize) -> (usize, usize) {
+        // Walk from the formula's start in the same way the loader located it.
+        let before = &self.text[..offset.min(self.text.len())];
+        match before.rfind('\n') {
+            None => (self.origin.line, self.origin.col + before.chars().count()),
+            Some(i) => (
+                self.origin.line + before.matches('\n').count(),
+                before[i + 1..].chars().count() + 1,
+            ),
+        }
+    }
+
+    fn eval_count(&self, env: &Env, what: What, units: Units) -> Result<u64, EvalError> {
+        let v = self.eval(env, what)?;
+        let fail = |message: String| EvalError::Formula {
+            origin: self.origin.clone(),
+            what: what.to_string(),
+            text: self.text.clone(),
+            message,
+        };
+        let n = match v {
+            Value::Int(n) => n,
+            other => {
+                return Err(fail(format!(
+                    "a count must be an integer, this is {}",
+                    lower::describe(&other)
+                )));
+            }
+        };
+        let n = u64::try_from(n).map_err(|_| fail(format!("a count cannot be negative ({n})")))?;
+        Ok(match units {
+            Units::Elements => n,
+            Units::Bits => n.div_ceil(8),
+        })
+    }
+
+    /// Byte offset of the formula in its file (for tools that point into it).
+    pub fn start_byte(&self) -> usize {
+        self.start_byte
+    }
+}
+
+impl CostRule {
+    /// Binds the rule's patterns to a node's tensors: every name when `all`,
+    /// else only those the formulas read (checks run either way).
+    fn bind<'r>(&'r self, node: &Node, env: &mut Env<'r>, all: bool) -> Result<(), EvalError> {
+        let mut bound: Vec<(&str, Value)> = Vec::new();
+        let n_in = self.inputs.len();
+        for (pats, tensors, side, base) in [
+            (&self.inputs, &node.inputs, "input", 0),
+            (&self.outputs, &node.outputs, "output", n_in),
+        ] {
+            let variadic = pats.last().is_some_and(|p| p.variadic);
+            let fixed = if variadic { pats.len() - 1 } else { pats.len() };
+            if !variadic && tensors.len() > pats.len() {
+                // Trailing absent tensors are harmless; present extra ones are not.
+                if tensors[pats.len()..].iter().any(Option::is_some) {
+                    return Err(EvalError::Binding(format!(
+                        "has {} {side}s, but the rule for {} takes at most {} ({})",
+                        tensors.len(),
+                        self.op,
+                        pats.len(),
+                        join_patterns(pats)
+                    )));
+                }
+            }
+            for (i, p) in pats.iter().enumerate().take(fixed) {
+                let [present, elements, bits_k, width, shape, _] = &self.keys.tensors[base + i];
+                let read = self.keys.tensors_read[base + i].map(|r| r || all);
+                let mut set = |k: usize, key: &'r Arc<str>, v: Value| {
+                    if read[k] {
+                        env.set(key, v);
+                    }
+                };
+                match tensors.get(i).and_then(Option::as_ref) {
+                    None if p.optional => {
+                        set(0, present, Value::Boolean(false));
+                        set(1, elements, Value::Int(0));
+                        set(2, bits_k, Value::Int(0));
+                        set(4, shape, Value::Empty);
+                        set(3, width, Value::Int(0));
+                    }
+                    None => {
+                        return Err(EvalError::Binding(format!(
+                            "{side} {} ({}) of {} is missing",
+                            i + 1,
+                            p.name,
+                            self.op
+                        )));
+                    }
+                    Some(t) => {
+                        // Checks every dimension: known, and within i64.
+                        let (n, bits) = tensor_counts(t, &p.name)?;
+                        set(0, present, Value::Boolean(true));
+                        set(1, elements, Value::Int(n));
+                        set(2, bits_k, Value::Int(bits));
+                        set(3, width, Value::Int(t.dtype.bits() as i64));
+                        if p.dims.is_none() && !read[4] {
+                            continue;
+                        }
+                        let dims = t
+                            .shape
+                            .iter()
+                            .map(|d| dim_value(d, &p.name).map(Value::Int))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        if let Some(pat) = &p.dims {
+                            bind_dims(p, pat, &dims, side, &mut bound)?;
+                        }
+                        set(4, shape, Value::Tuple(dims));
+                    }
+                }
+            }
+            if variadic {
+                let p = &pats[fixed];
+                let [_, elements, bits_k, _, _, count_k] = &self.keys.tensors[base + fixed];
+                let read = self.keys.tensors_read[base + fixed].map(|r| r || all);
+                let (mut count, mut n, mut bits) = (0i64, 0i64, 0i64);
+                for t in tensors.iter().skip(fixed).flatten() {
+                    let (tn, tb) = tensor_counts(t, &p.name)?;
+                    count += 1;
+                    let overflow =
+                        || EvalError::Binding(format!("{}: total size overflows", p.name));
+                    n = n.checked_add(tn).ok_or_else(overflow)?;
+                    bits = bits.checked_add(tb).ok_or_else(overflow)?;
+                }
+                if count == 0 && !p.optional {
+                    return Err(EvalError::Binding(format!(
+                        "{} needs at least one {side} for {}...",
+                        self.op, p.name
+                    )));
+                }
+                for (k, key, v) in [(5, count_k, count), (1, elements, n), (2, bits_k, bits)] {
+                    if read[k] {
+                        env.set(key, Value::Int(v));
+                    }
+                }
+            }
+        }
+        for ((name, key), read) in self.keys.dims.iter().zip(&self.keys.dims_read) {
+            if (*read || all)
+                && let Some(i) = bound.iter().position(|(n, _)| n == name)
+            {
+                env.set(key, bound.swap_remove(i).1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies the rule to one node.
+    pub fn evaluate(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
+        let Some(key) = self.memo_key(node, opts) else {
+            return self.evaluate_uncached(node, opts);
+        };
+        if let Some(ev) = self.memo.with(|m| m.get(&key).cloned()) {
+            // Tests check every remembered result against a fresh evaluation,
+            // as Debug text: a NaN parameter (attribute `alpha: nan`) is not
+            // == itself, but prints the same.
+            debug_assert_eq!(
+                format!("{:?}", Ok::<_, EvalError>(&ev)),
+                format!("{:?}", self.evaluate_uncached(node, opts))
+            );
+            return Ok(ev);
+        }
+        let ev = self.evaluate_uncached(node, opts)?;
+        self.memo.with(|m| {
+            if m.len() < MEMO_LIMIT {
+                m.insert(key, ev.clone());
+            }
+        });
+        Ok(ev)
+    }
+
+    /// Everything an evaluation reads from a node and the options, as one
+    /// key: the switches, each tensor slot's presence, element width and
+    /// dimensions, and the value of each attribute the rule declares. `None`
+    /// for a node with a symbolic dimension (that evaluation fails anyway).
+    /// Whatever `bind` or `evaluate_with` starts reading must be added here.
+    fn memo_key(&self, node: &Node, opts: CountOptions) -> Option<Vec<u64>> {
+        let mut k: Vec<u64> = Vec::with_capacity(32);
+        k.extend([
+            opts.fma as u64,
+            opts.full_attention as u64,
+            node.opset as u64,
+        ]);
+        for side in [&node.inputs, &node.outputs] {
+            k.push(side.len() as u64);
+            for t in side {
+                let Some(t) = t else {
+                    k.push(u64::MAX);
+                    continue;
+                };
+                k.extend([t.dtype.bits(), t.shape.len() as u64]);
+                for d in &t.shape {
+                    k.push(d.known()?);
+                }
+            }
+        }
+        for a in &self.attrs {
+            match node.attrs.get(&a.name) {
+                None => k.push(0),
+                Some(v) => attr_key(v, &mut k),
+            }
+        }
+        Some(k)
+    }
+
+    /// [`CostRule::evaluate`] without the memo.
+    pub fn evaluate_uncached(
+        &self,
+        node: &Node,
+        opts: CountOptions,
+    ) -> Result<Evaluation, EvalError> {
+        match self.evaluate_with(node, opts, false) {
+            // Names no formula reads were left unbound; bind them all to find
+            // the culprit of a formula error.
+            Err(EvalError::Formula { .. }) => self.evaluate_with(node, opts, true),
+            r => r,
+        }
+    }
+
+    /// Applies the rule and also reports every name it bound (`c3 explain`).
+    pub fn explain(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
+        self.evaluate_with(node, opts, true)
+    }
+
+    fn evaluate_with(
+        &self,
+        node: &Node,
+        opts: CountOptions,
+        keep_bindings: bool,
+    ) -> Result<Evaluation, EvalError> {
+        let mut env = Env {
+            vars: rustc_hash::FxHashMap::with_capacity_and_hasher(64, Default::default()),
+        };
+        let switches = [
+            Value::Boolean(opts.fma),
+            Value::Int(node.opset),
+            Value::Boolean(true),
+            Value::Boolean(false),
+            Value::Boolean(opts.full_attention),
+        ];
+        for ((key, v), read) in self
+            .keys
+            .switches
+            .iter()
+            .zip(switches)
+            .zip(&self.keys.switches_read)
+        {
+            if *read || keep_bindings {
+                env.set(key, v);
+            }
+        }
+        self.bind(node, &mut env, keep_bindings)?;
+
+        for (a, key) in self.attrs.iter().zip(&self.keys.attrs) {
+            let v = match (node.attrs.get(&a.name), &a.default) {
+                (Some(v), _) => attr_value(v),
+                (None, Some(d)) => d.eval(&env, What::AttrDefault(&a.name))?,
+                (None, None) => Value::Empty,
+            };
+            env.set(key, v);
+        }
+        for ((name, f), key) in self.lets.iter().zip(&self.keys.lets) {
+            let v = f.eval(&env, What::Let(name))?;
+            env.set(key, v);
+        }
+        let flops = self
+            .flops
+            .eval_count(&env, What::Named("flops"), Units::Elements)?;
+        let mread = self
+            .mread
+            .eval_count(&env, What::Named("mread"), Units::Bits)?;
+        let mwrite = self
+            .mwrite
+            .eval_count(&env, What::Named("mwrite"), Units::Bits)?;
+        let iops = match &self.iops {
+            Some(f) => f.eval_count(&env, What::Named("iops"), Units::Elements)?,
+            None => 0,
+        };
+        let params = self
+            .params
+            .iter()
+            .map(|(n, f)| Ok((n.clone(), f.eval(&env, What::Param(n))?)))
+            .collect::<Result<Vec<_>, EvalError>>()?;
+        let bindings = if keep_bindings {
+            self.collect_bindings(&env)
+        } else {
+            Vec::new()
+        };
+        Ok(Evaluation {
+            flops,
+            mread,
+            mwrite,
+            iops,
+            params,
+            bindings,
+        })
+    }
+
+    fn collect_bindings(&self, env: &Env) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        let get = |v: String| env.vars.get(v.as_str()).cloned().unwrap_or(Value::Empty);
+        let mut dims_seen: Vec<&str> = Vec::new();
+        for p in self.inputs.iter().chain(&self.outputs) {
+            if p.variadic {
+                out.push((format!("count({})", p.name), get(lower::var_count(&p.name))));
+                out.push((format!("|{}|", p.name), get(lower::var_elements(&p.name))));
+                continue;
+            }
+            out.push((format!("|{}|", p.name), get(lower::var_elements(&p.name))));
+            for d in p.dims.iter().flatten() {
+                if let DimPat::Name(n) | DimPat::Rest(n) = d
+                    && !dims_seen.contains(&n.as_str())
+                {
+                    dims_seen.push(n);
+                    out.push((n.clone(), get(lower::var_dim(n))));
+                }
+            }
+        }
+        for a in &self.attrs {
+            out.push((a.name.clone(), get(lower::var_attr(&a.name))));
+        }
+        for (n, _) in &self.lets {
+            out.push((n.clone(), get(lower::var_let(n))));
+        }
+        out
+    }
+}
+
+pub(crate) fn bind_dims<'a>(
+    p: &TensorPat,
+    pat: &'a [DimPat],
+    dims: &[Value],
+    side: &str,
+    bound: &mut Vec<(&'a str, Value)>,
+) -> Result<(), EvalError> {
+    let rest_at = pat.iter().position(|d| matches!(d, DimPat::Rest(_)));
+    let fixed = pat.len() - rest_at.map_or(0, |_| 1);
+    let ok_rank = match rest_at {
+        Some(_) => dims.len() >= fixed,
+        None => dims.len() == fixed,
+    };
+    if !ok_rank {
+        let want = match rest_at {
+            Some(_) => format!("at least {fixed}"),
+            None => format!("{fixed}"),
+        };
+        return Err(EvalError::Binding(format!(
+            "{side} {}: pattern {p} needs rank {want}, got rank {}",
+            p.name,
+            dims.len()
+        )));
+    }
+    let tail = pat.len() - rest_at.map_or(pat.len(), |r| r + 1);
+    let mut check = |name: &'a str, v: Value| -> Result<(), EvalError> {
+        // A rule binds a handful of names: a list beats hashing them.
+        match bound.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
+            Some(prev) if *prev != v => Err(EvalError::Binding(format!(
+                "{side} {}: '{name}' is {} here but {} elsewhere (pattern {p})",
+                p.name,
+                show_value(&v),
+                show_value(prev)
+            ))),
+            Some(_) => Ok(()),
+            None => {
+                bound.push((name, v));
+                Ok(())
+            }
+        }
+    };
+    for (i, d) in pat.iter().enumerate() {
+        let at = match rest_at {
+            Some(r) if i > r => dims.len() - (pat.len() - i),
+            _ => i,
+        };
+        match d {
+            DimPat::Fixed(n) => {
+                if dims[at] != Value::Int(*n as i64) {
+                    return Err(EvalError::Binding(format!(
+                        "{side} {}: dimension {at} must be {n} (pattern {p}), got {}",
+                        p.name,
+                        show_value(&dims[at])
+                    )));
+                }
+            }
+            DimPat::Name(n) => check(n, dims[at].clone())?,
+            DimPat::Rest(n) => {
+                let end = dims.len() - tail;
+                check(n, Value::Tuple(dims[i..end].to_vec()))?;
+            }
+        }
+    }
+    Ok(())
+}
