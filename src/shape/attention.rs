@@ -3,8 +3,8 @@
 //! ai.onnx.preview FlexAttention.
 
 use super::ctx::{InferCtx, Result, err};
+use super::dims::{add_dim, all, dim_of, div_dim, mul_dim, same};
 use super::fact::Fact;
-use super::reduce::{add_dim, all, dim_of, div_dim, mul_dim, same};
 use super::{InferFn, OpEntry};
 use crate::ir::Dim;
 
@@ -144,7 +144,7 @@ pub(super) fn like_input(ctx: &mut InferCtx) -> Result<()> {
 
 /// LinearAttention: packed (B, T, H*D) inputs; output (B, T, Hq*dv) and the
 /// recurrent state (B, Hkv, dk, dv).
-fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
     let (Some(hq), Some(hkv)) = (ctx.attr_int("q_num_heads"), ctx.attr_int("kv_num_heads")) else {
         return err("LinearAttention needs q_num_heads and kv_num_heads");
     };
@@ -195,7 +195,7 @@ fn with_window(ctx: &InferCtx, state: Option<Vec<Dim>>) -> Result<Option<Vec<Dim
 /// (B, C, (k-1)*dilation) for a (C, 1, k) kernel. The com.microsoft version
 /// adds `dilation`, a channels-last layout (B, L, d1..dn) with state
 /// (B, state_len, d1..dn), and `state_window`; only its 1-D form is inferred.
-fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?;
     let channels_last = ctx.attr_int_or("channels_last", 0) != 0;
     let one_d = ctx.attr_int_or("ndim", 1) == 1;
@@ -235,26 +235,19 @@ fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let list: [(&'static str, &'static str, InferFn); 7] = [
+    let list: [(&'static str, &'static str, InferFn); 5] = [
         ("", "Attention", attention),
         ("", "RotaryEmbedding", like_input),
         ("", "LinearAttention", linear_attention),
         ("", "CausalConvWithState", causal_conv_with_state),
         ("ai.onnx.preview", "FlexAttention", flex_attention),
-        // onnxruntime's versions: the same rules plus a few attributes.
-        ("com.microsoft", "LinearAttention", linear_attention),
-        (
-            "com.microsoft",
-            "CausalConvWithState",
-            causal_conv_with_state,
-        ),
     ];
     list.to_vec()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::reduce::testing::*;
+    use super::super::reduction::testing::*;
     use crate::ir::DType;
 
     #[test]

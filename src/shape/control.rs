@@ -6,7 +6,7 @@
 //! `ctx.subgraphs`, which also merges in the body's declared output types.
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, axis_inclusive, dim, err};
-use super::fact::{Fact, TensorValue, ValueKind};
+use super::fact::{Fact, ValueKind};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -14,22 +14,11 @@ use crate::onnx::proto::{GraphProto, TypeProto};
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let table: [(&'static str, InferFn); 15] = [
+    let table: [(&'static str, InferFn); 4] = [
         ("If", if_op),
         ("Loop", loop_op),
         ("Scan", scan),
-        ("SequenceConstruct", sequence_construct),
-        ("SequenceAt", sequence_at),
-        ("SequenceEmpty", sequence_empty),
-        ("SequenceInsert", sequence_insert),
-        ("SequenceErase", sequence_erase),
-        ("SequenceLength", sequence_length),
-        ("ConcatFromSequence", concat_from_sequence),
-        ("SplitToSequence", split_to_sequence),
         ("SequenceMap", sequence_map),
-        ("Optional", optional),
-        ("OptionalGetElement", optional_get_element),
-        ("OptionalHasElement", optional_has_element),
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
@@ -47,7 +36,7 @@ fn input_or_unknown(ctx: &InferCtx, i: usize) -> Fact {
 }
 
 /// The element types of two facts that must agree.
-fn same_dtype(a: Option<DType>, b: Option<DType>, what: &str) -> Result<Option<DType>> {
+pub(super) fn same_dtype(a: Option<DType>, b: Option<DType>, what: &str) -> Result<Option<DType>> {
     match (a, b) {
         (Some(x), Some(y)) if x != y => err(format!("{what}: element types {x} and {y} differ")),
         _ => Ok(a.or(b)),
@@ -96,7 +85,7 @@ fn same_type(a: &Fact, b: &Fact) -> bool {
 }
 
 /// The element of a sequence (or a tensor passed as is), as a tensor fact.
-fn element(f: &Fact) -> Fact {
+pub(super) fn element(f: &Fact) -> Fact {
     match f.kind {
         ValueKind::Sequence | ValueKind::Optional => Fact::tensor(f.dtype, f.shape.clone()),
         _ => f.clone(),
@@ -104,7 +93,7 @@ fn element(f: &Fact) -> Fact {
 }
 
 /// A sequence whose elements are like `f`.
-fn sequence_of(f: &Fact) -> Fact {
+pub(super) fn sequence_of(f: &Fact) -> Fact {
     Fact {
         kind: ValueKind::Sequence,
         ..Fact::tensor(f.dtype, f.shape.clone())
@@ -113,7 +102,7 @@ fn sequence_of(f: &Fact) -> Fact {
 
 /// A tensor fact from a declared type (Optional's `type` attribute); a
 /// sequence or map inside is not representable and stays unknown.
-fn type_fact(ctx: &InferCtx, t: &TypeProto) -> Fact {
+pub(super) fn type_fact(ctx: &InferCtx, t: &TypeProto) -> Fact {
     let Some(tt) = t.tensor_type.as_ref().or(t.sparse_tensor_type.as_ref()) else {
         return Fact::unknown();
     };
@@ -478,177 +467,6 @@ fn agree(slot: &mut Option<Dim>, d: &Dim, what: &str) -> Result<()> {
 
 // ---------------------------------------------------------------- sequences
 
-/// The element shape of a sequence holding `a`'s and `b`'s elements: kept
-/// only when they agree.
-fn common_shape(a: &Option<Vec<Dim>>, b: &Option<Vec<Dim>>) -> Option<Vec<Dim>> {
-    match (a, b) {
-        (Some(x), Some(y)) if x == y => Some(x.clone()),
-        _ => None,
-    }
-}
-
-fn sequence_construct(ctx: &mut InferCtx) -> Result<()> {
-    let first = ctx.require(0)?.clone();
-    let mut seq = sequence_of(&first);
-    for i in 1..ctx.n_inputs() {
-        let f = ctx.require(i)?;
-        seq.dtype = same_dtype(seq.dtype, f.dtype, "SequenceConstruct")?;
-        seq.shape = common_shape(&seq.shape, &f.shape);
-    }
-    ctx.set(0, seq);
-    Ok(())
-}
-
-fn sequence_at(ctx: &mut InferCtx) -> Result<()> {
-    let s = ctx.require(0)?;
-    ctx.set(0, Fact::tensor(s.dtype, s.shape.clone()));
-    Ok(())
-}
-
-fn sequence_empty(ctx: &mut InferCtx) -> Result<()> {
-    let code = ctx.attr_int_or("dtype", 1);
-    let dtype = i32::try_from(code)
-        .ok()
-        .and_then(DType::from_onnx_code)
-        .ok_or_else(|| ShapeError(format!("SequenceEmpty: unknown dtype {code}")))?;
-    // No element yet: nothing is known of their shape.
-    ctx.set(
-        0,
-        Fact {
-            kind: ValueKind::Sequence,
-            ..Fact::tensor(Some(dtype), None)
-        },
-    );
-    Ok(())
-}
-
-fn sequence_insert(ctx: &mut InferCtx) -> Result<()> {
-    let s = ctx.require(0)?;
-    let t = ctx.require(1)?;
-    let dtype = same_dtype(s.dtype, t.dtype, "SequenceInsert")?;
-    let shape = common_shape(&s.shape, &t.shape);
-    ctx.set(
-        0,
-        Fact {
-            kind: ValueKind::Sequence,
-            ..Fact::tensor(dtype, shape)
-        },
-    );
-    Ok(())
-}
-
-fn sequence_erase(ctx: &mut InferCtx) -> Result<()> {
-    let s = ctx.require(0)?;
-    ctx.set(0, sequence_of(s));
-    Ok(())
-}
-
-fn sequence_length(ctx: &mut InferCtx) -> Result<()> {
-    ctx.set(0, Fact::new(DType::Int64, vec![]));
-    Ok(())
-}
-
-/// ConcatFromSequence: the axis grows by an unknown total (the sequence's
-/// length is not tracked), or a new axis of unknown length is inserted.
-fn concat_from_sequence(ctx: &mut InferCtx) -> Result<()> {
-    let s = ctx.require(0)?.clone();
-    let a = ctx
-        .attr_int("axis")
-        .ok_or_else(|| ShapeError("ConcatFromSequence needs axis".into()))?;
-    let new_axis = ctx.attr_int_or("new_axis", 0) != 0;
-    let shape = match s.shape {
-        Some(mut shape) => {
-            if new_axis {
-                let at = axis_inclusive(a, shape.len())?;
-                shape.insert(at, ctx.fresh_dim("concat"));
-            } else {
-                let at = axis(a, shape.len())?;
-                shape[at] = ctx.fresh_dim("concat");
-            }
-            Some(shape)
-        }
-        None => None,
-    };
-    ctx.set(0, Fact::tensor(s.dtype, shape));
-    Ok(())
-}
-
-/// SplitToSequence: the element shape is known when every chunk has the same
-/// size along the axis.
-fn split_to_sequence(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    let seq = |shape: Option<Vec<Dim>>| Fact {
-        kind: ValueKind::Sequence,
-        ..Fact::tensor(x.dtype, shape)
-    };
-    let Some(shape) = x.shape.clone() else {
-        ctx.set(0, seq(None));
-        return Ok(());
-    };
-    let at = axis(ctx.attr_int_or("axis", 0), shape.len())?;
-    let total = shape[at].clone();
-    let with = |d: Dim| {
-        let mut s = shape.clone();
-        s[at] = d;
-        Some(s)
-    };
-    let element = if ctx.input(1).is_none() {
-        // Chunks of 1; keepdims = 0 drops the axis.
-        if ctx.attr_int_or("keepdims", 1) != 0 {
-            with(Dim::Known(1))
-        } else {
-            let mut s = shape.clone();
-            s.remove(at);
-            Some(s)
-        }
-    } else {
-        let split = ctx.known_ints(1);
-        match (ctx.rank(1), split) {
-            (Some(0), Some(v)) => {
-                let size = match v.as_slice() {
-                    [s] if *s > 0 => *s as u64,
-                    _ => return err(format!("split size {v:?} must be positive")),
-                };
-                match total.known() {
-                    // One chunk holds everything; equal chunks all have `size`.
-                    Some(t) if t <= size => with(Dim::Known(t)),
-                    Some(t) if t % size == 0 => with(Dim::Known(size)),
-                    _ if size == 1 => with(Dim::Known(1)),
-                    _ => None,
-                }
-            }
-            (Some(1), Some(v)) => {
-                if v.iter().any(|&s| s < 0) {
-                    return err(format!("split sizes {v:?} must not be negative"));
-                }
-                let sum = v.iter().try_fold(0i64, |a, &s| a.checked_add(s));
-                if let (Some(t), Some(sum)) = (total.known(), sum)
-                    && Some(t) != u64::try_from(sum).ok()
-                {
-                    return err(format!(
-                        "split sizes {v:?} do not add up to the axis size {t}"
-                    ));
-                }
-                match v.split_first() {
-                    Some((&s, rest)) if rest.iter().all(|&r| r == s) => with(Dim::Known(s as u64)),
-                    _ => None,
-                }
-            }
-            // One split entry of unknown value: the single chunk is everything.
-            (Some(1), None)
-                if ctx
-                    .shape(1)
-                    .is_some_and(|s| s.first() == Some(&Dim::Known(1))) =>
-            {
-                with(total)
-            }
-            _ => None,
-        }
-    };
-    ctx.set(0, seq(element));
-    Ok(())
-}
-
 /// SequenceMap: the body runs once per element (sequence inputs give it an
 /// element, tensor inputs are passed whole); each output is a sequence.
 fn sequence_map(ctx: &mut InferCtx) -> Result<()> {
@@ -679,63 +497,6 @@ fn sequence_map(ctx: &mut InferCtx) -> Result<()> {
 }
 
 // ---------------------------------------------------------------- optionals
-
-fn optional(ctx: &mut InferCtx) -> Result<()> {
-    let inner = match ctx.input(0) {
-        // An optional sequence cannot say what its elements are.
-        Some(f) if f.kind != ValueKind::Tensor => Fact::unknown(),
-        Some(f) => f.clone(),
-        None => match ctx.attr("type").and_then(|a| a.tp.as_ref()) {
-            Some(t) => type_fact(ctx, t),
-            None => return err("Optional needs an input or the 'type' attribute"),
-        },
-    };
-    ctx.set(
-        0,
-        Fact {
-            kind: ValueKind::Optional,
-            ..Fact::tensor(inner.dtype, inner.shape)
-        },
-    );
-    Ok(())
-}
-
-/// OptionalGetElement: the held tensor; from opset 18 a plain tensor or
-/// sequence passes through.
-fn optional_get_element(ctx: &mut InferCtx) -> Result<()> {
-    let f = ctx.require(0)?;
-    let out = match f.kind {
-        ValueKind::Optional => Fact::tensor(f.dtype, f.shape.clone()),
-        _ => Fact {
-            constant: None,
-            ..f.clone()
-        },
-    };
-    ctx.set(0, out);
-    Ok(())
-}
-
-/// OptionalHasElement: a boolean scalar, known when the input is absent
-/// (false) or a value that is not optional (true).
-fn optional_has_element(ctx: &mut InferCtx) -> Result<()> {
-    let known = match ctx.input(0) {
-        None => Some(false),
-        Some(f) if f.kind == ValueKind::Sequence => Some(true),
-        Some(f) if f.kind == ValueKind::Tensor && (f.dtype.is_some() || f.shape.is_some()) => {
-            Some(true)
-        }
-        Some(_) => None,
-    };
-    let value = known.map(|b| TensorValue::Ints(vec![SymInt::Int(i64::from(b))]));
-    ctx.set(
-        0,
-        Fact {
-            value,
-            ..Fact::new(DType::Bool, vec![])
-        },
-    );
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {

@@ -4,60 +4,18 @@
 //! Convolutions and pooling share one sliding-window rule ([`Window`]), which
 //! works on symbolic spatial sizes too (`floor((H+2-3)/2)+1`).
 
-use std::collections::BTreeMap;
+// ---------------------------------------------------------------- helpers
 
-use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, dtype_code, err, join};
+use super::ctx::{InferCtx, Result, ShapeError, dim, err, join};
+use super::dims::{overflow, same_size};
 use super::fact::Fact;
+use super::indexing::fresh_dims;
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
 
-// ---------------------------------------------------------------- helpers
-
-/// The framework's overflow error, for plain `i64` arithmetic on attributes.
-fn overflow() -> ShapeError {
-    crate::dim::Overflow.into()
-}
-
-/// Two sizes that must be equal: `None` when they are known and differ;
-/// otherwise the better known one (a symbol against a number is the number).
-fn unify(a: &Dim, b: &Dim) -> Option<Dim> {
-    match (a, b) {
-        (Dim::Known(x), Dim::Known(y)) => (x == y).then(|| a.clone()),
-        (Dim::Sym(_), Dim::Known(_)) => Some(b.clone()),
-        _ => Some(a.clone()),
-    }
-}
-
-/// Checks that two sizes can be equal, naming what they are.
-fn same_size(a: &Dim, b: &Dim, what: &str) -> Result<Dim> {
-    unify(a, b).ok_or_else(|| ShapeError(format!("{what}: {a} does not match {b}")))
-}
-
-/// Shapes that must be identical, dimension by dimension.
-fn same_shape(a: &[Dim], b: &[Dim], what: &str) -> Result<Vec<Dim>> {
-    if a.len() != b.len() {
-        return err(format!(
-            "{what}: shapes [{}] and [{}] differ in rank",
-            join(a),
-            join(b)
-        ));
-    }
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| same_size(x, y, what))
-        .collect()
-}
-
-/// Output 0 takes input 0's type and shape (normalizations that keep the shape).
-fn same_as_input(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
 /// Input `i`'s dims `[N, C, spatial...]`, requiring at least one spatial axis.
-fn nc_spatial(ctx: &InferCtx, i: usize) -> Result<Option<Vec<Dim>>> {
+pub(super) fn nc_spatial(ctx: &InferCtx, i: usize) -> Result<Option<Vec<Dim>>> {
     match ctx.shape(i) {
         Some(s) if s.len() < 3 => err(format!(
             "{} needs an input of rank 3 or more (N, C, spatial...), got [{}]",
@@ -79,7 +37,7 @@ enum AutoPad {
 }
 
 /// The sliding-window attributes of a convolution or pooling node.
-struct Window {
+pub(super) struct Window {
     /// Per spatial axis; `None` where the kernel size is not known.
     kernel: Vec<Option<i64>>,
     strides: Vec<i64>,
@@ -112,7 +70,7 @@ fn per_axis(ctx: &InferCtx, name: &str, n: usize, min: i64) -> Result<Option<Vec
 impl Window {
     /// Reads the attributes for `n` spatial axes; `kernel` comes from the
     /// weights when `kernel_shape` is absent.
-    fn read(ctx: &InferCtx, n: usize, kernel: Vec<Option<i64>>) -> Result<Window> {
+    pub(super) fn read(ctx: &InferCtx, n: usize, kernel: Vec<Option<i64>>) -> Result<Window> {
         let kernel = match per_axis(ctx, "kernel_shape", n, 1)? {
             Some(k) => k.into_iter().map(Some).collect(),
             None if kernel.len() == n => kernel,
@@ -239,7 +197,12 @@ impl Window {
     /// `s * (in - 1) + output_padding + ek - pads`; SAME pads take
     /// `max(0, ek + output_padding - s)` in all (as onnxruntime does), so
     /// the output is `in * s` for the usual kernels.
-    fn transposed_dim(&self, i: usize, size: &Dim, output_padding: i64) -> Result<Option<Dim>> {
+    pub(super) fn transposed_dim(
+        &self,
+        i: usize,
+        size: &Dim,
+        output_padding: i64,
+    ) -> Result<Option<Dim>> {
         let Some(ek) = self.effective_kernel(i)? else {
             return Ok(None);
         };
@@ -262,7 +225,7 @@ impl Window {
 
 /// Output spatial sizes for `spatial` input sizes; an unknown kernel size
 /// gives a fresh symbol.
-fn window_dims(ctx: &InferCtx, w: &Window, spatial: &[Dim]) -> Result<Vec<Dim>> {
+pub(super) fn window_dims(ctx: &InferCtx, w: &Window, spatial: &[Dim]) -> Result<Vec<Dim>> {
     spatial
         .iter()
         .enumerate()
@@ -295,7 +258,7 @@ fn group(ctx: &InferCtx) -> Result<i64> {
 
 /// Conv, ConvInteger, QLinearConv, DeformConv: `[N, C, in...]` with weights
 /// `[M, C/group, k...]` give `[N, M, out...]`.
-fn conv(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn conv(ctx: &mut InferCtx) -> Result<()> {
     // QLinearConv interleaves scales and zero points: x, x_scale, x_zp, w, ...
     let (xi, wi) = if ctx.op == "QLinearConv" {
         (0, 3)
@@ -410,586 +373,74 @@ fn conv_transpose(ctx: &mut InferCtx) -> Result<()> {
 
 // ---------------------------------------------------------------- pooling
 
-/// MaxPool, AveragePool, LpPool: `[N, C, out...]`; MaxPool's optional
-/// Indices output has the same shape, int64.
-fn pool(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.dtype(0);
-    if !ctx.has_attr("kernel_shape") {
-        return err(format!("{} needs kernel_shape", ctx.op));
-    }
-    let shape = match nc_spatial(ctx, 0)? {
-        Some(x) => {
-            let win = Window::read(ctx, x.len() - 2, Vec::new())?;
-            let mut out = x[..2].to_vec();
-            out.extend(window_dims(ctx, &win, &x[2..])?);
-            Some(out)
-        }
-        None => None,
-    };
-    ctx.set(0, Fact::tensor(dtype, shape.clone()));
-    ctx.set(1, Fact::tensor(Some(DType::Int64), shape));
-    Ok(())
-}
-
-/// GlobalAveragePool, GlobalMaxPool, GlobalLpPool: spatial sizes become 1.
-fn global_pool(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    let shape = match &x.shape {
-        Some(s) if s.len() < 2 => {
-            return err(format!(
-                "{} needs an input of rank 2 or more, got [{}]",
-                ctx.op,
-                join(s)
-            ));
-        }
-        Some(s) => Some(
-            s.iter()
-                .enumerate()
-                .map(|(i, d)| if i < 2 { d.clone() } else { Dim::Known(1) })
-                .collect(),
-        ),
-        None => None,
-    };
-    ctx.set(0, x.reshaped(shape));
-    Ok(())
-}
-
-/// MaxUnpool: `output_shape` (input 2) when given, else
-/// `(in - 1) * s + k - pads` per axis.
-fn max_unpool(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.dtype(0);
-    let x = nc_spatial(ctx, 0)?;
-    if ctx.input(2).is_some() {
-        let shape = match (ctx.ints(2), &x) {
-            (Some(v), _) => {
-                if let Some(x) = &x
-                    && v.len() != x.len()
-                {
-                    return err(format!(
-                        "MaxUnpool output_shape has {} values for an input of rank {}",
-                        v.len(),
-                        x.len()
-                    ));
-                }
-                Some(v.iter().map(dim).collect::<Result<Vec<_>>>()?)
-            }
-            // The sizes are data: keep N and C, the rest are run-time sizes.
-            (None, Some(x)) => Some(
-                x.iter()
-                    .enumerate()
-                    .map(|(i, d)| {
-                        if i < 2 {
-                            d.clone()
-                        } else {
-                            ctx.fresh_dim("unpool")
-                        }
-                    })
-                    .collect(),
-            ),
-            (None, None) => None,
-        };
-        ctx.set(0, Fact::tensor(dtype, shape));
-        return Ok(());
-    }
-    if !ctx.has_attr("kernel_shape") {
-        return err("MaxUnpool needs kernel_shape");
-    }
-    let shape = match x {
-        Some(x) => {
-            let win = Window::read(ctx, x.len() - 2, Vec::new())?;
-            let mut out = x[..2].to_vec();
-            for (i, d) in x[2..].iter().enumerate() {
-                // Unpooling is a transposed pooling without output padding.
-                let o = win.transposed_dim(i, d, 0)?;
-                out.push(o.unwrap_or_else(|| ctx.fresh_dim("unpool")));
-            }
-            Some(out)
-        }
-        None => None,
-    };
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
-
 // ---------------------------------------------------------------- normalizations
-
-/// BatchNormalization: Y is X; the statistics outputs (running mean and
-/// variance at 14+, also the saved ones before) are per channel, shaped like
-/// the mean input.
-fn batch_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
-    let stat_shape = ctx
-        .shape(3)
-        .cloned()
-        .or_else(|| ctx.shape(0).and_then(|s| s.get(1)).map(|c| vec![c.clone()]));
-    let stat = Fact::tensor(ctx.dtype(3).or(ctx.dtype(0)), stat_shape);
-    for i in 1..ctx.n_outputs() {
-        ctx.set(i, stat.clone());
-    }
-    Ok(())
-}
-
-/// LayerNormalization: Y is X; Mean and InvStdDev keep the axes before
-/// `axis` and are 1 after, typed by `stash_type`.
-fn layer_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
-    let stash = dtype_code(ctx.attr_int_or("stash_type", 1))?;
-    let shape = match ctx.shape(0) {
-        Some(s) => {
-            let a = axis(ctx.attr_int_or("axis", -1), s.len())?;
-            Some(
-                s.iter()
-                    .enumerate()
-                    .map(|(i, d)| if i < a { d.clone() } else { Dim::Known(1) })
-                    .collect(),
-            )
-        }
-        None => None,
-    };
-    let stat = Fact::tensor(Some(stash), shape);
-    ctx.set(1, stat.clone());
-    ctx.set(2, stat);
-    Ok(())
-}
-
-/// GroupNormalization: Y is X; the channels must split into `num_groups`.
-fn group_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
-    let groups = ctx.attr_int_or("num_groups", 1);
-    let channels = ctx.shape(0).and_then(|s| s.get(1)).and_then(Dim::known);
-    match (u64::try_from(groups), channels) {
-        (Ok(0) | Err(_), _) => err(format!(
-            "GroupNormalization num_groups {groups} must be positive"
-        )),
-        (Ok(g), Some(c)) if c % g != 0 => err(format!(
-            "GroupNormalization: {c} channels do not split into {g} groups"
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// RMSNormalization: X's shape, the scale's type.
-fn rms_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
-    if let Some(s) = ctx.shape(0) {
-        axis(ctx.attr_int_or("axis", -1), s.len())?;
-    }
-    if let (Some(t), Some(o)) = (ctx.dtype(1), ctx.output_mut(0)) {
-        o.dtype = Some(t);
-    }
-    Ok(())
-}
-
-/// SwiGLU: gate and value have identical shapes (no broadcasting).
-fn swiglu(ctx: &mut InferCtx) -> Result<()> {
-    let a = ctx.require(0)?.clone();
-    let shape = match (&a.shape, ctx.shape(1)) {
-        (Some(x), Some(y)) => Some(same_shape(x, y, "SwiGLU gate vs value")?),
-        (s, o) => s.clone().or(o.cloned()),
-    };
-    ctx.set(0, Fact::tensor(a.dtype.or(ctx.dtype(1)), shape));
-    Ok(())
-}
 
 // ---------------------------------------------------------------- matrix products
 
-/// numpy matmul: 1-D operands gain and then lose an axis; batch axes broadcast.
-fn matmul_shape(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
-    let (Some((ka, a_rest)), Some((n, b_rest))) = (a.split_last(), b.split_last()) else {
-        return err("MatMul operands must not be scalars");
-    };
-    // a: [..., M, K]; for 1-D a there is no M.
-    let (m, a_batch) = match a_rest.split_last() {
-        Some((m, batch)) => (Some(m), batch),
-        None => (None, a_rest),
-    };
-    // b: [..., K, N]; for 1-D b the only axis is K and there is no N.
-    let (kb, n, b_batch) = match b_rest.split_last() {
-        Some((k, batch)) => (k, Some(n), batch),
-        None => (n, None, b_rest),
-    };
-    same_size(ka, kb, "MatMul inner dimensions")?;
-    let mut out = broadcast(a_batch, b_batch)?;
-    out.extend(m.cloned());
-    out.extend(n.cloned());
-    Ok(out)
-}
-
-/// MatMul, MatMulInteger (int32), QLinearMatMul (typed by y_zero_point).
-fn matmul(ctx: &mut InferCtx) -> Result<()> {
-    let (ai, bi, dtype) = match ctx.op {
-        "MatMulInteger" => (0, 1, Some(DType::Int32)),
-        "QLinearMatMul" => (0, 3, ctx.dtype(7)),
-        _ => (0, 1, ctx.dtype(0)),
-    };
-    let shape = match (ctx.shape(ai), ctx.shape(bi)) {
-        (Some(a), Some(b)) => Some(matmul_shape(a, b)?),
-        _ => None,
-    };
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
-
-/// Gemm: `op(A) [M, K] x op(B) [K, N] -> [M, N]`, op a transpose per transA/B;
-/// C broadcasts to the result.
-fn gemm(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.dtype(0);
-    let operand = |i: usize, trans: &str| -> Result<Option<(Dim, Dim)>> {
-        match ctx.shape(i) {
-            Some(s) if s.len() == 2 => {
-                let (r, c) = (s[0].clone(), s[1].clone());
-                Ok(Some(if ctx.attr_int_or(trans, 0) != 0 {
-                    (c, r)
-                } else {
-                    (r, c)
-                }))
-            }
-            Some(s) => err(format!(
-                "Gemm input {} must be 2-D, got [{}]",
-                i + 1,
-                join(s)
-            )),
-            None => Ok(None),
-        }
-    };
-    let (a, b) = (operand(0, "transA")?, operand(1, "transB")?);
-    let shape = match (a, b) {
-        (Some((m, ka)), Some((kb, n))) => {
-            same_size(&ka, &kb, "Gemm inner dimensions")?;
-            Some(vec![m, n])
-        }
-        _ => None,
-    };
-    if let (Some(out), Some(c)) = (&shape, ctx.shape(2)) {
-        // Unidirectional: C may not grow the result.
-        let b = broadcast(out, c)?;
-        if b.len() != out.len() || b.iter().zip(out).any(|(x, y)| unify(x, y).is_none()) {
-            return err(format!(
-                "Gemm C [{}] does not broadcast to [{}]",
-                join(c),
-                join(out)
-            ));
-        }
-    }
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
-
 // ---------------------------------------------------------------- Einsum
-
-/// One subscript of an Einsum term.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Sub {
-    Label(char),
-    Ellipsis,
-}
-
-/// Parses one term (`ij`, `...ij`, `b...`); at most one ellipsis.
-fn einsum_term(t: &str) -> Result<Vec<Sub>> {
-    let mut out = Vec::new();
-    let mut rest = t;
-    while let Some(c) = rest.chars().next() {
-        if let Some(r) = rest.strip_prefix("...") {
-            if out.contains(&Sub::Ellipsis) {
-                return err(format!("Einsum term {t:?} has more than one ellipsis"));
-            }
-            out.push(Sub::Ellipsis);
-            rest = r;
-        } else if c.is_ascii_alphabetic() {
-            out.push(Sub::Label(c));
-            rest = &rest[1..];
-        } else {
-            return err(format!("Einsum term {t:?} has an invalid character {c:?}"));
-        }
-    }
-    Ok(out)
-}
-
-/// Einsum: labels take their input's sizes; `...` broadcasts; without `->`
-/// the output is the ellipsis then the labels seen once, in ASCII order.
-fn einsum(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.dtype(0);
-    let eq: String = ctx
-        .attr_string("equation")
-        .ok_or_else(|| ShapeError("Einsum needs an equation".into()))?
-        .chars()
-        .filter(|c| !c.is_whitespace())
-        .collect();
-    let (lhs, rhs) = match eq.split_once("->") {
-        Some((l, r)) => (l, Some(einsum_term(r)?)),
-        None => (eq.as_str(), None),
-    };
-    let terms: Vec<Vec<Sub>> = lhs.split(',').map(einsum_term).collect::<Result<_>>()?;
-    if terms.len() != ctx.n_inputs() {
-        return err(format!(
-            "Einsum equation {eq:?} has {} operands, the node {} inputs",
-            terms.len(),
-            ctx.n_inputs()
-        ));
-    }
-    let mut sizes: BTreeMap<char, Dim> = BTreeMap::new();
-    let mut counts: BTreeMap<char, usize> = BTreeMap::new();
-    let mut ellipsis: Vec<Dim> = Vec::new();
-    let mut all_known = true;
-    for (i, term) in terms.iter().enumerate() {
-        let labels = term.iter().filter(|s| **s != Sub::Ellipsis).count();
-        for s in term {
-            if let Sub::Label(c) = s {
-                *counts.entry(*c).or_default() += 1;
-            }
-        }
-        let Some(shape) = ctx.shape(i) else {
-            all_known = false;
-            continue;
-        };
-        let has_ellipsis = term.contains(&Sub::Ellipsis);
-        if shape.len() < labels || (!has_ellipsis && shape.len() != labels) {
-            return err(format!(
-                "Einsum operand {} of shape [{}] does not fit its term in {eq:?}",
-                i + 1,
-                join(shape)
-            ));
-        }
-        let ell_rank = shape.len() - labels;
-        let mut dims = shape.iter();
-        for s in term {
-            match s {
-                Sub::Ellipsis => {
-                    let part: Vec<Dim> = dims.by_ref().take(ell_rank).cloned().collect();
-                    ellipsis = broadcast(&ellipsis, &part)?;
-                }
-                Sub::Label(c) => {
-                    let Some(d) = dims.next() else { break };
-                    let merged = match sizes.get(c) {
-                        None => d.clone(),
-                        // A size of 1 broadcasts against the label's other uses.
-                        Some(Dim::Known(1)) => d.clone(),
-                        Some(prev) if *d == Dim::Known(1) => prev.clone(),
-                        Some(prev) => same_size(prev, d, &format!("Einsum label {c}"))?,
-                    };
-                    sizes.insert(*c, merged);
-                }
-            }
-        }
-    }
-    let out_subs = match rhs {
-        Some(r) => {
-            for s in &r {
-                if let Sub::Label(c) = s
-                    && !counts.contains_key(c)
-                {
-                    return err(format!(
-                        "Einsum output label {c} is not among the inputs in {eq:?}"
-                    ));
-                }
-            }
-            r
-        }
-        None => {
-            let mut r = vec![Sub::Ellipsis];
-            // BTreeMap iterates in ASCII order, so `Z` comes before `a` (numpy's order).
-            r.extend(
-                counts
-                    .iter()
-                    .filter(|(_, n)| **n == 1)
-                    .map(|(c, _)| Sub::Label(*c)),
-            );
-            r
-        }
-    };
-    let shape = if all_known {
-        let mut out = Vec::new();
-        for s in out_subs {
-            match s {
-                Sub::Ellipsis => out.extend(ellipsis.iter().cloned()),
-                Sub::Label(c) => out.extend(sizes.get(&c).cloned()),
-            }
-        }
-        Some(out)
-    } else {
-        None
-    };
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
 
 // ---------------------------------------------------------------- quantization
 
-/// Checks the scale's shape against the input (a scalar, a 1-D per-axis
-/// vector, or the input's shape blocked along `axis`) and the zero point's
-/// against the scale.
-fn check_quant_params(ctx: &InferCtx, x: &[Dim]) -> Result<()> {
-    let Some(s) = ctx.shape(1) else {
-        return Ok(());
-    };
-    // A scalar or a single value (`[]`, `[1]`: models mix them) is per-tensor.
-    let single = |s: &[Dim]| s.iter().all(|d| *d == Dim::Known(1));
-    if let Some(z) = ctx.shape(2)
-        && !(single(s) && single(z))
-    {
-        same_shape(s, z, &format!("{} scale vs zero point", ctx.op))?;
-    }
-    if single(s) {
-        return Ok(());
-    }
-    let block = ctx.attr_int_or("block_size", 0);
-    // An axis that does not fit (a 1-D x with the default axis 1) means per-tensor.
-    let Ok(a) = axis(ctx.attr_int_or("axis", 1), x.len()) else {
-        return Ok(());
-    };
-    let what = format!("{} scale vs x", ctx.op);
-    if block > 0 {
-        if s.len() != x.len() {
-            return err(format!(
-                "{what}: blocked scale [{}] must have x's rank [{}]",
-                join(s),
-                join(x)
-            ));
-        }
-        for (i, (sd, xd)) in s.iter().zip(x).enumerate() {
-            if i == a {
-                let blocks = dim(&xd.to_symint().ceil_div(block)?)?;
-                same_size(sd, &blocks, &format!("{what} blocks of {block}"))?;
-            } else {
-                same_size(sd, xd, &what)?;
-            }
-        }
-    } else if s.len() == 1 {
-        same_size(&s[0], &x[a], &format!("{what} along axis {a}"))?;
-    }
-    Ok(())
-}
-
-/// QuantizeLinear: x's shape; the type from `output_dtype`, else the zero
-/// point's, else uint8.
-fn quantize(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    let zp_type = ctx.input(2).map(|f| f.dtype);
-    let dtype = match ctx.attr_int_or("output_dtype", 0) {
-        0 => zp_type.unwrap_or(Some(DType::Uint8)),
-        code => {
-            let t = dtype_code(code)?;
-            if let Some(Some(z)) = zp_type
-                && z != t
-            {
-                return err(format!(
-                    "QuantizeLinear output_dtype {t} differs from the zero point's {z}"
-                ));
-            }
-            Some(t)
-        }
-    };
-    if let Some(s) = &x.shape
-        && ctx.opset >= 13
-    {
-        check_quant_params(ctx, s)?;
-    }
-    ctx.set(0, Fact::tensor(dtype, x.shape));
-    Ok(())
-}
-
-/// DequantizeLinear: x's shape; float32 before 19, then the scale's type
-/// unless `output_dtype` says otherwise.
-fn dequantize(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    let dtype = match ctx.attr_int_or("output_dtype", 0) {
-        0 if ctx.opset >= 19 => ctx.dtype(1),
-        0 => Some(DType::Float32),
-        code => Some(dtype_code(code)?),
-    };
-    if let Some(s) = &x.shape
-        && ctx.opset >= 13
-    {
-        check_quant_params(ctx, s)?;
-    }
-    ctx.set(0, Fact::tensor(dtype, x.shape));
-    Ok(())
-}
-
-/// DynamicQuantizeLinear: uint8 data of x's shape, scalar scale and zero point.
-fn dynamic_quantize(ctx: &mut InferCtx) -> Result<()> {
-    let shape = ctx.require(0)?.shape.clone();
-    ctx.set(0, Fact::tensor(Some(DType::Uint8), shape));
-    ctx.set(1, Fact::new(DType::Float32, Vec::new()));
-    ctx.set(2, Fact::new(DType::Uint8, Vec::new()));
-    Ok(())
-}
-
 // ---------------------------------------------------------------- losses
-
-/// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss: scores `[N, C, d...]`
-/// and labels `[N, d...]` give a loss per label (`none`) or a scalar;
-/// SoftmaxCrossEntropyLoss's optional log_prob is shaped like the scores.
-fn loss(ctx: &mut InferCtx) -> Result<()> {
-    let scores = ctx.require(0)?.clone();
-    let labels = ctx.shape(1).cloned();
-    // The labels are the scores without the class axis.
-    let per_label = match (&scores.shape, &labels) {
-        (Some(s), Some(l)) => {
-            if s.len() < 2 {
-                return err(format!("{} scores [{}] need a class axis", ctx.op, join(s)));
-            }
-            let mut without_c = s.clone();
-            without_c.remove(1);
-            Some(same_shape(
-                &without_c,
-                l,
-                &format!("{} scores without the class axis vs labels", ctx.op),
-            )?)
-        }
-        (Some(s), None) if s.len() >= 2 => {
-            let mut without_c = s.clone();
-            without_c.remove(1);
-            Some(without_c)
-        }
-        (_, l) => l.clone(),
-    };
-    let shape = match ctx.attr_string_or("reduction", "mean").as_str() {
-        "none" => per_label,
-        "mean" | "sum" => Some(Vec::new()),
-        other => return err(format!("{} has unknown reduction {other:?}", ctx.op)),
-    };
-    ctx.set(0, Fact::tensor(scores.dtype, shape));
-    ctx.set(1, scores.reshaped(scores.shape.clone()));
-    Ok(())
-}
 
 // ---------------------------------------------------------------- registry
 
+/// Col2Im: `[N, C * prod(block), L]` becomes `[N, C, *image_shape]`.
+fn col2im(ctx: &mut InferCtx) -> Result<()> {
+    let dtype = ctx.require(0)?.dtype;
+    let Some(s) = ctx.shape(0).cloned() else {
+        ctx.set(0, Fact::tensor(dtype, None));
+        return Ok(());
+    };
+    let [n, cb, _] = s.as_slice() else {
+        return err(format!("Col2Im input [{}] must have rank 3", join(&s)));
+    };
+    let image: Vec<Dim> = match ctx.ints(1) {
+        Some(v) => v.iter().map(dim).collect::<Result<_>>()?,
+        None => match ctx
+            .shape(1)
+            .and_then(|s| s.first())
+            .and_then(Dim::known)
+            .and_then(|k| fresh_dims(ctx, k, "col2im"))
+        {
+            Some(dims) => dims,
+            None => {
+                ctx.set(0, Fact::tensor(dtype, None));
+                return Ok(());
+            }
+        },
+    };
+    let c = match ctx.ints(2) {
+        Some(block) => {
+            let mut prod = SymInt::Int(1);
+            for b in &block {
+                prod = prod.mul(b)?;
+            }
+            match cb.to_symint().exact_div(&prod) {
+                Some(c) => dim(&c)?,
+                None if cb.known().is_some() && prod.is_known() => {
+                    return err(format!(
+                        "input channels {cb} are not a multiple of the block size {prod}"
+                    ));
+                }
+                None => ctx.fresh_dim("col2im"),
+            }
+        }
+        None => ctx.fresh_dim("col2im"),
+    };
+    let mut out = vec![n.clone(), c];
+    out.extend(image);
+    ctx.set(0, Fact::tensor(dtype, Some(out)));
+    Ok(())
+}
+
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let table: &[(&'static str, InferFn)] = &[
+    let table: [(&'static str, InferFn); 4] = [
         ("Conv", conv),
-        ("ConvInteger", conv),
-        ("QLinearConv", conv),
-        ("DeformConv", conv),
         ("ConvTranspose", conv_transpose),
-        ("MaxPool", pool),
-        ("AveragePool", pool),
-        ("LpPool", pool),
-        ("GlobalAveragePool", global_pool),
-        ("GlobalMaxPool", global_pool),
-        ("GlobalLpPool", global_pool),
-        ("MaxUnpool", max_unpool),
-        ("BatchNormalization", batch_norm),
-        ("InstanceNormalization", same_as_input),
-        ("LayerNormalization", layer_norm),
-        ("GroupNormalization", group_norm),
-        ("RMSNormalization", rms_norm),
-        ("LpNormalization", same_as_input),
-        ("MeanVarianceNormalization", same_as_input),
-        ("LRN", same_as_input),
-        ("SwiGLU", swiglu),
-        ("Gemm", gemm),
-        ("MatMul", matmul),
-        ("MatMulInteger", matmul),
-        ("QLinearMatMul", matmul),
-        ("Einsum", einsum),
-        ("QuantizeLinear", quantize),
-        ("DequantizeLinear", dequantize),
-        ("DynamicQuantizeLinear", dynamic_quantize),
-        ("SoftmaxCrossEntropyLoss", loss),
-        ("NegativeLogLikelihoodLoss", loss),
+        ("DeformConv", conv),
+        ("Col2Im", col2im),
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }

@@ -1,0 +1,62 @@
+//! Activations: same-shape element-wise functions (Relu, Sigmoid, Softmax...),
+//! PRelu with its broadcast slope, and SwiGLU.
+
+use super::ctx::{InferCtx, Result, broadcast};
+use super::dims::same_shape;
+use super::fact::Fact;
+use super::math::{same, unary_fold};
+use super::{InferFn, OpEntry};
+
+/// SwiGLU: gate and value have identical shapes (no broadcasting).
+fn swiglu(ctx: &mut InferCtx) -> Result<()> {
+    let a = ctx.require(0)?.clone();
+    let shape = match (&a.shape, ctx.shape(1)) {
+        (Some(x), Some(y)) => Some(same_shape(x, y, "SwiGLU gate vs value")?),
+        (s, o) => s.clone().or(o.cloned()),
+    };
+    ctx.set(0, Fact::tensor(a.dtype.or(ctx.dtype(1)), shape));
+    Ok(())
+}
+
+/// PRelu: the slope broadcasts to X; the result is X's shape and type.
+fn prelu(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    if let (Some(a), Some(b)) = (ctx.shape(0), ctx.shape(1)) {
+        // Before opset 7 a 1-D slope of the channel count applies per
+        // channel (axis 1), as PyTorch's old exports rely on.
+        let per_channel = ctx.opset < 7 && b.len() == 1 && a.get(1) == b.first();
+        if !per_channel {
+            broadcast(a, b)?;
+        }
+    }
+    ctx.set(0, x.reshaped(x.shape.clone()));
+    Ok(())
+}
+
+/// This family's operators.
+pub fn ops() -> Vec<OpEntry> {
+    let table: [(&'static str, InferFn); 21] = [
+        ("Celu", same),
+        ("Elu", same),
+        ("Gelu", same),
+        ("HardSigmoid", same),
+        ("HardSwish", same),
+        ("Hardmax", same),
+        ("LeakyRelu", same),
+        ("LogSoftmax", same),
+        ("Mish", same),
+        ("Selu", same),
+        ("Shrink", same),
+        ("Sigmoid", same),
+        ("Softmax", same),
+        ("Softplus", same),
+        ("Softsign", same),
+        ("Tanh", same),
+        ("ThresholdedRelu", same),
+        ("Swish", same),
+        ("Relu", unary_fold),
+        ("PRelu", prelu),
+        ("SwiGLU", swiglu),
+    ];
+    table.iter().map(|(op, f)| ("", *op, *f)).collect()
+}

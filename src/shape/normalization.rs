@@ -1,0 +1,99 @@
+//! Normalization layers: batch, layer, group, instance, RMS, Lp, LRN and
+//! mean-variance normalization.
+
+use super::ctx::{InferCtx, Result, axis, dtype_code, err};
+use super::fact::Fact;
+use super::microsoft::simplified_layer_norm;
+use super::{InferFn, OpEntry};
+use crate::ir::Dim;
+
+/// Output 0 takes input 0's type and shape (normalizations that keep the shape).
+fn same_as_input(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    ctx.set(0, x.reshaped(x.shape.clone()));
+    Ok(())
+}
+
+/// BatchNormalization: Y is X; the statistics outputs (running mean and
+/// variance at 14+, also the saved ones before) are per channel, shaped like
+/// the mean input.
+fn batch_norm(ctx: &mut InferCtx) -> Result<()> {
+    same_as_input(ctx)?;
+    let stat_shape = ctx
+        .shape(3)
+        .cloned()
+        .or_else(|| ctx.shape(0).and_then(|s| s.get(1)).map(|c| vec![c.clone()]));
+    let stat = Fact::tensor(ctx.dtype(3).or(ctx.dtype(0)), stat_shape);
+    for i in 1..ctx.n_outputs() {
+        ctx.set(i, stat.clone());
+    }
+    Ok(())
+}
+
+/// LayerNormalization: Y is X; Mean and InvStdDev keep the axes before
+/// `axis` and are 1 after, typed by `stash_type`.
+fn layer_norm(ctx: &mut InferCtx) -> Result<()> {
+    same_as_input(ctx)?;
+    let stash = dtype_code(ctx.attr_int_or("stash_type", 1))?;
+    let shape = match ctx.shape(0) {
+        Some(s) => {
+            let a = axis(ctx.attr_int_or("axis", -1), s.len())?;
+            Some(
+                s.iter()
+                    .enumerate()
+                    .map(|(i, d)| if i < a { d.clone() } else { Dim::Known(1) })
+                    .collect(),
+            )
+        }
+        None => None,
+    };
+    let stat = Fact::tensor(Some(stash), shape);
+    ctx.set(1, stat.clone());
+    ctx.set(2, stat);
+    Ok(())
+}
+
+/// GroupNormalization: Y is X; the channels must split into `num_groups`.
+fn group_norm(ctx: &mut InferCtx) -> Result<()> {
+    same_as_input(ctx)?;
+    let groups = ctx.attr_int_or("num_groups", 1);
+    let channels = ctx.shape(0).and_then(|s| s.get(1)).and_then(Dim::known);
+    match (u64::try_from(groups), channels) {
+        (Ok(0) | Err(_), _) => err(format!(
+            "GroupNormalization num_groups {groups} must be positive"
+        )),
+        (Ok(g), Some(c)) if c % g != 0 => err(format!(
+            "GroupNormalization: {c} channels do not split into {g} groups"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// RMSNormalization: X's shape, the scale's type.
+fn rms_norm(ctx: &mut InferCtx) -> Result<()> {
+    same_as_input(ctx)?;
+    if let Some(s) = ctx.shape(0) {
+        axis(ctx.attr_int_or("axis", -1), s.len())?;
+    }
+    if let (Some(t), Some(o)) = (ctx.dtype(1), ctx.output_mut(0)) {
+        o.dtype = Some(t);
+    }
+    Ok(())
+}
+
+/// This family's operators.
+pub fn ops() -> Vec<OpEntry> {
+    let table: [(&'static str, InferFn); 9] = [
+        ("BatchNormalization", batch_norm),
+        ("InstanceNormalization", same_as_input),
+        ("LayerNormalization", layer_norm),
+        ("GroupNormalization", group_norm),
+        ("RMSNormalization", rms_norm),
+        ("LpNormalization", same_as_input),
+        ("MeanVarianceNormalization", same_as_input),
+        ("LRN", same_as_input),
+        // onnxruntime registers it in the default domain too.
+        ("SimplifiedLayerNormalization", simplified_layer_norm),
+    ];
+    table.iter().map(|(op, f)| ("", *op, *f)).collect()
+}

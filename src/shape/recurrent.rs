@@ -1,0 +1,86 @@
+//! Recurrent layers: RNN, GRU and LSTM.
+
+use super::ctx::{InferCtx, Result, err};
+use super::dims::{all, dim_of, div_dim, same};
+use super::fact::Fact;
+use super::{InferFn, OpEntry};
+use crate::ir::Dim;
+
+/// RNN, GRU, LSTM: Y, Y_h (and LSTM's Y_c) from X's sequence and batch,
+/// the direction count and the hidden size.
+fn recurrent(ctx: &mut InferCtx) -> Result<()> {
+    let gates: i64 = match ctx.op {
+        "RNN" => 1,
+        "GRU" => 3,
+        _ => 4,
+    };
+    let x = ctx.require(0)?;
+    let dtype = x.dtype.or_else(|| ctx.dtype(1));
+    if let Some(r) = x.rank()
+        && r != 3
+    {
+        return err(format!("X must be 3-D, got rank {r}"));
+    }
+    let layout = if ctx.opset >= 14 {
+        ctx.attr_int_or("layout", 0)
+    } else {
+        0
+    };
+    let dirs: u64 = match ctx.attr_string_or("direction", "forward").as_str() {
+        "forward" | "reverse" => 1,
+        "bidirectional" => 2,
+        other => return err(format!("unknown direction '{other}'")),
+    };
+    if let Some(w) = dim_of(ctx, 1, 0).and_then(|d| d.known())
+        && w != dirs
+    {
+        return err(format!(
+            "W has {w} directions but the direction attribute says {dirs}"
+        ));
+    }
+    let hidden = match ctx.attr_int("hidden_size") {
+        Some(h) if h <= 0 => return err(format!("hidden_size must be positive, got {h}")),
+        Some(h) => {
+            let h = Some(Dim::Known(h as u64));
+            same(&h, &dim_of(ctx, 2, 2), "hidden_size and R's last dimension")?;
+            h
+        }
+        None => match dim_of(ctx, 2, 2) {
+            Some(d) => Some(d),
+            None => match dim_of(ctx, 1, 1) {
+                Some(d) => div_dim(&d, gates, "W's gate rows")?,
+                None => None,
+            },
+        },
+    };
+    let (seq, batch) = if layout == 0 {
+        (dim_of(ctx, 0, 0), dim_of(ctx, 0, 1))
+    } else {
+        (dim_of(ctx, 0, 1), dim_of(ctx, 0, 0))
+    };
+    let dirs = Some(Dim::Known(dirs));
+    let (y, y_h) = if layout == 0 {
+        (
+            all(&[seq, dirs.clone(), batch.clone(), hidden.clone()]),
+            all(&[dirs, batch, hidden]),
+        )
+    } else {
+        (
+            all(&[batch.clone(), seq, dirs.clone(), hidden.clone()]),
+            all(&[batch, dirs, hidden]),
+        )
+    };
+    ctx.set(0, Fact::tensor(dtype, y));
+    ctx.set(1, Fact::tensor(dtype, y_h.clone()));
+    if ctx.op == "LSTM" {
+        ctx.set(2, Fact::tensor(dtype, y_h));
+    }
+    Ok(())
+}
+
+/// This family's operators.
+pub fn ops() -> Vec<OpEntry> {
+    let table: [(&'static str, InferFn); 3] =
+        [("RNN", recurrent), ("GRU", recurrent), ("LSTM", recurrent)];
+    table.iter().map(|(op, f)| ("", *op, *f)).collect()
+}
