@@ -1,5 +1,5 @@
 //! The metadata, generator, sequence, data-movement, indexing and signal
-//! rules (rules/tensor.yaml, rules/indexing.yaml). Bytes are float32 (4) unless
+//! rules (rules/tensor.yaml, rules/indexing.yaml and the families split from them). Bytes are float32 (4) unless
 //! a tensor is typed otherwise: int64 8, int32 4, bool 1.
 
 mod common;

@@ -1,9 +1,9 @@
 //! Generators: Constant, ConstantOfShape, Range and EyeLike.
 
 use super::ctx::{InferCtx, Result, ShapeError, dim, dtype_code, err};
+use super::dims::{fresh_dims, out_fact, product, shape_len, take, to_dim};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::math::{integral, is_integer, non_negative};
-use super::tensor::{fresh_dims, out_fact, product, shape_len, take, to_dim};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};

@@ -9,8 +9,8 @@
 // ---------------------------------------------------------------- helpers
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, dim, err, join};
+use super::dims::{fold_map, known_usize, out_fact};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
-use super::tensor::{fold_map, known_usize, out_fact};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -671,7 +671,7 @@ fn gather(ctx: &mut InferCtx) -> Result<()> {
     };
     let q_rank = q.len();
     let value = resolved.and_then(|ix| {
-        let q_strides = super::tensor::strides(&known_usize(&q)?);
+        let q_strides = super::dims::strides(&known_usize(&q)?);
         fold_map(ctx, &shape, |o, src| {
             src[..a].copy_from_slice(&o[..a]);
             let flat = o[a..a + q_rank]
