@@ -49,8 +49,8 @@ pub(super) fn heads_of(ctx: &InferCtx, i: usize, heads: Option<i64>, what: &str)
     }
 }
 
-/// `a * b` when both are known.
-fn product(a: &Option<Dim>, b: &Option<Dim>) -> Result<Option<Dim>> {
+/// `a * b` when both are present.
+fn mul_both(a: &Option<Dim>, b: &Option<Dim>) -> Result<Option<Dim>> {
     match (a, b) {
         (Some(a), Some(b)) => Ok(Some(mul_dim(a, b)?)),
         _ => Ok(None),
@@ -77,7 +77,7 @@ fn attention(ctx: &mut InferCtx) -> Result<()> {
         all(&[
             q.batch.clone(),
             q.seq.clone(),
-            product(&q.heads, &v.head_size)?,
+            mul_both(&q.heads, &v.head_size)?,
         ])
     } else {
         all(&[
@@ -167,7 +167,7 @@ pub(super) fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
     let out = all(&[
         q.batch.clone(),
         q.seq.clone(),
-        product(&q.heads, &v.head_size)?,
+        mul_both(&q.heads, &v.head_size)?,
     ]);
     // Without a past state, d_k may come from the query as well as the key.
     let dk = k.head_size.or(q.head_size);

@@ -7,9 +7,9 @@
 // ---------------------------------------------------------------- helpers
 
 use super::ctx::{InferCtx, Result, ShapeError, dim, err, join};
+use super::dims::{believable_rank, fresh_dims};
 use super::dims::{overflow, same_size};
 use super::fact::Fact;
-use super::indexing::fresh_dims;
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -401,7 +401,8 @@ fn col2im(ctx: &mut InferCtx) -> Result<()> {
             .shape(1)
             .and_then(|s| s.first())
             .and_then(Dim::known)
-            .and_then(|k| fresh_dims(ctx, k, "col2im"))
+            .and_then(believable_rank)
+            .map(|k| fresh_dims(ctx, k, "col2im"))
         {
             Some(dims) => dims,
             None => {

@@ -181,12 +181,45 @@ pub(super) fn dense(ctx: &InferCtx, i: usize) -> Option<(Vec<usize>, TensorValue
 }
 
 /// Row-major strides of `dims`.
-pub(super) fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; dims.len()];
+pub(super) fn strides<T: Extent>(dims: &[T]) -> Vec<T> {
+    let mut s = vec![T::ONE; dims.len()];
     for k in (0..dims.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * dims[k + 1];
+        s[k] = s[k + 1].times(dims[k + 1]);
     }
     s
+}
+
+/// An element count or offset: `usize` for positions in folded data, `u64`
+/// for sizes read from shapes. Products saturate (folded data is far below
+/// the limit, so they never do in practice).
+pub(super) trait Extent: Copy {
+    const ONE: Self;
+    fn times(self, other: Self) -> Self;
+}
+
+impl Extent for usize {
+    const ONE: Self = 1;
+    fn times(self, other: Self) -> Self {
+        self.saturating_mul(other)
+    }
+}
+
+impl Extent for u64 {
+    const ONE: Self = 1;
+    fn times(self, other: Self) -> Self {
+        self.saturating_mul(other)
+    }
+}
+
+/// The product of known sizes, `None` on overflow.
+pub(super) fn count(dims: &[u64]) -> Option<u64> {
+    dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+}
+
+/// A rank read from a tensor's length, if believable: ranks beyond the limit
+/// are not (a hostile model must not make us allocate billions of symbols).
+pub(super) fn believable_rank(n: u64) -> Option<usize> {
+    (n <= crate::onnx::MAX_RANK as u64).then_some(n as usize)
 }
 
 /// For every multi-index of `dims` (row-major), the source position `f`

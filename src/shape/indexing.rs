@@ -9,7 +9,7 @@
 // ---------------------------------------------------------------- helpers
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, dim, err, join};
-use super::dims::{fold_map, known_usize, out_fact};
+use super::dims::{count, fold_map, known_usize, out_fact, strides};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
@@ -46,15 +46,6 @@ pub(super) fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Re
         Some(v) => dim(v),
         None => Ok(ctx.fresh_dim(hint)),
     }
-}
-
-/// Ranks beyond the limit are not believed when a tensor's length gives a
-/// rank (a hostile model must not make us allocate billions of symbols).
-const MAX_RANK: u64 = crate::onnx::MAX_RANK as u64;
-
-/// `n` fresh symbols, for a rank read from a tensor's length.
-pub(super) fn fresh_dims(ctx: &InferCtx, n: u64, hint: &str) -> Option<Vec<Dim>> {
-    (n <= MAX_RANK).then(|| (0..n).map(|_| ctx.fresh_dim(hint)).collect())
 }
 
 /// Output 0 is input 0's type and shape.
@@ -111,13 +102,7 @@ fn shaped_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<Elem>)> {
 
 /// Whether `len` values are exactly a tensor of sizes `dims`.
 fn fills(dims: &[u64], len: usize) -> bool {
-    product(dims) == Some(len as u64)
-}
-
-/// The element count of known sizes; `None` on overflow (a zero size does
-/// not make the other sizes small).
-fn product(dims: &[u64]) -> Option<u64> {
-    dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+    count(dims) == Some(len as u64)
 }
 
 /// The known sizes of a shape.
@@ -145,15 +130,6 @@ fn index_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<i64>)> {
     let (dims, v) = int_data(ctx, i)?;
     let v = v.iter().map(SymInt::as_int).collect::<Option<Vec<_>>>()?;
     Some((dims, v))
-}
-
-/// Row-major strides of known sizes.
-fn strides(dims: &[u64]) -> Vec<u64> {
-    let mut out = vec![1u64; dims.len()];
-    for d in (0..dims.len().saturating_sub(1)).rev() {
-        out[d] = out[d + 1].saturating_mul(dims[d + 1]);
-    }
-    out
 }
 
 /// An index into a dimension of size `n`, negative counting from the end;
@@ -235,7 +211,7 @@ fn fold_gather_nd(ctx: &InferCtx) -> Option<TensorValue> {
     let (dd, data) = int_data(ctx, 0)?;
     let (id, idx) = index_data(ctx, 1)?;
     let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
-    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
+    let slice = usize::try_from(count(dd.get(k..)?)?).ok()?;
     let st = strides(&dd);
     if (idx.len() / k).checked_mul(slice)? > MAX_VALUE_ELEMENTS {
         return None;
@@ -254,7 +230,7 @@ fn fold_scatter_nd(ctx: &InferCtx) -> Option<TensorValue> {
     let (id, idx) = index_data(ctx, 1)?;
     let (_, upd) = int_data(ctx, 2)?;
     let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
-    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
+    let slice = usize::try_from(count(dd.get(k..)?)?).ok()?;
     let st = strides(&dd);
     let how = reduction(ctx);
     if upd.len() != (idx.len() / k).checked_mul(slice)? {
@@ -486,8 +462,8 @@ fn distinct_count(ctx: &InferCtx, ax: Option<usize>) -> Option<u64> {
         return None;
     }
     let n = *dims.get(a)? as usize;
-    let inner = product(dims.get(a + 1..)?)? as usize;
-    let outer = product(dims.get(..a)?)?;
+    let inner = count(dims.get(a + 1..)?)? as usize;
+    let outer = count(dims.get(..a)?)?;
     let slices: HashSet<Vec<&Elem>> = (0..n)
         .map(|i| {
             (0..outer as usize)
@@ -671,7 +647,7 @@ fn gather(ctx: &mut InferCtx) -> Result<()> {
     };
     let q_rank = q.len();
     let value = resolved.and_then(|ix| {
-        let q_strides = super::dims::strides(&known_usize(&q)?);
+        let q_strides = strides(&known_usize(&q)?);
         fold_map(ctx, &shape, |o, src| {
             src[..a].copy_from_slice(&o[..a]);
             let flat = o[a..a + q_rank]

@@ -1,8 +1,8 @@
 //! Resampling: Resize and Upsample, GridSample and AffineGrid.
 
 use super::ctx::{InferCtx, Result, axis, dim, err, join};
+use super::dims::{believable_rank, fresh_dims};
 use super::fact::Fact;
-use super::indexing::fresh_dims;
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::Dim;
@@ -213,7 +213,8 @@ fn affine_grid(ctx: &mut InferCtx) -> Result<()> {
             .shape(1)
             .and_then(|s| s.first())
             .and_then(Dim::known)
-            .and_then(|n| fresh_dims(ctx, n, "grid")),
+            .and_then(believable_rank)
+            .map(|n| fresh_dims(ctx, n, "grid")),
     };
     let shape = match size {
         None => None,
