@@ -60,3 +60,31 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::*;
+    use super::super::tensor::tests as tt;
+
+    #[test]
+    fn swiglu_shapes_must_match() {
+        assert_eq!(
+            shape0("SwiGLU", &[], vec![f32(&["B", "4"]), f32(&["3", "4"])]),
+            d(&["3", "4"])
+        );
+        assert!(run("SwiGLU", &[], vec![f32(&["2", "4"]), f32(&["4"])]).is_err());
+    }
+
+    #[test]
+    fn prelu_before_opset_7_takes_a_slope_per_channel() {
+        // [2, 3, 4] with a slope of 3: per channel at opset 6, and not a
+        // numpy broadcast ([3] against the last axis of 4) from opset 7.
+        let x = || tt::f32(vec![tt::k(2), tt::k(3), tt::k(4)]);
+        let out = tt::one("PRelu", 6, &[], vec![x(), tt::f32(vec![tt::k(3)])]);
+        assert_eq!(out.shape, Some(vec![tt::k(2), tt::k(3), tt::k(4)]));
+        assert!(tt::run("PRelu", 7, &[], vec![x(), tt::f32(vec![tt::k(3)])], 1).is_err());
+        // A slope of 4 broadcasts at any opset.
+        let out = tt::one("PRelu", 9, &[], vec![x(), tt::f32(vec![tt::k(4)])]);
+        assert_eq!(out.shape, Some(vec![tt::k(2), tt::k(3), tt::k(4)]));
+    }
+}

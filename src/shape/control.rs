@@ -499,31 +499,31 @@ fn sequence_map(ctx: &mut InferCtx) -> Result<()> {
 // ---------------------------------------------------------------- optionals
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::ir::Dim;
     use crate::onnx::infer::test_model::*;
-    use crate::onnx::proto::{AttributeProto, GraphProto, TypeProto, attr_type};
-    use crate::shape::{Fact, ValueKind};
+    use crate::onnx::proto::{AttributeProto, GraphProto, TypeProto};
+    use crate::shape::Fact;
 
-    const FLOAT: i32 = 1;
-    const INT64: i32 = 7;
-    const BOOL: i32 = 9;
+    pub(in crate::shape) const FLOAT: i32 = 1;
+    pub(in crate::shape) const INT64: i32 = 7;
+    pub(in crate::shape) const BOOL: i32 = 9;
 
-    fn t(dims: &[&str]) -> TypeProto {
+    pub(in crate::shape) fn t(dims: &[&str]) -> TypeProto {
         tensor_type(FLOAT, dims)
     }
 
     /// A fresh symbol made by inference (not one of the model's names).
-    fn is_fresh(d: &Dim, hint: &str) -> bool {
+    pub(in crate::shape) fn is_fresh(d: &Dim, hint: &str) -> bool {
         matches!(d, Dim::Sym(_)) && d.to_string().starts_with(&format!("{hint}_"))
     }
 
-    fn shape(f: &Fact) -> Vec<Dim> {
+    pub(in crate::shape) fn shape(f: &Fact) -> Vec<Dim> {
         f.shape.clone().expect("shape known")
     }
 
     /// A branch that returns `op(inputs)` as its only output.
-    fn branch(op: &str, inputs: &[&str]) -> GraphProto {
+    pub(in crate::shape) fn branch(op: &str, inputs: &[&str]) -> GraphProto {
         graph(
             vec![],
             vec![node(op, inputs, &["out"], vec![])],
@@ -573,7 +573,11 @@ mod tests {
 
     /// `y = If(cond) then {then} else {else}` over inputs a [batch, 3],
     /// b [batch, 4], c [2].
-    fn if_model(cond: Option<bool>, then: GraphProto, other: GraphProto) -> crate::onnx::OnnxModel {
+    pub(in crate::shape) fn if_model(
+        cond: Option<bool>,
+        then: GraphProto,
+        other: GraphProto,
+    ) -> crate::onnx::OnnxModel {
         let mut g = graph(
             vec![
                 value("a", t(&["batch", "3"])),
@@ -604,20 +608,6 @@ mod tests {
     }
 
     #[test]
-    fn if_keeps_what_both_branches_agree_on() {
-        // [batch, 3] or [batch, 4]: batch either way, the other dim unknown.
-        let m = if_model(None, branch("Identity", &["a"]), branch("Identity", &["b"]));
-        let y = fact(&m, "y").unwrap();
-        let s = shape(&y);
-        assert_eq!(s.len(), 2);
-        assert_eq!(s[0], Dim::symbol("batch"));
-        assert!(is_fresh(&s[1], "either"), "{y}");
-        // Different ranks: the rank is unknown.
-        let m = if_model(None, branch("Identity", &["a"]), branch("Identity", &["c"]));
-        assert_eq!(fact_of(&m, "y").unwrap(), "float32[?]");
-    }
-
-    #[test]
     fn if_with_a_known_condition_takes_its_branch_only() {
         // The else branch adds [batch, 3] to [2], which cannot broadcast: a
         // branch never taken for these shapes.
@@ -633,25 +623,9 @@ mod tests {
         assert!(e.contains("both branches fail"), "{e}");
     }
 
-    #[test]
-    fn if_branch_count_must_match() {
-        let two = graph(
-            vec![],
-            vec![
-                node("Identity", &["a"], &["p"], vec![]),
-                node("Identity", &["a"], &["q"], vec![]),
-            ],
-            vec![untyped("p"), untyped("q")],
-        );
-        // Even where the condition is unknown and the else branch would do.
-        let m = if_model(None, two, branch("Identity", &["a"]));
-        let e = fact_of(&m, "y").unwrap_err();
-        assert!(e.contains("then branch has 2 outputs"), "{e}");
-    }
-
     /// A Loop over v0 [batch] with body `v = Add(v, w)`, scanning `v`;
     /// `trips` is the M initializer (absent: no trip count).
-    fn loop_model(trips: Option<i64>, w: &[&str]) -> crate::onnx::OnnxModel {
+    pub(in crate::shape) fn loop_model(trips: Option<i64>, w: &[&str]) -> crate::onnx::OnnxModel {
         let body = graph(
             vec![
                 value("i", tensor_type(INT64, &[])),
@@ -746,7 +720,7 @@ mod tests {
 
     /// Scan (opset 9) over x [batch, 7, 4] along axis 1 with state s [4];
     /// the body adds the element to the state and emits it.
-    fn scan_model(out_axis: i64) -> crate::onnx::OnnxModel {
+    pub(in crate::shape) fn scan_model(out_axis: i64) -> crate::onnx::OnnxModel {
         let body = graph(
             vec![untyped("s_in"), untyped("x_t")],
             vec![
@@ -837,7 +811,10 @@ mod tests {
     }
 
     /// A graph over a [batch, 3], b [batch, 3], c [batch, 4] running `nodes`.
-    fn seq_model(nodes: Vec<crate::onnx::proto::NodeProto>, out: &str) -> crate::onnx::OnnxModel {
+    pub(in crate::shape) fn seq_model(
+        nodes: Vec<crate::onnx::proto::NodeProto>,
+        out: &str,
+    ) -> crate::onnx::OnnxModel {
         let g = graph(
             vec![
                 value("a", t(&["batch", "3"])),
@@ -851,95 +828,9 @@ mod tests {
         model(g, 18)
     }
 
-    #[test]
-    fn sequences_describe_their_elements() {
-        let m = seq_model(
-            vec![
-                node("SequenceConstruct", &["a", "b"], &["s"], vec![]),
-                node("SequenceAt", &["s", "i"], &["e"], vec![]),
-                node("SequenceInsert", &["s", "c"], &["s2"], vec![]),
-                node("SequenceErase", &["s2"], &["s3"], vec![]),
-                node("SequenceLength", &["s3"], &["n"], vec![]),
-            ],
-            "n",
-        );
-        assert_eq!(fact_of(&m, "s").unwrap(), "seq float32[batch, 3]");
-        assert_eq!(fact_of(&m, "e").unwrap(), "float32[batch, 3]");
-        // Elements [batch, 3] and [batch, 4]: no one shape describes them all.
-        assert_eq!(fact_of(&m, "s2").unwrap(), "seq float32[?]");
-        assert_eq!(fact_of(&m, "s3").unwrap(), "seq float32[?]");
-        assert_eq!(fact_of(&m, "n").unwrap(), "int64[]");
-    }
-
-    #[test]
-    fn sequence_element_types_must_agree() {
-        let m = seq_model(
-            vec![node("SequenceInsert", &["s", "i"], &["s2"], vec![])],
-            "s2",
-        );
-        let mut m = m;
-        let g = m.model.graph.as_mut().unwrap();
-        g.node
-            .insert(0, node("SequenceConstruct", &["a"], &["s"], vec![]));
-        let e = fact_of(&m, "s2").unwrap_err();
-        assert!(e.contains("element types float32 and int64 differ"), "{e}");
-    }
-
-    #[test]
-    fn sequence_empty_has_its_dtype_and_no_element_shape() {
-        let m = seq_model(
-            vec![node(
-                "SequenceEmpty",
-                &[],
-                &["s"],
-                vec![int("dtype", INT64 as i64)],
-            )],
-            "s",
-        );
-        let s = fact(&m, "s").unwrap();
-        assert_eq!(s.kind, ValueKind::Sequence);
-        assert_eq!(s.to_string(), "seq int64[?]");
-    }
-
-    #[test]
-    fn concat_from_sequence_grows_or_inserts_an_axis_of_unknown_size() {
-        let m = seq_model(
-            vec![
-                node("SequenceConstruct", &["a", "b"], &["s"], vec![]),
-                node(
-                    "ConcatFromSequence",
-                    &["s"],
-                    &["cat"],
-                    vec![int("axis", -1)],
-                ),
-                node(
-                    "ConcatFromSequence",
-                    &["s"],
-                    &["stack"],
-                    vec![int("axis", -1), int("new_axis", 1)],
-                ),
-                node("ConcatFromSequence", &["s"], &["bad"], vec![int("axis", 2)]),
-            ],
-            "cat",
-        );
-        // axis 2 is past the rank of [batch, 3] without new_axis.
-        let e = fact_of(&m, "cat").unwrap_err();
-        assert!(e.contains("axis 2 is out of range for rank 2"), "{e}");
-        let g = m.model.graph.clone().unwrap();
-        let mut g2 = g.clone();
-        g2.node.pop();
-        let m = model(g2, 18);
-        let cat = shape(&fact(&m, "cat").unwrap());
-        assert_eq!(cat[0], Dim::symbol("batch"));
-        assert!(is_fresh(&cat[1], "concat"));
-        let stack = shape(&fact(&m, "stack").unwrap());
-        assert_eq!(stack.len(), 3);
-        assert!(is_fresh(&stack[2], "concat"));
-    }
-
     /// SplitToSequence of x [6, batch] along axis 0 with an optional split
     /// initializer (`dims` [] for a scalar).
-    fn split_model(
+    pub(in crate::shape) fn split_model(
         split: Option<(&[i64], &[i64])>,
         attrs: Vec<AttributeProto>,
     ) -> crate::onnx::OnnxModel {
@@ -1021,44 +912,32 @@ mod tests {
     }
 
     #[test]
-    fn optionals_hold_a_tensor() {
-        let ty = AttributeProto {
-            name: Some("type".into()),
-            r#type: Some(attr_type::TYPE_PROTO),
-            tp: Some(Box::new(t(&["n", "2"]))),
-            ..Default::default()
-        };
-        let g = graph(
-            vec![value("a", t(&["batch", "3"]))],
+    fn if_keeps_what_both_branches_agree_on() {
+        // [batch, 3] or [batch, 4]: batch either way, the other dim unknown.
+        let m = if_model(None, branch("Identity", &["a"]), branch("Identity", &["b"]));
+        let y = fact(&m, "y").unwrap();
+        let s = shape(&y);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0], Dim::symbol("batch"));
+        assert!(is_fresh(&s[1], "either"), "{y}");
+        // Different ranks: the rank is unknown.
+        let m = if_model(None, branch("Identity", &["a"]), branch("Identity", &["c"]));
+        assert_eq!(fact_of(&m, "y").unwrap(), "float32[?]");
+    }
+
+    #[test]
+    fn if_branch_count_must_match() {
+        let two = graph(
+            vec![],
             vec![
-                node("Optional", &["a"], &["o"], vec![]),
-                node("Optional", &[], &["none"], vec![ty]),
-                node("OptionalGetElement", &["o"], &["got"], vec![]),
-                node("OptionalGetElement", &["a"], &["plain"], vec![]),
-                node("OptionalHasElement", &["none"], &["has"], vec![]),
-                node("OptionalHasElement", &[""], &["absent"], vec![]),
-                node("OptionalHasElement", &["a"], &["tensor"], vec![]),
+                node("Identity", &["a"], &["p"], vec![]),
+                node("Identity", &["a"], &["q"], vec![]),
             ],
-            vec![untyped("has")],
+            vec![untyped("p"), untyped("q")],
         );
-        let m = model(g, 18);
-        assert_eq!(fact_of(&m, "o").unwrap(), "optional float32[batch, 3]");
-        assert_eq!(fact_of(&m, "none").unwrap(), "optional float32[n, 2]");
-        assert_eq!(fact_of(&m, "got").unwrap(), "float32[batch, 3]");
-        // From opset 18 a plain tensor passes through.
-        assert_eq!(fact_of(&m, "plain").unwrap(), "float32[batch, 3]");
-        // Whether an optional holds something is known only at run time...
-        let has = fact(&m, "has").unwrap();
-        assert_eq!(has.to_string(), "bool[]");
-        assert_eq!(has.value, None);
-        // ...but an absent input holds nothing, and a tensor always something.
-        let v = |name: &str| {
-            fact(&m, name)
-                .unwrap()
-                .value
-                .and_then(|v| v.as_known_ints())
-        };
-        assert_eq!(v("absent"), Some(vec![0]));
-        assert_eq!(v("tensor"), Some(vec![1]));
+        // Even where the condition is unknown and the else branch would do.
+        let m = if_model(None, two, branch("Identity", &["a"]));
+        let e = fact_of(&m, "y").unwrap_err();
+        assert!(e.contains("then branch has 2 outputs"), "{e}");
     }
 }

@@ -447,12 +447,13 @@ pub fn ops() -> Vec<OpEntry> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use super::super::indexing::tests as ix;
 
     use super::*;
     use crate::onnx::proto::AttributeProto;
 
-    fn run_at(
+    pub(in crate::shape) fn run_at(
         op: &str,
         opset: i64,
         attrs: &[AttributeProto],
@@ -462,11 +463,19 @@ mod tests {
         crate::shape::ctx::run_op("", op, opset, attrs, inputs, n_out)
     }
 
-    fn run(op: &str, attrs: &[AttributeProto], inputs: Vec<Option<Fact>>) -> Result<Vec<Fact>> {
+    pub(in crate::shape) fn run(
+        op: &str,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+    ) -> Result<Vec<Fact>> {
         run_at(op, 22, attrs, inputs, 1)
     }
 
-    fn shape0(op: &str, attrs: &[AttributeProto], inputs: Vec<Option<Fact>>) -> Vec<Dim> {
+    pub(in crate::shape) fn shape0(
+        op: &str,
+        attrs: &[AttributeProto],
+        inputs: Vec<Option<Fact>>,
+    ) -> Vec<Dim> {
         run(op, attrs, inputs).expect("infers")[0]
             .shape
             .clone()
@@ -474,7 +483,7 @@ mod tests {
     }
 
     /// Dims from "batch", "3", ... (numbers known, names symbols).
-    fn d(dims: &[&str]) -> Vec<Dim> {
+    pub(in crate::shape) fn d(dims: &[&str]) -> Vec<Dim> {
         dims.iter()
             .map(|s| {
                 s.parse()
@@ -484,15 +493,15 @@ mod tests {
             .collect()
     }
 
-    fn f32(dims: &[&str]) -> Option<Fact> {
+    pub(in crate::shape) fn f32(dims: &[&str]) -> Option<Fact> {
         Some(Fact::new(DType::Float32, d(dims)))
     }
 
-    fn typed(t: DType, dims: &[&str]) -> Option<Fact> {
+    pub(in crate::shape) fn typed(t: DType, dims: &[&str]) -> Option<Fact> {
         Some(Fact::new(t, d(dims)))
     }
 
-    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+    pub(in crate::shape) fn ints(name: &str, v: &[i64]) -> AttributeProto {
         AttributeProto {
             name: Some(name.into()),
             ints: v.to_vec(),
@@ -500,7 +509,7 @@ mod tests {
         }
     }
 
-    fn int(name: &str, v: i64) -> AttributeProto {
+    pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
         AttributeProto {
             name: Some(name.into()),
             i: Some(v),
@@ -508,7 +517,7 @@ mod tests {
         }
     }
 
-    fn string(name: &str, v: &str) -> AttributeProto {
+    pub(in crate::shape) fn string(name: &str, v: &str) -> AttributeProto {
         AttributeProto {
             name: Some(name.into()),
             s: Some(v.as_bytes().to_vec().into()),
@@ -516,11 +525,11 @@ mod tests {
         }
     }
 
-    fn sym(name: &str) -> SymInt {
+    pub(in crate::shape) fn sym(name: &str) -> SymInt {
         SymInt::sym(name)
     }
 
-    fn eval(d: &Dim, name: &str, v: i64) -> i64 {
+    pub(in crate::shape) fn eval(d: &Dim, name: &str, v: i64) -> i64 {
         d.to_symint()
             .eval_with(&|s| (s == name).then_some(v))
             .expect("evaluates")
@@ -572,38 +581,6 @@ mod tests {
     }
 
     #[test]
-    fn conv_integer_and_qlinear_types() {
-        let out = run(
-            "ConvInteger",
-            &[],
-            vec![
-                typed(DType::Uint8, &["1", "1", "5", "5"]),
-                typed(DType::Uint8, &["2", "1", "3", "3"]),
-            ],
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Int32, d(&["1", "2", "3", "3"])));
-        // QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp; typed by y_zp.
-        let scalar = |t| typed(t, &[]);
-        let out = run(
-            "QLinearConv",
-            &[],
-            vec![
-                typed(DType::Int8, &["1", "1", "5", "5"]),
-                scalar(DType::Float32),
-                scalar(DType::Int8),
-                typed(DType::Int8, &["2", "1", "3", "3"]),
-                scalar(DType::Float32),
-                scalar(DType::Int8),
-                scalar(DType::Float32),
-                scalar(DType::Int8),
-            ],
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Int8, d(&["1", "2", "3", "3"])));
-    }
-
-    #[test]
     fn conv_with_symbolic_kernel_gets_a_fresh_size() {
         // The kernel size is not known, so neither is the output's: a new symbol.
         let out = shape0(
@@ -616,7 +593,7 @@ mod tests {
     }
 
     /// The known-size path and the symbolic path must agree for every size.
-    fn pool_agrees(attrs: &[AttributeProto]) {
+    pub(in crate::shape) fn pool_agrees(attrs: &[AttributeProto]) {
         let sym_out = shape0("MaxPool", attrs, vec![f32(&["1", "1", "H"])]);
         // From 5: the largest (dilated) kernel below spans 5.
         for h in 5..40 {
@@ -657,64 +634,6 @@ mod tests {
     }
 
     #[test]
-    fn pool_ceil_mode_drops_a_window_starting_in_the_padding() {
-        // ONNX's test_maxpool_2d_ceil_output_size_reduce_by_one: a 2x2 input,
-        // kernel 1, stride 2: ceil(1 / 2) + 1 = 2 windows, but the second would
-        // start past the input, so 1.
-        let out = shape0(
-            "MaxPool",
-            &[
-                ints("kernel_shape", &[1, 1]),
-                ints("strides", &[2, 2]),
-                int("ceil_mode", 1),
-            ],
-            vec![f32(&["1", "1", "2", "2"])],
-        );
-        assert_eq!(out, d(&["1", "1", "1", "1"]));
-    }
-
-    #[test]
-    fn maxpool_indices_are_int64() {
-        let out = run_at(
-            "MaxPool",
-            12,
-            &[ints("kernel_shape", &[2, 2])],
-            vec![f32(&["N", "C", "4", "4"])],
-            2,
-        )
-        .unwrap();
-        assert_eq!(out[1], Fact::new(DType::Int64, d(&["N", "C", "3", "3"])));
-    }
-
-    #[test]
-    fn window_errors_do_not_panic() {
-        let x = || vec![f32(&["1", "1", "4"])];
-        // No kernel_shape.
-        assert!(run("AveragePool", &[], x()).is_err());
-        // Kernel larger than the input.
-        assert!(run("AveragePool", &[ints("kernel_shape", &[5])], x()).is_err());
-        // Wrong number of pads, negative pads, zero stride.
-        for bad in [
-            ints("pads", &[1]),
-            ints("pads", &[-1, 0]),
-            ints("strides", &[0]),
-        ] {
-            assert!(run("MaxPool", &[ints("kernel_shape", &[2]), bad], x()).is_err());
-        }
-        // Dilation that overflows 64 bits.
-        let huge = [ints("kernel_shape", &[i64::MAX]), ints("dilations", &[4])];
-        assert!(run("MaxPool", &huge, x()).is_err());
-        // Rank too small for N, C, spatial.
-        assert!(run("MaxPool", &[ints("kernel_shape", &[2])], vec![f32(&["4"])]).is_err());
-    }
-
-    #[test]
-    fn global_pool_keeps_batch_and_channels() {
-        let out = shape0("GlobalAveragePool", &[], vec![f32(&["N", "64", "H", "W"])]);
-        assert_eq!(out, d(&["N", "64", "1", "1"]));
-    }
-
-    #[test]
     fn conv_transpose_symbolic_and_output_shape() {
         // stride 2, kernel 3, pads 1+1, output_padding 1: out = 2 * (H - 1) + 1 + 3 - 2 = 2H.
         let out = shape0(
@@ -746,112 +665,6 @@ mod tests {
     }
 
     #[test]
-    fn max_unpool_output_shape_folds_from_values() {
-        let shape = Fact::ints_1d(vec![
-            sym("N"),
-            SymInt::Int(1),
-            SymInt::Int(5),
-            SymInt::Int(5),
-        ]);
-        let out = shape0(
-            "MaxUnpool",
-            &[ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])],
-            vec![
-                f32(&["N", "1", "2", "2"]),
-                typed(DType::Int64, &["N", "1", "2", "2"]),
-                Some(shape),
-            ],
-        );
-        assert_eq!(out, d(&["N", "1", "5", "5"]));
-        // Without output_shape: (2 - 1) * 2 + 2 = 4.
-        let out = shape0(
-            "MaxUnpool",
-            &[ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])],
-            vec![
-                f32(&["N", "1", "2", "2"]),
-                typed(DType::Int64, &["N", "1", "2", "2"]),
-            ],
-        );
-        assert_eq!(out, d(&["N", "1", "4", "4"]));
-    }
-
-    #[test]
-    fn layer_norm_statistics_shape_and_stash_type() {
-        let out = run_at(
-            "LayerNormalization",
-            17,
-            &[int("axis", -2), int("stash_type", 1)],
-            vec![
-                typed(DType::Float16, &["batch", "seq", "768"]),
-                typed(DType::Float16, &["768"]),
-            ],
-            3,
-        )
-        .unwrap();
-        assert_eq!(
-            out[0],
-            Fact::new(DType::Float16, d(&["batch", "seq", "768"]))
-        );
-        assert_eq!(out[1], Fact::new(DType::Float32, d(&["batch", "1", "1"])));
-        assert_eq!(out[2], out[1]);
-        assert!(
-            run(
-                "LayerNormalization",
-                &[int("axis", 3)],
-                vec![f32(&["2", "3"])]
-            )
-            .is_err()
-        );
-    }
-
-    #[test]
-    fn batch_norm_training_outputs_per_channel() {
-        let c = || f32(&["3"]);
-        let out = run_at(
-            "BatchNormalization",
-            15,
-            &[int("training_mode", 1)],
-            vec![f32(&["N", "3", "H", "W"]), c(), c(), c(), c()],
-            3,
-        )
-        .unwrap();
-        assert_eq!(out[0].shape, Some(d(&["N", "3", "H", "W"])));
-        assert_eq!(out[2], Fact::new(DType::Float32, d(&["3"])));
-    }
-
-    #[test]
-    fn group_norm_groups_must_divide_channels() {
-        let x = || vec![f32(&["1", "6", "4"]), f32(&["6"]), f32(&["6"])];
-        assert!(run("GroupNormalization", &[int("num_groups", 4)], x()).is_err());
-        assert_eq!(
-            shape0("GroupNormalization", &[int("num_groups", 3)], x()),
-            d(&["1", "6", "4"])
-        );
-    }
-
-    #[test]
-    fn rms_norm_takes_the_scale_type() {
-        let out = run_at(
-            "RMSNormalization",
-            23,
-            &[],
-            vec![f32(&["B", "8"]), typed(DType::Float16, &["8"])],
-            1,
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Float16, d(&["B", "8"])));
-    }
-
-    #[test]
-    fn swiglu_shapes_must_match() {
-        assert_eq!(
-            shape0("SwiGLU", &[], vec![f32(&["B", "4"]), f32(&["3", "4"])]),
-            d(&["3", "4"])
-        );
-        assert!(run("SwiGLU", &[], vec![f32(&["2", "4"]), f32(&["4"])]).is_err());
-    }
-
-    #[test]
     fn matmul_broadcasts_batches_and_handles_vectors() {
         let mm = |a: &[&str], b: &[&str]| run("MatMul", &[], vec![f32(a), f32(b)]);
         let out = mm(&["batch", "1", "M", "64"], &["8", "64", "N"]).unwrap();
@@ -880,139 +693,19 @@ mod tests {
     }
 
     #[test]
-    fn gemm_transposes_and_checks_c() {
-        let attrs = [int("transA", 1), int("transB", 1)];
-        let out = shape0(
-            "Gemm",
-            &attrs,
-            vec![f32(&["K", "M"]), f32(&["N", "K"]), f32(&["N"])],
-        );
-        assert_eq!(out, d(&["M", "N"]));
-        assert!(
-            run(
-                "Gemm",
-                &[],
-                vec![f32(&["2", "3"]), f32(&["3", "4"]), f32(&["3"])]
-            )
-            .is_err()
-        );
-        assert!(run("Gemm", &[], vec![f32(&["2", "3", "1"]), f32(&["3", "4"])]).is_err());
-    }
-
-    #[test]
-    fn einsum_equations() {
-        let es = |eq: &str, inputs: Vec<Option<Fact>>| {
-            run("Einsum", &[string("equation", eq)], inputs).map(|o| o[0].shape.clone())
-        };
-        let ok = |v: &[&str]| Ok(Some(d(v)));
-        assert_eq!(
-            es("ij,jk", vec![f32(&["2", "3"]), f32(&["3", "4"])]),
-            ok(&["2", "4"])
-        );
-        assert_eq!(es("ii", vec![f32(&["3", "3"])]), ok(&[]));
-        // Implicit output in ASCII order: `B` before `a`.
-        assert_eq!(es("aB", vec![f32(&["2", "3"])]), ok(&["3", "2"]));
-        assert_eq!(
-            es(
-                "...ij, ...jk -> ...ik",
-                vec![f32(&["b", "1", "2", "3"]), f32(&["5", "3", "4"])]
-            ),
-            ok(&["b", "5", "2", "4"])
-        );
-        assert_eq!(es("bij->jb", vec![f32(&["B", "2", "3"])]), ok(&["3", "B"]));
-        assert_eq!(es("i...->...", vec![f32(&["4"])]), ok(&[]));
-        assert!(es("ij,jk", vec![f32(&["2", "3"]), f32(&["4", "5"])]).is_err());
-        assert!(es("ijk", vec![f32(&["2", "3"])]).is_err());
-        assert!(es("ij->iz", vec![f32(&["2", "3"])]).is_err());
-        assert!(es("i.j", vec![f32(&["2", "3"])]).is_err());
-        assert!(es("ij", vec![f32(&["2", "3"]), f32(&["3"])]).is_err());
-    }
-
-    #[test]
-    fn quantize_output_types() {
-        let q = |attrs: &[AttributeProto], zp: Option<Fact>| {
-            let mut inputs = vec![f32(&["N", "4"]), f32(&[])];
-            inputs.extend(zp.map(Some));
-            run("QuantizeLinear", attrs, inputs).map(|o| o[0].dtype)
-        };
-        assert_eq!(q(&[], None), Ok(Some(DType::Uint8)));
-        assert_eq!(
-            q(&[], Some(Fact::new(DType::Int8, vec![]))),
-            Ok(Some(DType::Int8))
-        );
-        assert_eq!(q(&[int("output_dtype", 22)], None), Ok(Some(DType::Int4)));
-        assert!(
-            q(
-                &[int("output_dtype", 22)],
-                Some(Fact::new(DType::Int8, vec![]))
-            )
-            .is_err()
-        );
-        // Blocked: 4 columns in blocks of 2 need 2 scales per row, not 3.
-        let blocked = [int("axis", 1), int("block_size", 2)];
-        let r = run(
-            "QuantizeLinear",
-            &blocked,
-            vec![f32(&["3", "4"]), f32(&["3", "3"])],
-        );
-        assert!(r.is_err());
-        let r = run(
-            "QuantizeLinear",
-            &blocked,
-            vec![f32(&["3", "4"]), f32(&["3", "2"])],
-        );
-        assert_eq!(r.unwrap()[0].shape, Some(d(&["3", "4"])));
-    }
-
-    #[test]
-    fn dequantize_output_type_by_opset() {
-        let x = || vec![typed(DType::Int8, &["5"]), typed(DType::Float16, &[])];
-        let t = |opset| run_at("DequantizeLinear", opset, &[], x(), 1).unwrap()[0].dtype;
-        assert_eq!(t(13), Some(DType::Float32));
-        assert_eq!(t(21), Some(DType::Float16));
-        let out = run_at("DequantizeLinear", 23, &[int("output_dtype", 1)], x(), 1).unwrap();
-        assert_eq!(out[0].dtype, Some(DType::Float32));
-    }
-
-    #[test]
-    fn dynamic_quantize_outputs() {
-        let out = run_at("DynamicQuantizeLinear", 11, &[], vec![f32(&["N", "3"])], 3).unwrap();
-        assert_eq!(out[0], Fact::new(DType::Uint8, d(&["N", "3"])));
-        assert_eq!(out[1], Fact::new(DType::Float32, vec![]));
-        assert_eq!(out[2], Fact::new(DType::Uint8, vec![]));
-    }
-
-    #[test]
-    fn losses_by_reduction() {
-        let inputs = || vec![f32(&["N", "5", "d"]), typed(DType::Int64, &["N", "d"])];
-        let none = run_at(
-            "SoftmaxCrossEntropyLoss",
-            13,
-            &[string("reduction", "none")],
-            inputs(),
-            2,
-        )
-        .unwrap();
-        assert_eq!(none[0].shape, Some(d(&["N", "d"])));
-        assert_eq!(none[1].shape, Some(d(&["N", "5", "d"])));
-        let mean = run("NegativeLogLikelihoodLoss", &[], inputs()).unwrap();
-        assert_eq!(mean[0].shape, Some(vec![]));
-        let bad = vec![f32(&["2", "5", "3"]), typed(DType::Int64, &["2", "4"])];
-        assert!(run("NegativeLogLikelihoodLoss", &[], bad).is_err());
-        let r = run(
-            "NegativeLogLikelihoodLoss",
-            &[string("reduction", "avg")],
-            inputs(),
-        );
-        assert!(r.is_err());
-    }
-
-    #[test]
     fn unknown_rank_keeps_the_type() {
         let x = || Some(Fact::tensor(Some(DType::Float16), None));
         let out = run("Conv", &[], vec![x(), f32(&["8", "3", "3", "3"])]).unwrap();
         assert_eq!(out[0], Fact::tensor(Some(DType::Float16), None));
         let out = run("MatMul", &[], vec![x(), f32(&["3", "3"])]).unwrap();
         assert_eq!(out[0].shape, None);
+    }
+
+    #[test]
+    fn col2im_channels_must_divide_by_the_block() {
+        let x = ix::f32s(vec![ix::k(1), ix::k(7), ix::k(25)]);
+        let image = ix::i64s(vec![ix::k(2)], &[5, 5]);
+        let block = ix::i64s(vec![ix::k(2)], &[2, 2]);
+        assert!(ix::run("Col2Im", 18, &[], vec![x, image, block], 1).is_err());
     }
 }

@@ -192,3 +192,78 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tensor::tests::*;
+    use crate::dim::SymInt;
+    use crate::ir::DType;
+
+    use crate::shape::{Fact, TensorValue};
+
+    #[test]
+    fn range_counts_symbolically() {
+        // Float bounds that are whole numbers count exactly too.
+        let half = Some(Fact::with_value(
+            DType::Float32,
+            vec![],
+            TensorValue::Floats(vec![0.5]),
+        ));
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![
+                Some(Fact::with_value(
+                    DType::Float32,
+                    vec![],
+                    TensorValue::Floats(vec![0.0]),
+                )),
+                Some(Fact::with_value(
+                    DType::Float32,
+                    vec![],
+                    TensorValue::Floats(vec![2.0]),
+                )),
+                half,
+            ],
+        );
+        assert_eq!(out.shape, Some(vec![k(4)]));
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Floats(vec![0.0, 0.5, 1.0, 1.5]))
+        );
+        let seq = Some(Fact::with_value(
+            DType::Int64,
+            vec![],
+            TensorValue::Ints(vec![SymInt::sym("seq")]),
+        ));
+        let out = one("Range", 11, &[], vec![scalar_i(0), seq, scalar_i(1)]);
+        assert_eq!(out.shape, Some(vec![s("seq")]));
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![scalar_i(10), scalar_i(6), scalar_i(-3)],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![10, 7]);
+        // An empty range, not a negative size.
+        let out = one(
+            "Range",
+            11,
+            &[],
+            vec![scalar_i(5), scalar_i(1), scalar_i(1)],
+        );
+        assert_eq!(out.shape, Some(vec![k(0)]));
+    }
+
+    #[test]
+    fn constant_scalar_and_list_attributes() {
+        let out = one("Constant", 13, &[ints("value_ints", &[3, 4])], vec![]);
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![3, 4]);
+        let out = one("Constant", 13, &[int("value_int", 5)], vec![]);
+        assert_eq!((out.dtype, out.shape), (Some(DType::Int64), Some(vec![])));
+        assert!(run("Constant", 13, &[], vec![], 1).is_err());
+    }
+}

@@ -684,57 +684,57 @@ pub fn ops() -> Vec<OpEntry> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
 
     use super::*;
     use crate::onnx::proto::AttributeProto;
     use crate::shape::fact::ValueKind;
 
-    fn attr(name: &str) -> AttributeProto {
+    pub(in crate::shape) fn attr(name: &str) -> AttributeProto {
         AttributeProto {
             name: Some(name.into()),
             ..Default::default()
         }
     }
-    fn int(name: &str, v: i64) -> AttributeProto {
+    pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
         AttributeProto {
             i: Some(v),
             ..attr(name)
         }
     }
-    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+    pub(in crate::shape) fn ints(name: &str, v: &[i64]) -> AttributeProto {
         AttributeProto {
             ints: v.to_vec(),
             ..attr(name)
         }
     }
-    fn floats(name: &str, v: &[f32]) -> AttributeProto {
+    pub(in crate::shape) fn floats(name: &str, v: &[f32]) -> AttributeProto {
         AttributeProto {
             floats: v.to_vec(),
             ..attr(name)
         }
     }
-    fn string(name: &str, v: &str) -> AttributeProto {
+    pub(in crate::shape) fn string(name: &str, v: &str) -> AttributeProto {
         AttributeProto {
             s: Some(v.as_bytes().to_vec().into()),
             ..attr(name)
         }
     }
 
-    fn k(n: u64) -> Dim {
+    pub(in crate::shape) fn k(n: u64) -> Dim {
         Dim::Known(n)
     }
-    fn sym(s: &str) -> Dim {
+    pub(in crate::shape) fn sym(s: &str) -> Dim {
         Dim::symbol(s)
     }
-    fn f32s(dims: Vec<Dim>) -> Option<Fact> {
+    pub(in crate::shape) fn f32s(dims: Vec<Dim>) -> Option<Fact> {
         Some(Fact::new(DType::Float32, dims))
     }
-    fn i64s(dims: Vec<Dim>, v: &[i64]) -> Option<Fact> {
+    pub(in crate::shape) fn i64s(dims: Vec<Dim>, v: &[i64]) -> Option<Fact> {
         let vals = TensorValue::Ints(v.iter().map(|&x| SymInt::Int(x)).collect());
         Some(Fact::with_value(DType::Int64, dims, vals))
     }
-    fn floats_value(v: &[f64]) -> Option<Fact> {
+    pub(in crate::shape) fn floats_value(v: &[f64]) -> Option<Fact> {
         let n = v.len() as u64;
         Some(Fact::with_value(
             DType::Float32,
@@ -744,7 +744,7 @@ mod tests {
     }
 
     use crate::shape::ctx::run_op as run_in;
-    fn run(
+    pub(in crate::shape) fn run(
         op: &str,
         opset: i64,
         attrs: &[AttributeProto],
@@ -753,17 +753,17 @@ mod tests {
     ) -> Result<Vec<Fact>> {
         run_in("", op, opset, attrs, inputs, n_out)
     }
-    fn shape(f: &Fact) -> Vec<Dim> {
+    pub(in crate::shape) fn shape(f: &Fact) -> Vec<Dim> {
         f.shape.clone().unwrap_or_default()
     }
-    fn is_fresh(d: &Dim) -> bool {
+    pub(in crate::shape) fn is_fresh(d: &Dim) -> bool {
         matches!(d, Dim::Sym(_))
     }
 
-    fn ints_of(f: &Fact) -> Option<Vec<SymInt>> {
+    pub(in crate::shape) fn ints_of(f: &Fact) -> Option<Vec<SymInt>> {
         f.value.as_ref().and_then(TensorValue::as_ints)
     }
-    fn known(v: &[i64]) -> Option<Vec<SymInt>> {
+    pub(in crate::shape) fn known(v: &[i64]) -> Option<Vec<SymInt>> {
         Some(v.iter().map(|&x| SymInt::Int(x)).collect())
     }
 
@@ -852,107 +852,6 @@ mod tests {
     }
 
     #[test]
-    fn resize_scales_stay_symbolic_and_sizes_win_over_empty_scales() {
-        let x = f32s(vec![sym("n"), k(3), sym("h"), k(5)]);
-        // Resize-13: floor(h * 2) = 2h; floor(5 * 0.5) = 2.
-        let out = run(
-            "Resize",
-            13,
-            &[],
-            vec![x.clone(), None, floats_value(&[1.0, 1.0, 2.0, 0.5])],
-            1,
-        )
-        .unwrap();
-        let two_h = Dim::Sym(SymInt::sym("h").mul(&SymInt::Int(2)).unwrap());
-        assert_eq!(shape(&out[0]), vec![sym("n"), k(3), two_h, k(2)]);
-        // Resize-10 keeps scales at input 1; 0.5 on a symbol is floor(h/2).
-        let out = run(
-            "Resize",
-            10,
-            &[],
-            vec![x.clone(), floats_value(&[1.0, 1.0, 0.5, 1.0])],
-            1,
-        )
-        .unwrap();
-        let half_h = Dim::Sym(SymInt::sym("h").floor_div(2).unwrap());
-        assert_eq!(shape(&out[0])[2], half_h);
-        // Resize-11 with an empty scales placeholder: the sizes apply.
-        let out = run(
-            "Resize",
-            11,
-            &[],
-            vec![
-                x.clone(),
-                None,
-                floats_value(&[]),
-                i64s(vec![k(4)], &[1, 3, 7, 9]),
-            ],
-            1,
-        )
-        .unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(7), k(9)]);
-        // Scales that do not match the rank are an error.
-        assert!(run("Resize", 13, &[], vec![x, None, floats_value(&[2.0])], 1).is_err());
-    }
-
-    #[test]
-    fn resize_sizes_give_the_shape_of_an_unknown_input() {
-        let x = Some(Fact::tensor(Some(DType::Float32), None));
-        let sizes = i64s(vec![k(4)], &[1, 3, 8, 8]);
-        let out = run("Resize", 13, &[], vec![x.clone(), None, None, sizes], 1).unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(8), k(8)]);
-        // An empty sizes placeholder says nothing.
-        let out = run(
-            "Resize",
-            13,
-            &[],
-            vec![x, None, None, i64s(vec![k(0)], &[])],
-            1,
-        )
-        .unwrap();
-        assert_eq!(out[0].shape, None);
-    }
-
-    #[test]
-    fn resize_scale_just_below_a_fraction_floors_like_known_sizes() {
-        // 0.7 as f32 is 0.69999998...: floor(10 * 0.7f32) = 6, not 7. The
-        // symbolic form must agree when the symbol is 10.
-        let scale = f64::from(0.7f32);
-        let x = f32s(vec![sym("h")]);
-        let out = run("Resize", 13, &[], vec![x, None, floats_value(&[scale])], 1).unwrap();
-        let Dim::Sym(h) = &shape(&out[0])[0] else {
-            panic!("symbolic expected")
-        };
-        let at = |v: i64| h.eval_with(&|_| Some(v)).unwrap();
-        for v in [1, 5, 9, 10, 11, 20, 33] {
-            assert_eq!(at(v), (v as f64 * scale).floor() as i64, "h = {v}");
-        }
-    }
-
-    #[test]
-    fn resize_axes_and_aspect_policy() {
-        let x = f32s(vec![k(1), k(1), k(2), k(4)]);
-        let sizes = i64s(vec![k(2)], &[1, 3]);
-        // not_larger: scale = min(1/2, 3/4) = 0.5 -> [1, 2].
-        let attrs = [
-            ints("axes", &[2, 3]),
-            string("keep_aspect_ratio_policy", "not_larger"),
-        ];
-        let out = run("Resize", 18, &attrs, vec![x.clone(), None, None, sizes], 1).unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(1), k(2)]);
-        // Upsample-7 keeps its scales in an attribute.
-        let out = run(
-            "Upsample",
-            7,
-            &[floats("scales", &[1.0, 1.0, 2.0, 3.0])],
-            vec![x],
-            1,
-        )
-        .unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(4), k(12)]);
-    }
-
-    #[test]
     fn non_zero_counts_and_folds_known_data() {
         // [[1, 0], [0, 3]]: hits at (0, 0) and (1, 1).
         let x = i64s(vec![k(2), k(2)], &[1, 0, 0, 3]);
@@ -1027,188 +926,18 @@ mod tests {
         assert!(run("GatherElements", 13, &[], vec![data, idx], 1).is_err());
     }
 
-    #[test]
-    fn dft_default_axis_and_symbolic_one_sided_length() {
-        // Opset 20 without an axis input: axis -2, the signal axis n.
-        let x = f32s(vec![sym("b"), sym("n"), k(1)]);
-        let out = run("DFT", 20, &[int("onesided", 1)], vec![x.clone()], 1).unwrap();
-        let bins = SymInt::sym("n")
-            .floor_div(2)
-            .unwrap()
-            .add(&SymInt::Int(1))
-            .unwrap();
-        assert_eq!(shape(&out[0]), vec![sym("b"), Dim::Sym(bins), k(2)]);
-        // The last (complex) dimension is not a valid axis.
-        assert!(run("DFT", 17, &[int("axis", 2)], vec![x], 1).is_err());
-    }
-
-    #[test]
-    fn stft_frames_follow_a_symbolic_signal_length() {
-        let signal = f32s(vec![k(1), sym("L"), k(1)]);
-        let step = i64s(vec![], &[4]);
-        let len = i64s(vec![], &[16]);
-        let out = run("STFT", 17, &[], vec![signal, step, None, len], 1).unwrap();
-        let frames = SymInt::sym("L")
-            .sub(&SymInt::Int(16))
-            .unwrap()
-            .floor_div(4)
-            .unwrap()
-            .add(&SymInt::Int(1))
-            .unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), Dim::Sym(frames), k(9), k(2)]);
-    }
-
-    #[test]
-    fn affine_grid_takes_a_symbolic_size() {
-        // size from Shape: [N, 3, H, W] -> grid [N, H, W, 2].
-        let size = Some(Fact::ints_1d(vec![
-            SymInt::sym("N"),
-            SymInt::Int(3),
-            SymInt::sym("H"),
-            SymInt::sym("W"),
-        ]));
-        let theta = f32s(vec![sym("N"), k(2), k(3)]);
-        let out = run("AffineGrid", 20, &[], vec![theta, size], 1).unwrap();
-        assert_eq!(shape(&out[0]), vec![sym("N"), sym("H"), sym("W"), k(2)]);
-    }
-
-    #[test]
-    fn col2im_channels_must_divide_by_the_block() {
-        let x = f32s(vec![k(1), k(7), k(25)]);
-        let image = i64s(vec![k(2)], &[5, 5]);
-        let block = i64s(vec![k(2)], &[2, 2]);
-        assert!(run("Col2Im", 18, &[], vec![x, image, block], 1).is_err());
-    }
-
-    #[test]
-    fn optimizers_copy_each_tensor_shape_and_check_input_count() {
-        let r = f32s(vec![]);
-        let t = i64s(vec![], &[0]);
-        let x = f32s(vec![sym("p")]);
-        let inputs = vec![r.clone(), t.clone(), x.clone(), x.clone(), x.clone()];
-        let out = run_in("ai.onnx.preview.training", "Adagrad", 1, &[], inputs, 2).unwrap();
-        assert_eq!(shape(&out[1]), vec![sym("p")]);
-        // Adam needs four tensors per parameter.
-        let inputs = vec![r, t, x.clone(), x.clone(), x];
-        assert!(run_in("ai.onnx.preview.training", "Adam", 1, &[], inputs, 3).is_err());
-    }
-
-    #[test]
-    fn binary_linear_classifier_gives_two_scores() {
-        // One intercept with two labels is a binary model: scores [n, 2].
-        let x = f32s(vec![sym("n"), k(3)]);
-        let attrs = [
-            ints("classlabels_ints", &[0, 1]),
-            floats("intercepts", &[0.5]),
-        ];
-        let out = run_in(
-            "ai.onnx.ml",
-            "LinearClassifier",
-            1,
-            &attrs,
-            vec![x.clone()],
-            2,
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Int64, vec![sym("n")]));
-        assert_eq!(shape(&out[1]), vec![sym("n"), k(2)]);
-        // A regressor without its optional n_targets: width unknown, no error.
-        let out = run_in("ai.onnx.ml", "TreeEnsembleRegressor", 1, &[], vec![x], 1).unwrap();
-        assert_eq!(out[0].shape, None);
-    }
-
-    fn strs(name: &str, v: &[&str]) -> AttributeProto {
+    pub(in crate::shape) fn strs(name: &str, v: &[&str]) -> AttributeProto {
         AttributeProto {
             strings: v.iter().map(|s| s.as_bytes().to_vec().into()).collect(),
             ..attr(name)
         }
     }
 
-    fn map_of(dtype: DType) -> Option<Fact> {
+    pub(in crate::shape) fn map_of(dtype: DType) -> Option<Fact> {
         Some(Fact {
             kind: ValueKind::Map,
             ..Fact::tensor(Some(dtype), None)
         })
-    }
-
-    #[test]
-    fn map_operators_follow_onnxruntime_layouts() {
-        let ml = "ai.onnx.ml";
-        // CastMap SPARSE: [1, max_map] of the cast_to type.
-        let attrs = [
-            string("map_form", "SPARSE"),
-            int("max_map", 7),
-            string("cast_to", "TO_INT64"),
-        ];
-        let out = run_in(ml, "CastMap", 1, &attrs, vec![map_of(DType::Float32)], 1).unwrap();
-        assert_eq!(out[0], Fact::new(DType::Int64, vec![k(1), k(7)]));
-        // DENSE (the default): one column per map entry, a count unknown here.
-        let out = run_in(ml, "CastMap", 1, &[], vec![map_of(DType::String)], 1).unwrap();
-        assert_eq!(out[0].dtype, Some(DType::Float32));
-        assert_eq!(shape(&out[0])[0], k(1));
-        assert!(is_fresh(&shape(&out[0])[1]));
-        let bad = [string("cast_to", "TO_DOUBLE")];
-        assert!(run_in(ml, "CastMap", 1, &bad, vec![map_of(DType::Float32)], 1).is_err());
-        // DictVectorizer: [1, vocabulary] of the map's value type.
-        let attrs = [strs("string_vocabulary", &["a", "b", "c"])];
-        let out = run_in(
-            ml,
-            "DictVectorizer",
-            1,
-            &attrs,
-            vec![map_of(DType::Float64)],
-            1,
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Float64, vec![k(1), k(3)]));
-        assert!(
-            run_in(
-                ml,
-                "DictVectorizer",
-                1,
-                &[],
-                vec![map_of(DType::Float32)],
-                1
-            )
-            .is_err()
-        );
-        // ZipMap: a sequence of float maps; the label count must match C.
-        let attrs = [ints("classlabels_int64s", &[0, 1, 2])];
-        let x = f32s(vec![sym("n"), k(3)]);
-        let out = run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).unwrap();
-        assert_eq!(out[0].kind, ValueKind::Sequence);
-        assert_eq!(out[0].dtype, Some(DType::Float32));
-        let x = f32s(vec![sym("n"), k(4)]);
-        assert!(run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).is_err());
-        // SVMRegressor: one score per row.
-        let x = f32s(vec![sym("n"), k(5)]);
-        let out = run_in(ml, "SVMRegressor", 1, &[], vec![x], 1).unwrap();
-        assert_eq!(out[0], Fact::new(DType::Float32, vec![sym("n"), k(1)]));
-    }
-
-    #[test]
-    fn gradient_outputs_take_their_xs_shapes() {
-        let a = f32s(vec![sym("n"), k(3)]);
-        let b = f32s(vec![k(3)]);
-        let c = f32s(vec![k(7)]);
-        let attrs = [AttributeProto {
-            strings: vec![
-                "A".as_bytes().to_vec().into(),
-                "B".as_bytes().to_vec().into(),
-            ],
-            ..attr("xs")
-        }];
-        let out = run_in(
-            "ai.onnx.preview.training",
-            "Gradient",
-            1,
-            &attrs,
-            vec![a, b, c],
-            2,
-        )
-        .unwrap();
-        assert_eq!(shape(&out[0]), vec![sym("n"), k(3)]);
-        assert_eq!(shape(&out[1]), vec![k(3)]);
     }
 
     #[test]
@@ -1253,19 +982,32 @@ mod tests {
             }
         }
     }
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::super::tensor::tests::*;
+    use crate::dim::SymInt;
+    use crate::ir::DType;
+
+    use crate::shape::{Fact, TensorValue};
 
     #[test]
-    fn tree_ensemble_gives_one_column_per_target() {
-        let x = Some(Fact::new(DType::Float64, vec![sym("n"), k(2)]));
-        let out = run_in(
-            "ai.onnx.ml",
-            "TreeEnsemble",
-            5,
-            &[int("n_targets", 4)],
-            vec![x],
-            1,
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Float64, vec![sym("n"), k(4)]));
+    fn gather_folds_and_checks_indices() {
+        let m = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(3)],
+            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+        );
+        // Column -1 of a 2x3 matrix, as a [2] vector.
+        let out = one(
+            "Gather",
+            13,
+            &[int("axis", 1)],
+            vec![Some(m.clone()), scalar_i(-1)],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![3, 6]);
+        assert!(run("Gather", 13, &[], vec![Some(m), vec_i(&[2])], 1).is_err());
     }
 }

@@ -168,3 +168,77 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::math::tests::*;
+    use super::super::tensor::tests::{int, k, known_vals, one, run, scalar_i, vec_i};
+    use crate::dim::SymInt;
+    use crate::ir::DType;
+
+    use crate::shape::{Fact, TensorValue};
+
+    #[test]
+    fn where_folds_floats_and_symbolic_ints() {
+        let cond = Some(Fact::with_value(
+            DType::Bool,
+            vec![k(2)],
+            TensorValue::Ints(vec![SymInt::Int(1), SymInt::Int(0)]),
+        ));
+        let out = one(
+            "Where",
+            16,
+            &[],
+            vec![cond.clone(), floats(&[0.5, 1.5]), floats(&[2.5])],
+        );
+        assert_eq!(out.value, Some(TensorValue::Floats(vec![0.5, 2.5])));
+        let a = Some(Fact::ints_1d(vec![SymInt::sym("n"), SymInt::Int(4)]));
+        let out = one("Where", 16, &[], vec![cond, a, vec_i(&[-1, -1])]);
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(-1)]))
+        );
+    }
+
+    #[test]
+    fn sizes_compare_greater_than_negative_numbers() {
+        // Where(Equal(target, -1), 1, target): the Expand "-1 keeps" idiom.
+        let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(-1)]));
+        let is_keep = one("Equal", 13, &[], vec![target.clone(), scalar_i(-1)]);
+        assert_eq!(known_vals(&is_keep), vec![0, 1]);
+        let out = one("Where", 16, &[], vec![Some(is_keep), scalar_i(1), target]);
+        assert_eq!(
+            out.value,
+            Some(TensorValue::Ints(vec![SymInt::sym("b"), SymInt::Int(1)]))
+        );
+        // b - 1 may be anything: no answer.
+        let d = SymInt::sym("b").sub(&SymInt::Int(1)).unwrap();
+        let out = one(
+            "Less",
+            13,
+            &[],
+            vec![Some(Fact::ints_1d(vec![d])), scalar_i(-1)],
+        );
+        assert_eq!(out.value, None);
+    }
+
+    #[test]
+    fn cast_values() {
+        // 0.5 is true as a bool, though it truncates to 0 as an integer.
+        let b = one("Cast", 13, &[int("to", 9)], vec![floats(&[0.5, 0.0])]);
+        assert_eq!(known_vals(&b), vec![1, 0]);
+        let i = one("Cast", 13, &[int("to", 7)], vec![floats(&[-1.5, 2.9])]);
+        assert_eq!(known_vals(&i), vec![-1, 2]);
+        // Casting to string does not pretend to know the text.
+        let t = one("Cast", 13, &[int("to", 8)], vec![vec_i(&[1])]);
+        assert_eq!(t.value, None);
+        assert!(run("Cast", 13, &[int("to", 999)], vec![vec_i(&[1])], 1).is_err());
+    }
+
+    #[test]
+    fn comparisons_of_floats_give_booleans() {
+        let out = one("Less", 13, &[], vec![floats(&[0.5, 3.0]), floats(&[1.0])]);
+        assert_eq!(out.dtype, Some(DType::Bool));
+        assert_eq!(known_vals(&out), vec![1, 0]);
+    }
+}

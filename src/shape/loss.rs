@@ -50,3 +50,35 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::*;
+
+    use crate::ir::DType;
+
+    #[test]
+    fn losses_by_reduction() {
+        let inputs = || vec![f32(&["N", "5", "d"]), typed(DType::Int64, &["N", "d"])];
+        let none = run_at(
+            "SoftmaxCrossEntropyLoss",
+            13,
+            &[string("reduction", "none")],
+            inputs(),
+            2,
+        )
+        .unwrap();
+        assert_eq!(none[0].shape, Some(d(&["N", "d"])));
+        assert_eq!(none[1].shape, Some(d(&["N", "5", "d"])));
+        let mean = run("NegativeLogLikelihoodLoss", &[], inputs()).unwrap();
+        assert_eq!(mean[0].shape, Some(vec![]));
+        let bad = vec![f32(&["2", "5", "3"]), typed(DType::Int64, &["2", "4"])];
+        assert!(run("NegativeLogLikelihoodLoss", &[], bad).is_err());
+        let r = run(
+            "NegativeLogLikelihoodLoss",
+            &[string("reduction", "avg")],
+            inputs(),
+        );
+        assert!(r.is_err());
+    }
+}

@@ -231,3 +231,59 @@ pub fn ops() -> Vec<OpEntry> {
         [("Gemm", gemm), ("MatMul", matmul), ("Einsum", einsum)];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::*;
+
+    use crate::shape::Fact;
+
+    #[test]
+    fn gemm_transposes_and_checks_c() {
+        let attrs = [int("transA", 1), int("transB", 1)];
+        let out = shape0(
+            "Gemm",
+            &attrs,
+            vec![f32(&["K", "M"]), f32(&["N", "K"]), f32(&["N"])],
+        );
+        assert_eq!(out, d(&["M", "N"]));
+        assert!(
+            run(
+                "Gemm",
+                &[],
+                vec![f32(&["2", "3"]), f32(&["3", "4"]), f32(&["3"])]
+            )
+            .is_err()
+        );
+        assert!(run("Gemm", &[], vec![f32(&["2", "3", "1"]), f32(&["3", "4"])]).is_err());
+    }
+
+    #[test]
+    fn einsum_equations() {
+        let es = |eq: &str, inputs: Vec<Option<Fact>>| {
+            run("Einsum", &[string("equation", eq)], inputs).map(|o| o[0].shape.clone())
+        };
+        let ok = |v: &[&str]| Ok(Some(d(v)));
+        assert_eq!(
+            es("ij,jk", vec![f32(&["2", "3"]), f32(&["3", "4"])]),
+            ok(&["2", "4"])
+        );
+        assert_eq!(es("ii", vec![f32(&["3", "3"])]), ok(&[]));
+        // Implicit output in ASCII order: `B` before `a`.
+        assert_eq!(es("aB", vec![f32(&["2", "3"])]), ok(&["3", "2"]));
+        assert_eq!(
+            es(
+                "...ij, ...jk -> ...ik",
+                vec![f32(&["b", "1", "2", "3"]), f32(&["5", "3", "4"])]
+            ),
+            ok(&["b", "5", "2", "4"])
+        );
+        assert_eq!(es("bij->jb", vec![f32(&["B", "2", "3"])]), ok(&["3", "B"]));
+        assert_eq!(es("i...->...", vec![f32(&["4"])]), ok(&[]));
+        assert!(es("ij,jk", vec![f32(&["2", "3"]), f32(&["4", "5"])]).is_err());
+        assert!(es("ijk", vec![f32(&["2", "3"])]).is_err());
+        assert!(es("ij->iz", vec![f32(&["2", "3"])]).is_err());
+        assert!(es("i.j", vec![f32(&["2", "3"])]).is_err());
+        assert!(es("ij", vec![f32(&["2", "3"]), f32(&["3"])]).is_err());
+    }
+}

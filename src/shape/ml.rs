@@ -259,3 +259,107 @@ pub fn ops() -> Vec<OpEntry> {
         .map(|(op, f)| ("ai.onnx.ml", *op, *f))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::indexing::tests::*;
+    use crate::shape::ctx::run_op as run_in;
+
+    use crate::ir::DType;
+
+    use crate::shape::{Fact, ValueKind};
+
+    #[test]
+    fn binary_linear_classifier_gives_two_scores() {
+        // One intercept with two labels is a binary model: scores [n, 2].
+        let x = f32s(vec![sym("n"), k(3)]);
+        let attrs = [
+            ints("classlabels_ints", &[0, 1]),
+            floats("intercepts", &[0.5]),
+        ];
+        let out = run_in(
+            "ai.onnx.ml",
+            "LinearClassifier",
+            1,
+            &attrs,
+            vec![x.clone()],
+            2,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int64, vec![sym("n")]));
+        assert_eq!(shape(&out[1]), vec![sym("n"), k(2)]);
+        // A regressor without its optional n_targets: width unknown, no error.
+        let out = run_in("ai.onnx.ml", "TreeEnsembleRegressor", 1, &[], vec![x], 1).unwrap();
+        assert_eq!(out[0].shape, None);
+    }
+
+    #[test]
+    fn map_operators_follow_onnxruntime_layouts() {
+        let ml = "ai.onnx.ml";
+        // CastMap SPARSE: [1, max_map] of the cast_to type.
+        let attrs = [
+            string("map_form", "SPARSE"),
+            int("max_map", 7),
+            string("cast_to", "TO_INT64"),
+        ];
+        let out = run_in(ml, "CastMap", 1, &attrs, vec![map_of(DType::Float32)], 1).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int64, vec![k(1), k(7)]));
+        // DENSE (the default): one column per map entry, a count unknown here.
+        let out = run_in(ml, "CastMap", 1, &[], vec![map_of(DType::String)], 1).unwrap();
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+        assert_eq!(shape(&out[0])[0], k(1));
+        assert!(is_fresh(&shape(&out[0])[1]));
+        let bad = [string("cast_to", "TO_DOUBLE")];
+        assert!(run_in(ml, "CastMap", 1, &bad, vec![map_of(DType::Float32)], 1).is_err());
+        // DictVectorizer: [1, vocabulary] of the map's value type.
+        let attrs = [strs("string_vocabulary", &["a", "b", "c"])];
+        let out = run_in(
+            ml,
+            "DictVectorizer",
+            1,
+            &attrs,
+            vec![map_of(DType::Float64)],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float64, vec![k(1), k(3)]));
+        assert!(
+            run_in(
+                ml,
+                "DictVectorizer",
+                1,
+                &[],
+                vec![map_of(DType::Float32)],
+                1
+            )
+            .is_err()
+        );
+        // ZipMap: a sequence of float maps; the label count must match C.
+        let attrs = [ints("classlabels_int64s", &[0, 1, 2])];
+        let x = f32s(vec![sym("n"), k(3)]);
+        let out = run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).unwrap();
+        assert_eq!(out[0].kind, ValueKind::Sequence);
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+        let x = f32s(vec![sym("n"), k(4)]);
+        assert!(run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).is_err());
+        // SVMRegressor: one score per row.
+        let x = f32s(vec![sym("n"), k(5)]);
+        let out = run_in(ml, "SVMRegressor", 1, &[], vec![x], 1).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float32, vec![sym("n"), k(1)]));
+    }
+
+    #[test]
+    fn tree_ensemble_gives_one_column_per_target() {
+        let x = Some(Fact::new(DType::Float64, vec![sym("n"), k(2)]));
+        let out = run_in(
+            "ai.onnx.ml",
+            "TreeEnsemble",
+            5,
+            &[int("n_targets", 4)],
+            vec![x],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float64, vec![sym("n"), k(4)]));
+    }
+}

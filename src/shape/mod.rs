@@ -48,10 +48,13 @@ pub type InferFn = fn(&mut InferCtx) -> Result<(), ShapeError>;
 /// One registered operator: domain (`""` for ai.onnx), name, shape function.
 pub type OpEntry = (&'static str, &'static str, InferFn);
 
+/// A family's table of operators.
+pub type FamilyOps = fn() -> Vec<OpEntry>;
+
 /// The operator families: each is `src/shape/<family>.rs` (its shape
 /// functions, listed by `ops()`) and `rules/<family>.yaml` (its cost rules),
 /// the same operators on both sides.
-pub const FAMILIES: &[(&str, fn() -> Vec<OpEntry>)] = &[
+pub const FAMILIES: &[(&str, FamilyOps)] = &[
     ("activation", activation::ops),
     ("math", math::ops),
     ("logic", logic::ops),

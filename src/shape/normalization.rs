@@ -97,3 +97,79 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::*;
+
+    use crate::ir::DType;
+
+    use crate::shape::Fact;
+
+    #[test]
+    fn layer_norm_statistics_shape_and_stash_type() {
+        let out = run_at(
+            "LayerNormalization",
+            17,
+            &[int("axis", -2), int("stash_type", 1)],
+            vec![
+                typed(DType::Float16, &["batch", "seq", "768"]),
+                typed(DType::Float16, &["768"]),
+            ],
+            3,
+        )
+        .unwrap();
+        assert_eq!(
+            out[0],
+            Fact::new(DType::Float16, d(&["batch", "seq", "768"]))
+        );
+        assert_eq!(out[1], Fact::new(DType::Float32, d(&["batch", "1", "1"])));
+        assert_eq!(out[2], out[1]);
+        assert!(
+            run(
+                "LayerNormalization",
+                &[int("axis", 3)],
+                vec![f32(&["2", "3"])]
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn batch_norm_training_outputs_per_channel() {
+        let c = || f32(&["3"]);
+        let out = run_at(
+            "BatchNormalization",
+            15,
+            &[int("training_mode", 1)],
+            vec![f32(&["N", "3", "H", "W"]), c(), c(), c(), c()],
+            3,
+        )
+        .unwrap();
+        assert_eq!(out[0].shape, Some(d(&["N", "3", "H", "W"])));
+        assert_eq!(out[2], Fact::new(DType::Float32, d(&["3"])));
+    }
+
+    #[test]
+    fn group_norm_groups_must_divide_channels() {
+        let x = || vec![f32(&["1", "6", "4"]), f32(&["6"]), f32(&["6"])];
+        assert!(run("GroupNormalization", &[int("num_groups", 4)], x()).is_err());
+        assert_eq!(
+            shape0("GroupNormalization", &[int("num_groups", 3)], x()),
+            d(&["1", "6", "4"])
+        );
+    }
+
+    #[test]
+    fn rms_norm_takes_the_scale_type() {
+        let out = run_at(
+            "RMSNormalization",
+            23,
+            &[],
+            vec![f32(&["B", "8"]), typed(DType::Float16, &["8"])],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float16, d(&["B", "8"])));
+    }
+}

@@ -154,3 +154,100 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::*;
+    use crate::dim::SymInt;
+    use crate::ir::DType;
+
+    use crate::shape::Fact;
+
+    #[test]
+    fn pool_ceil_mode_drops_a_window_starting_in_the_padding() {
+        // ONNX's test_maxpool_2d_ceil_output_size_reduce_by_one: a 2x2 input,
+        // kernel 1, stride 2: ceil(1 / 2) + 1 = 2 windows, but the second would
+        // start past the input, so 1.
+        let out = shape0(
+            "MaxPool",
+            &[
+                ints("kernel_shape", &[1, 1]),
+                ints("strides", &[2, 2]),
+                int("ceil_mode", 1),
+            ],
+            vec![f32(&["1", "1", "2", "2"])],
+        );
+        assert_eq!(out, d(&["1", "1", "1", "1"]));
+    }
+
+    #[test]
+    fn maxpool_indices_are_int64() {
+        let out = run_at(
+            "MaxPool",
+            12,
+            &[ints("kernel_shape", &[2, 2])],
+            vec![f32(&["N", "C", "4", "4"])],
+            2,
+        )
+        .unwrap();
+        assert_eq!(out[1], Fact::new(DType::Int64, d(&["N", "C", "3", "3"])));
+    }
+
+    #[test]
+    fn window_errors_do_not_panic() {
+        let x = || vec![f32(&["1", "1", "4"])];
+        // No kernel_shape.
+        assert!(run("AveragePool", &[], x()).is_err());
+        // Kernel larger than the input.
+        assert!(run("AveragePool", &[ints("kernel_shape", &[5])], x()).is_err());
+        // Wrong number of pads, negative pads, zero stride.
+        for bad in [
+            ints("pads", &[1]),
+            ints("pads", &[-1, 0]),
+            ints("strides", &[0]),
+        ] {
+            assert!(run("MaxPool", &[ints("kernel_shape", &[2]), bad], x()).is_err());
+        }
+        // Dilation that overflows 64 bits.
+        let huge = [ints("kernel_shape", &[i64::MAX]), ints("dilations", &[4])];
+        assert!(run("MaxPool", &huge, x()).is_err());
+        // Rank too small for N, C, spatial.
+        assert!(run("MaxPool", &[ints("kernel_shape", &[2])], vec![f32(&["4"])]).is_err());
+    }
+
+    #[test]
+    fn global_pool_keeps_batch_and_channels() {
+        let out = shape0("GlobalAveragePool", &[], vec![f32(&["N", "64", "H", "W"])]);
+        assert_eq!(out, d(&["N", "64", "1", "1"]));
+    }
+
+    #[test]
+    fn max_unpool_output_shape_folds_from_values() {
+        let shape = Fact::ints_1d(vec![
+            sym("N"),
+            SymInt::Int(1),
+            SymInt::Int(5),
+            SymInt::Int(5),
+        ]);
+        let out = shape0(
+            "MaxUnpool",
+            &[ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])],
+            vec![
+                f32(&["N", "1", "2", "2"]),
+                typed(DType::Int64, &["N", "1", "2", "2"]),
+                Some(shape),
+            ],
+        );
+        assert_eq!(out, d(&["N", "1", "5", "5"]));
+        // Without output_shape: (2 - 1) * 2 + 2 = 4.
+        let out = shape0(
+            "MaxUnpool",
+            &[ints("kernel_shape", &[2, 2]), ints("strides", &[2, 2])],
+            vec![
+                f32(&["N", "1", "2", "2"]),
+                typed(DType::Int64, &["N", "1", "2", "2"]),
+            ],
+        );
+        assert_eq!(out, d(&["N", "1", "4", "4"]));
+    }
+}

@@ -122,3 +122,98 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::*;
+
+    use crate::ir::DType;
+    use crate::onnx::proto::AttributeProto;
+    use crate::shape::Fact;
+
+    #[test]
+    fn conv_integer_and_qlinear_types() {
+        let out = run(
+            "ConvInteger",
+            &[],
+            vec![
+                typed(DType::Uint8, &["1", "1", "5", "5"]),
+                typed(DType::Uint8, &["2", "1", "3", "3"]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int32, d(&["1", "2", "3", "3"])));
+        // QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp; typed by y_zp.
+        let scalar = |t| typed(t, &[]);
+        let out = run(
+            "QLinearConv",
+            &[],
+            vec![
+                typed(DType::Int8, &["1", "1", "5", "5"]),
+                scalar(DType::Float32),
+                scalar(DType::Int8),
+                typed(DType::Int8, &["2", "1", "3", "3"]),
+                scalar(DType::Float32),
+                scalar(DType::Int8),
+                scalar(DType::Float32),
+                scalar(DType::Int8),
+            ],
+        )
+        .unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int8, d(&["1", "2", "3", "3"])));
+    }
+
+    #[test]
+    fn quantize_output_types() {
+        let q = |attrs: &[AttributeProto], zp: Option<Fact>| {
+            let mut inputs = vec![f32(&["N", "4"]), f32(&[])];
+            inputs.extend(zp.map(Some));
+            run("QuantizeLinear", attrs, inputs).map(|o| o[0].dtype)
+        };
+        assert_eq!(q(&[], None), Ok(Some(DType::Uint8)));
+        assert_eq!(
+            q(&[], Some(Fact::new(DType::Int8, vec![]))),
+            Ok(Some(DType::Int8))
+        );
+        assert_eq!(q(&[int("output_dtype", 22)], None), Ok(Some(DType::Int4)));
+        assert!(
+            q(
+                &[int("output_dtype", 22)],
+                Some(Fact::new(DType::Int8, vec![]))
+            )
+            .is_err()
+        );
+        // Blocked: 4 columns in blocks of 2 need 2 scales per row, not 3.
+        let blocked = [int("axis", 1), int("block_size", 2)];
+        let r = run(
+            "QuantizeLinear",
+            &blocked,
+            vec![f32(&["3", "4"]), f32(&["3", "3"])],
+        );
+        assert!(r.is_err());
+        let r = run(
+            "QuantizeLinear",
+            &blocked,
+            vec![f32(&["3", "4"]), f32(&["3", "2"])],
+        );
+        assert_eq!(r.unwrap()[0].shape, Some(d(&["3", "4"])));
+    }
+
+    #[test]
+    fn dequantize_output_type_by_opset() {
+        let x = || vec![typed(DType::Int8, &["5"]), typed(DType::Float16, &[])];
+        let t = |opset| run_at("DequantizeLinear", opset, &[], x(), 1).unwrap()[0].dtype;
+        assert_eq!(t(13), Some(DType::Float32));
+        assert_eq!(t(21), Some(DType::Float16));
+        let out = run_at("DequantizeLinear", 23, &[int("output_dtype", 1)], x(), 1).unwrap();
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+    }
+
+    #[test]
+    fn dynamic_quantize_outputs() {
+        let out = run_at("DynamicQuantizeLinear", 11, &[], vec![f32(&["N", "3"])], 3).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Uint8, d(&["N", "3"])));
+        assert_eq!(out[1], Fact::new(DType::Float32, vec![]));
+        assert_eq!(out[2], Fact::new(DType::Uint8, vec![]));
+    }
+}

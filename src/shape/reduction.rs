@@ -330,12 +330,12 @@ pub(super) mod testing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::testing::*;
     use crate::ir::DType;
     use crate::shape::TensorValue;
 
-    fn reduce(
+    pub(in crate::shape) fn reduce(
         op: &str,
         opset: i64,
         attrs: &[crate::onnx::proto::AttributeProto],
@@ -481,47 +481,5 @@ mod tests {
         .unwrap();
         assert_eq!(shapes(&out), "7");
         assert!(run("", "ArgMin", 13, &[ai("axis", 2)], vec![f32("2,7")], 1).is_err());
-    }
-
-    #[test]
-    fn lstm_layouts_and_hidden_size_from_weights() {
-        // No hidden_size attribute: R is [dirs, 4*hidden, hidden].
-        let inputs = vec![f32("seq,batch,10"), f32("2,80,10"), f32("2,80,20")];
-        let attrs = [astr("direction", "bidirectional")];
-        let out = run("", "LSTM", 14, &attrs, inputs.clone(), 3).unwrap();
-        assert_eq!(shapes(&out), "seq,2,batch,20;2,batch,20;2,batch,20");
-        // layout=1 is batch-major.
-        let attrs = [astr("direction", "bidirectional"), ai("layout", 1)];
-        let inputs = vec![f32("batch,seq,10"), f32("2,80,10"), f32("2,80,20")];
-        let out = run("", "LSTM", 14, &attrs, inputs, 3).unwrap();
-        assert_eq!(shapes(&out), "batch,seq,2,20;batch,2,20;batch,2,20");
-    }
-
-    #[test]
-    fn gru_hidden_from_w_and_direction_mismatch() {
-        // Only W known: 3 gates of 5 rows each.
-        let out = run(
-            "",
-            "GRU",
-            7,
-            &[],
-            vec![f32("4,1,3"), f32("1,15,3"), None],
-            2,
-        )
-        .unwrap();
-        assert_eq!(shapes(&out), "4,1,1,5;1,1,5");
-        let e = run(
-            "",
-            "RNN",
-            7,
-            &[],
-            vec![f32("4,1,3"), f32("2,5,3"), f32("2,5,5")],
-            2,
-        )
-        .unwrap_err();
-        assert!(e.0.contains("directions"), "{e}");
-        // hidden_size 4 contradicts R's (1, 5, 5).
-        let inputs = vec![f32("4,1,3"), f32("1,5,3"), f32("1,5,5")];
-        assert!(run("", "RNN", 7, &[ai("hidden_size", 4)], inputs, 2).is_err());
     }
 }

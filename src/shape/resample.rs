@@ -245,3 +245,128 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::indexing::tests::*;
+
+    use crate::dim::SymInt;
+    use crate::ir::{DType, Dim};
+
+    use crate::shape::Fact;
+
+    #[test]
+    fn resize_scales_stay_symbolic_and_sizes_win_over_empty_scales() {
+        let x = f32s(vec![sym("n"), k(3), sym("h"), k(5)]);
+        // Resize-13: floor(h * 2) = 2h; floor(5 * 0.5) = 2.
+        let out = run(
+            "Resize",
+            13,
+            &[],
+            vec![x.clone(), None, floats_value(&[1.0, 1.0, 2.0, 0.5])],
+            1,
+        )
+        .unwrap();
+        let two_h = Dim::Sym(SymInt::sym("h").mul(&SymInt::Int(2)).unwrap());
+        assert_eq!(shape(&out[0]), vec![sym("n"), k(3), two_h, k(2)]);
+        // Resize-10 keeps scales at input 1; 0.5 on a symbol is floor(h/2).
+        let out = run(
+            "Resize",
+            10,
+            &[],
+            vec![x.clone(), floats_value(&[1.0, 1.0, 0.5, 1.0])],
+            1,
+        )
+        .unwrap();
+        let half_h = Dim::Sym(SymInt::sym("h").floor_div(2).unwrap());
+        assert_eq!(shape(&out[0])[2], half_h);
+        // Resize-11 with an empty scales placeholder: the sizes apply.
+        let out = run(
+            "Resize",
+            11,
+            &[],
+            vec![
+                x.clone(),
+                None,
+                floats_value(&[]),
+                i64s(vec![k(4)], &[1, 3, 7, 9]),
+            ],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(7), k(9)]);
+        // Scales that do not match the rank are an error.
+        assert!(run("Resize", 13, &[], vec![x, None, floats_value(&[2.0])], 1).is_err());
+    }
+
+    #[test]
+    fn resize_sizes_give_the_shape_of_an_unknown_input() {
+        let x = Some(Fact::tensor(Some(DType::Float32), None));
+        let sizes = i64s(vec![k(4)], &[1, 3, 8, 8]);
+        let out = run("Resize", 13, &[], vec![x.clone(), None, None, sizes], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(8), k(8)]);
+        // An empty sizes placeholder says nothing.
+        let out = run(
+            "Resize",
+            13,
+            &[],
+            vec![x, None, None, i64s(vec![k(0)], &[])],
+            1,
+        )
+        .unwrap();
+        assert_eq!(out[0].shape, None);
+    }
+
+    #[test]
+    fn resize_scale_just_below_a_fraction_floors_like_known_sizes() {
+        // 0.7 as f32 is 0.69999998...: floor(10 * 0.7f32) = 6, not 7. The
+        // symbolic form must agree when the symbol is 10.
+        let scale = f64::from(0.7f32);
+        let x = f32s(vec![sym("h")]);
+        let out = run("Resize", 13, &[], vec![x, None, floats_value(&[scale])], 1).unwrap();
+        let Dim::Sym(h) = &shape(&out[0])[0] else {
+            panic!("symbolic expected")
+        };
+        let at = |v: i64| h.eval_with(&|_| Some(v)).unwrap();
+        for v in [1, 5, 9, 10, 11, 20, 33] {
+            assert_eq!(at(v), (v as f64 * scale).floor() as i64, "h = {v}");
+        }
+    }
+
+    #[test]
+    fn resize_axes_and_aspect_policy() {
+        let x = f32s(vec![k(1), k(1), k(2), k(4)]);
+        let sizes = i64s(vec![k(2)], &[1, 3]);
+        // not_larger: scale = min(1/2, 3/4) = 0.5 -> [1, 2].
+        let attrs = [
+            ints("axes", &[2, 3]),
+            string("keep_aspect_ratio_policy", "not_larger"),
+        ];
+        let out = run("Resize", 18, &attrs, vec![x.clone(), None, None, sizes], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(1), k(2)]);
+        // Upsample-7 keeps its scales in an attribute.
+        let out = run(
+            "Upsample",
+            7,
+            &[floats("scales", &[1.0, 1.0, 2.0, 3.0])],
+            vec![x],
+            1,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(4), k(12)]);
+    }
+
+    #[test]
+    fn affine_grid_takes_a_symbolic_size() {
+        // size from Shape: [N, 3, H, W] -> grid [N, H, W, 2].
+        let size = Some(Fact::ints_1d(vec![
+            SymInt::sym("N"),
+            SymInt::Int(3),
+            SymInt::sym("H"),
+            SymInt::sym("W"),
+        ]));
+        let theta = f32s(vec![sym("N"), k(2), k(3)]);
+        let out = run("AffineGrid", 20, &[], vec![theta, size], 1).unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("N"), sym("H"), sym("W"), k(2)]);
+    }
+}

@@ -253,3 +253,142 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::control::tests::*;
+    use crate::onnx::infer::test_model::*;
+    use crate::onnx::proto::attr_type;
+
+    use crate::ir::Dim;
+    use crate::onnx::proto::AttributeProto;
+    use crate::shape::ValueKind;
+
+    #[test]
+    fn sequences_describe_their_elements() {
+        let m = seq_model(
+            vec![
+                node("SequenceConstruct", &["a", "b"], &["s"], vec![]),
+                node("SequenceAt", &["s", "i"], &["e"], vec![]),
+                node("SequenceInsert", &["s", "c"], &["s2"], vec![]),
+                node("SequenceErase", &["s2"], &["s3"], vec![]),
+                node("SequenceLength", &["s3"], &["n"], vec![]),
+            ],
+            "n",
+        );
+        assert_eq!(fact_of(&m, "s").unwrap(), "seq float32[batch, 3]");
+        assert_eq!(fact_of(&m, "e").unwrap(), "float32[batch, 3]");
+        // Elements [batch, 3] and [batch, 4]: no one shape describes them all.
+        assert_eq!(fact_of(&m, "s2").unwrap(), "seq float32[?]");
+        assert_eq!(fact_of(&m, "s3").unwrap(), "seq float32[?]");
+        assert_eq!(fact_of(&m, "n").unwrap(), "int64[]");
+    }
+
+    #[test]
+    fn sequence_element_types_must_agree() {
+        let m = seq_model(
+            vec![node("SequenceInsert", &["s", "i"], &["s2"], vec![])],
+            "s2",
+        );
+        let mut m = m;
+        let g = m.model.graph.as_mut().unwrap();
+        g.node
+            .insert(0, node("SequenceConstruct", &["a"], &["s"], vec![]));
+        let e = fact_of(&m, "s2").unwrap_err();
+        assert!(e.contains("element types float32 and int64 differ"), "{e}");
+    }
+
+    #[test]
+    fn sequence_empty_has_its_dtype_and_no_element_shape() {
+        let m = seq_model(
+            vec![node(
+                "SequenceEmpty",
+                &[],
+                &["s"],
+                vec![int("dtype", INT64 as i64)],
+            )],
+            "s",
+        );
+        let s = fact(&m, "s").unwrap();
+        assert_eq!(s.kind, ValueKind::Sequence);
+        assert_eq!(s.to_string(), "seq int64[?]");
+    }
+
+    #[test]
+    fn concat_from_sequence_grows_or_inserts_an_axis_of_unknown_size() {
+        let m = seq_model(
+            vec![
+                node("SequenceConstruct", &["a", "b"], &["s"], vec![]),
+                node(
+                    "ConcatFromSequence",
+                    &["s"],
+                    &["cat"],
+                    vec![int("axis", -1)],
+                ),
+                node(
+                    "ConcatFromSequence",
+                    &["s"],
+                    &["stack"],
+                    vec![int("axis", -1), int("new_axis", 1)],
+                ),
+                node("ConcatFromSequence", &["s"], &["bad"], vec![int("axis", 2)]),
+            ],
+            "cat",
+        );
+        // axis 2 is past the rank of [batch, 3] without new_axis.
+        let e = fact_of(&m, "cat").unwrap_err();
+        assert!(e.contains("axis 2 is out of range for rank 2"), "{e}");
+        let g = m.model.graph.clone().unwrap();
+        let mut g2 = g.clone();
+        g2.node.pop();
+        let m = model(g2, 18);
+        let cat = shape(&fact(&m, "cat").unwrap());
+        assert_eq!(cat[0], Dim::symbol("batch"));
+        assert!(is_fresh(&cat[1], "concat"));
+        let stack = shape(&fact(&m, "stack").unwrap());
+        assert_eq!(stack.len(), 3);
+        assert!(is_fresh(&stack[2], "concat"));
+    }
+
+    #[test]
+    fn optionals_hold_a_tensor() {
+        let ty = AttributeProto {
+            name: Some("type".into()),
+            r#type: Some(attr_type::TYPE_PROTO),
+            tp: Some(Box::new(t(&["n", "2"]))),
+            ..Default::default()
+        };
+        let g = graph(
+            vec![value("a", t(&["batch", "3"]))],
+            vec![
+                node("Optional", &["a"], &["o"], vec![]),
+                node("Optional", &[], &["none"], vec![ty]),
+                node("OptionalGetElement", &["o"], &["got"], vec![]),
+                node("OptionalGetElement", &["a"], &["plain"], vec![]),
+                node("OptionalHasElement", &["none"], &["has"], vec![]),
+                node("OptionalHasElement", &[""], &["absent"], vec![]),
+                node("OptionalHasElement", &["a"], &["tensor"], vec![]),
+            ],
+            vec![untyped("has")],
+        );
+        let m = model(g, 18);
+        assert_eq!(fact_of(&m, "o").unwrap(), "optional float32[batch, 3]");
+        assert_eq!(fact_of(&m, "none").unwrap(), "optional float32[n, 2]");
+        assert_eq!(fact_of(&m, "got").unwrap(), "float32[batch, 3]");
+        // From opset 18 a plain tensor passes through.
+        assert_eq!(fact_of(&m, "plain").unwrap(), "float32[batch, 3]");
+        // Whether an optional holds something is known only at run time...
+        let has = fact(&m, "has").unwrap();
+        assert_eq!(has.to_string(), "bool[]");
+        assert_eq!(has.value, None);
+        // ...but an absent input holds nothing, and a tensor always something.
+        let v = |name: &str| {
+            fact(&m, name)
+                .unwrap()
+                .value
+                .and_then(|v| v.as_known_ints())
+        };
+        assert_eq!(v("absent"), Some(vec![0]));
+        assert_eq!(v("tensor"), Some(vec![1]));
+    }
+}

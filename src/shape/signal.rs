@@ -138,3 +138,42 @@ pub fn ops() -> Vec<OpEntry> {
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::indexing::tests::*;
+
+    use crate::dim::SymInt;
+    use crate::ir::Dim;
+
+    #[test]
+    fn dft_default_axis_and_symbolic_one_sided_length() {
+        // Opset 20 without an axis input: axis -2, the signal axis n.
+        let x = f32s(vec![sym("b"), sym("n"), k(1)]);
+        let out = run("DFT", 20, &[int("onesided", 1)], vec![x.clone()], 1).unwrap();
+        let bins = SymInt::sym("n")
+            .floor_div(2)
+            .unwrap()
+            .add(&SymInt::Int(1))
+            .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("b"), Dim::Sym(bins), k(2)]);
+        // The last (complex) dimension is not a valid axis.
+        assert!(run("DFT", 17, &[int("axis", 2)], vec![x], 1).is_err());
+    }
+
+    #[test]
+    fn stft_frames_follow_a_symbolic_signal_length() {
+        let signal = f32s(vec![k(1), sym("L"), k(1)]);
+        let step = i64s(vec![], &[4]);
+        let len = i64s(vec![], &[16]);
+        let out = run("STFT", 17, &[], vec![signal, step, None, len], 1).unwrap();
+        let frames = SymInt::sym("L")
+            .sub(&SymInt::Int(16))
+            .unwrap()
+            .floor_div(4)
+            .unwrap()
+            .add(&SymInt::Int(1))
+            .unwrap();
+        assert_eq!(shape(&out[0]), vec![k(1), Dim::Sym(frames), k(9), k(2)]);
+    }
+}

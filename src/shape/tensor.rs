@@ -1223,81 +1223,6 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn gather_folds_and_checks_indices() {
-        let m = Fact::with_value(
-            DType::Int64,
-            vec![k(2), k(3)],
-            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
-        );
-        // Column -1 of a 2x3 matrix, as a [2] vector.
-        let out = one(
-            "Gather",
-            13,
-            &[int("axis", 1)],
-            vec![Some(m.clone()), scalar_i(-1)],
-        );
-        assert_eq!(out.shape, Some(vec![k(2)]));
-        assert_eq!(known_vals(&out), vec![3, 6]);
-        assert!(run("Gather", 13, &[], vec![Some(m), vec_i(&[2])], 1).is_err());
-    }
-
-    #[test]
-    fn range_counts_symbolically() {
-        // Float bounds that are whole numbers count exactly too.
-        let half = Some(Fact::with_value(
-            DType::Float32,
-            vec![],
-            TensorValue::Floats(vec![0.5]),
-        ));
-        let out = one(
-            "Range",
-            11,
-            &[],
-            vec![
-                Some(Fact::with_value(
-                    DType::Float32,
-                    vec![],
-                    TensorValue::Floats(vec![0.0]),
-                )),
-                Some(Fact::with_value(
-                    DType::Float32,
-                    vec![],
-                    TensorValue::Floats(vec![2.0]),
-                )),
-                half,
-            ],
-        );
-        assert_eq!(out.shape, Some(vec![k(4)]));
-        assert_eq!(
-            out.value,
-            Some(TensorValue::Floats(vec![0.0, 0.5, 1.0, 1.5]))
-        );
-        let seq = Some(Fact::with_value(
-            DType::Int64,
-            vec![],
-            TensorValue::Ints(vec![SymInt::sym("seq")]),
-        ));
-        let out = one("Range", 11, &[], vec![scalar_i(0), seq, scalar_i(1)]);
-        assert_eq!(out.shape, Some(vec![s("seq")]));
-        let out = one(
-            "Range",
-            11,
-            &[],
-            vec![scalar_i(10), scalar_i(6), scalar_i(-3)],
-        );
-        assert_eq!(out.shape, Some(vec![k(2)]));
-        assert_eq!(known_vals(&out), vec![10, 7]);
-        // An empty range, not a negative size.
-        let out = one(
-            "Range",
-            11,
-            &[],
-            vec![scalar_i(5), scalar_i(1), scalar_i(1)],
-        );
-        assert_eq!(out.shape, Some(vec![k(0)]));
-    }
-
-    #[test]
     fn expand_broadcasts_symbolic_sizes() {
         let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(1)]));
         let out = one("Expand", 13, &[], vec![f32(vec![k(1), s("n")]), target]);
@@ -1429,16 +1354,6 @@ pub(super) mod tests {
         let out = one("Size", 13, &[], vec![f32(vec![s("n"), k(2)])]);
         let n2 = SymInt::sym("n").mul(&SymInt::Int(2)).unwrap();
         assert_eq!(out.value, Some(TensorValue::Ints(vec![n2])));
-    }
-
-    #[test]
-    fn constant_scalar_and_list_attributes() {
-        let out = one("Constant", 13, &[ints("value_ints", &[3, 4])], vec![]);
-        assert_eq!(out.shape, Some(vec![k(2)]));
-        assert_eq!(known_vals(&out), vec![3, 4]);
-        let out = one("Constant", 13, &[int("value_int", 5)], vec![]);
-        assert_eq!((out.dtype, out.shape), (Some(DType::Int64), Some(vec![])));
-        assert!(run("Constant", 13, &[], vec![], 1).is_err());
     }
 
     #[test]

@@ -57,3 +57,49 @@ pub fn ops() -> Vec<OpEntry> {
         .map(|(op, f)| ("ai.onnx.preview.training", *op, *f))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::indexing::tests::*;
+    use crate::shape::ctx::run_op as run_in;
+
+    use crate::onnx::proto::AttributeProto;
+
+    #[test]
+    fn optimizers_copy_each_tensor_shape_and_check_input_count() {
+        let r = f32s(vec![]);
+        let t = i64s(vec![], &[0]);
+        let x = f32s(vec![sym("p")]);
+        let inputs = vec![r.clone(), t.clone(), x.clone(), x.clone(), x.clone()];
+        let out = run_in("ai.onnx.preview.training", "Adagrad", 1, &[], inputs, 2).unwrap();
+        assert_eq!(shape(&out[1]), vec![sym("p")]);
+        // Adam needs four tensors per parameter.
+        let inputs = vec![r, t, x.clone(), x.clone(), x];
+        assert!(run_in("ai.onnx.preview.training", "Adam", 1, &[], inputs, 3).is_err());
+    }
+
+    #[test]
+    fn gradient_outputs_take_their_xs_shapes() {
+        let a = f32s(vec![sym("n"), k(3)]);
+        let b = f32s(vec![k(3)]);
+        let c = f32s(vec![k(7)]);
+        let attrs = [AttributeProto {
+            strings: vec![
+                "A".as_bytes().to_vec().into(),
+                "B".as_bytes().to_vec().into(),
+            ],
+            ..attr("xs")
+        }];
+        let out = run_in(
+            "ai.onnx.preview.training",
+            "Gradient",
+            1,
+            &attrs,
+            vec![a, b, c],
+            2,
+        )
+        .unwrap();
+        assert_eq!(shape(&out[0]), vec![sym("n"), k(3)]);
+        assert_eq!(shape(&out[1]), vec![k(3)]);
+    }
+}
