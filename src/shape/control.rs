@@ -1,4 +1,4 @@
-//! Control flow (If, Loop, Scan), sequences and optionals.
+//! Control flow: If, Loop, Scan and SequenceMap.
 //!
 //! A sequence's fact describes one element (`kind` Sequence, element dtype
 //! and shape; shape `None` when the elements may differ); an optional's fact
@@ -85,7 +85,7 @@ fn same_type(a: &Fact, b: &Fact) -> bool {
 }
 
 /// The element of a sequence (or a tensor passed as is), as a tensor fact.
-pub(super) fn element(f: &Fact) -> Fact {
+fn element(f: &Fact) -> Fact {
     match f.kind {
         ValueKind::Sequence | ValueKind::Optional => Fact::tensor(f.dtype, f.shape.clone()),
         _ => f.clone(),

@@ -1,5 +1,4 @@
-//! Neural-network layers: convolutions, pooling, normalizations, matrix
-//! products, quantization and losses.
+//! Convolutions: Conv, ConvTranspose, DeformConv, and Col2Im.
 //!
 //! Convolutions and pooling share one sliding-window rule ([`Window`]), which
 //! works on symbolic spatial sizes too (`floor((H+2-3)/2)+1`).

@@ -1,6 +1,5 @@
-//! Indexing, selection and resampling: GatherElements/ND, Scatter*, TopK,
-//! NonZero, Unique, Resize, GridSample, signal, random and string operators,
-//! plus the ai.onnx.ml and ai.onnx.preview.training operators.
+//! Indexing and selection: Gather, GatherElements/ND, Scatter*, TopK,
+//! NonZero, Unique, Compress and NonMaxSuppression.
 //!
 //! Sizes that depend on data (NonZero's count, Unique's, NMS's selection)
 //! are fresh symbols unless the data itself is known, in which case they are
@@ -177,7 +176,7 @@ fn element_target(
 }
 
 /// A scatter reduction of the old and new value.
-pub(super) fn combine(reduction: &str, old: &SymInt, new: &SymInt) -> Option<SymInt> {
+fn combine(reduction: &str, old: &SymInt, new: &SymInt) -> Option<SymInt> {
     match reduction {
         "none" => Some(new.clone()),
         "add" => old.add(new).ok(),

@@ -1,6 +1,6 @@
-//! Element-wise operators: unary maps, broadcasting binary arithmetic,
-//! comparisons and logic, variadic reductions over inputs, Where, Cast.
-//! Integer values fold through them, so shape arithmetic stays exact.
+//! Element-wise math: unary maps, broadcasting binary arithmetic, variadic
+//! operators over inputs (Sum, Max, Min, Mean), and Det. Integer values fold
+//! through them, so shape arithmetic stays exact.
 
 use super::ctx::{InferCtx, Result, broadcast_all, err, join};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};

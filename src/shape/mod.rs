@@ -3,8 +3,9 @@
 //! attributes.
 //!
 //! Each operator family lives in its own file and lists its operators in an
-//! `OPS` table; [`registry`] gathers the tables. An operator's shape logic is
-//! found by name in exactly one place.
+//! `ops()` table; [`FAMILIES`] names the families (each has its cost rules in
+//! `rules/<family>.yaml`) and [`registry`] gathers the tables. An operator's
+//! shape logic is found by name in exactly one place.
 
 pub mod ctx;
 pub mod fact;

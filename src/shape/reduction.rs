@@ -1,7 +1,6 @@
-//! Reductions (Reduce*, ArgMax/ArgMin) and the recurrent layers (RNN, GRU,
-//! LSTM). Attention lives in `attention.rs`, the com.microsoft operators in
-//! `microsoft.rs`. Integer reductions of small known values fold, so shape
-//! arithmetic such as `ReduceProd(Shape(x))` stays exact.
+//! Reductions (Reduce*, ArgMax/ArgMin) and the running CumSum/CumProd.
+//! Integer reductions of small known values fold, so shape arithmetic such as
+//! `ReduceProd(Shape(x))` stays exact.
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, err};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};

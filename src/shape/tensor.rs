@@ -1,6 +1,6 @@
-//! Shape construction and data movement: Shape, Size, Constant, ConstantOfShape,
-//! Range, Reshape, Flatten, Squeeze, Unsqueeze, Expand, Concat, Split, Slice,
-//! Gather, Transpose, Tile, Pad and kin. Values fold through them.
+//! Shapes and data movement: Shape, Size, Reshape, Flatten, Squeeze,
+//! Unsqueeze, Expand, Concat, Split, Slice, Transpose, Tile, Pad and kin.
+//! Values fold through them.
 
 // ---------------------------------------------------------------- helpers
 
@@ -48,7 +48,7 @@ fn shape_op(ctx: &mut InferCtx) -> Result<()> {
 }
 
 /// Size: the element count as an int64 scalar.
-pub(super) fn size(ctx: &mut InferCtx) -> Result<()> {
+fn size(ctx: &mut InferCtx) -> Result<()> {
     let n = ctx.require(0)?.elements();
     ctx.set(
         0,
@@ -382,7 +382,7 @@ fn concat_values(ctx: &InferCtx, present: &[usize], a: usize, out: &[Dim]) -> Op
 
 /// Split: one output per part along `axis`; parts from `split`, from
 /// `num_outputs` (opset 18, the last part may be smaller), or equal.
-pub(super) fn split(ctx: &mut InferCtx) -> Result<()> {
+fn split(ctx: &mut InferCtx) -> Result<()> {
     let data = ctx.require(0)?.clone();
     let n_out = ctx.n_outputs();
     let Some(s) = data.shape.clone() else {
@@ -479,7 +479,7 @@ fn equal_parts(total: &SymInt, n: i64, uneven: bool) -> Result<Vec<Option<SymInt
 const BIG: i64 = i32::MAX as i64;
 
 /// Slice: starts/ends/axes as attributes before opset 10, inputs after.
-pub(super) fn slice(ctx: &mut InferCtx) -> Result<()> {
+fn slice(ctx: &mut InferCtx) -> Result<()> {
     let data = ctx.require(0)?.clone();
     let Some(s) = data.shape.clone() else {
         ctx.set(0, Fact::tensor(data.dtype, None));
@@ -677,7 +677,7 @@ fn tile(ctx: &mut InferCtx) -> Result<()> {
 
 /// Pad: begin and end pads per axis (attribute before opset 11; input
 /// after, with an `axes` input from 18).
-pub(super) fn pad(ctx: &mut InferCtx) -> Result<()> {
+fn pad(ctx: &mut InferCtx) -> Result<()> {
     let data = ctx.require(0)?.clone();
     let Some(s) = data.shape.clone() else {
         ctx.set(0, Fact::tensor(data.dtype, None));
