@@ -604,6 +604,62 @@ mod tests {
         assert_eq!(rule.memo.len(), 4);
     }
 
+    /// A rule of a test file: `|X|` FLOPs, nothing read or written.
+    fn rule_text(op: &str, domain: Option<&str>) -> String {
+        let domain = domain.map_or(String::new(), |d| format!("  domain: {d}\n"));
+        format!(
+            "{op}:\n{domain}  category: Test\n  summary: s\n  doc: d\n  inputs: \"X\"\n  \
+             outputs: \"Y\"\n  flops: \"|X|\"\n  mread: 0\n  mwrite: 0\n"
+        )
+    }
+
+    #[test]
+    fn a_file_level_domain_is_the_default_of_its_rules() {
+        let text = format!(
+            "domain: com.example\n\n{}\n{}",
+            rule_text("Fused", None),
+            rule_text("Plain", Some("ai.onnx"))
+        );
+        let mut set = RuleSet::empty();
+        let ops = set.add_source("pack/example.yaml", &text, false).unwrap();
+        // The rule without a domain takes the file's; `ai.onnx` overrides it.
+        assert_eq!(ops, ["com.example::Fused", "Plain"]);
+        // A file without a `domain:` key means ai.onnx, as before.
+        let mut set = RuleSet::empty();
+        let ops = set
+            .add_source("pack/plain.yaml", &rule_text("Fused", None), false)
+            .unwrap();
+        assert_eq!(ops, ["Fused"]);
+        // Two file-level domains are an error (at the second), not a choice.
+        let twice = format!("domain: a\ndomain: b\n{}", rule_text("Fused", None));
+        let e = RuleSet::empty()
+            .add_source("pack/twice.yaml", &twice, false)
+            .unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.starts_with("pack/twice.yaml:2:1: duplicate mapping key: domain"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_line_scan_reads_a_file_level_domain() {
+        let text: &'static str = Box::leak(
+            format!(
+                "# header\n\ndomain: com.microsoft\n\n{}\n{}",
+                rule_text("Fused", None),
+                rule_text("Plain", Some("ai.onnx"))
+            )
+            .into_boxed_str(),
+        );
+        let got: Vec<(&str, &str)> = scan_blocks(text).iter().map(|b| (b.op, b.domain)).collect();
+        assert_eq!(got, [("Fused", "com.microsoft"), ("Plain", "")]);
+        // The built-in com.microsoft rules come from their own family's file.
+        let set = RuleSet::builtin().unwrap();
+        let a = set.get("com.microsoft", "Attention").unwrap();
+        assert_eq!(a.origin.file, "rules/microsoft.yaml");
+    }
+
     #[test]
     fn find_falls_back_to_any_case_and_to_a_domain() {
         let set = RuleSet::builtin().unwrap();
