@@ -2,9 +2,9 @@
 //! PRelu with its broadcast slope, and SwiGLU.
 
 use super::ctx::{InferCtx, Result, broadcast};
-use super::dims::same_shape;
+use super::dims::{like_input, same_shape};
 use super::fact::Fact;
-use super::math::{same, unary_fold};
+use super::math::unary_fold;
 use super::{InferFn, OpEntry};
 
 /// SwiGLU: gate and value have identical shapes (no broadcasting).
@@ -36,24 +36,24 @@ fn prelu(ctx: &mut InferCtx) -> Result<()> {
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
     let table: [(&'static str, InferFn); 21] = [
-        ("Celu", same),
-        ("Elu", same),
-        ("Gelu", same),
-        ("HardSigmoid", same),
-        ("HardSwish", same),
-        ("Hardmax", same),
-        ("LeakyRelu", same),
-        ("LogSoftmax", same),
-        ("Mish", same),
-        ("Selu", same),
-        ("Shrink", same),
-        ("Sigmoid", same),
-        ("Softmax", same),
-        ("Softplus", same),
-        ("Softsign", same),
-        ("Tanh", same),
-        ("ThresholdedRelu", same),
-        ("Swish", same),
+        ("Celu", like_input),
+        ("Elu", like_input),
+        ("Gelu", like_input),
+        ("HardSigmoid", like_input),
+        ("HardSwish", like_input),
+        ("Hardmax", like_input),
+        ("LeakyRelu", like_input),
+        ("LogSoftmax", like_input),
+        ("Mish", like_input),
+        ("Selu", like_input),
+        ("Shrink", like_input),
+        ("Sigmoid", like_input),
+        ("Softmax", like_input),
+        ("Softplus", like_input),
+        ("Softsign", like_input),
+        ("Tanh", like_input),
+        ("ThresholdedRelu", like_input),
+        ("Swish", like_input),
         ("Relu", unary_fold),
         ("PRelu", prelu),
         ("SwiGLU", swiglu),

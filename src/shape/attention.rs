@@ -3,7 +3,7 @@
 //! ai.onnx.preview FlexAttention.
 
 use super::ctx::{InferCtx, Result, err};
-use super::dims::{add_dim, all, dim_of, div_dim, mul_dim, same};
+use super::dims::{add_dim, all, dim_of, div_dim, like_input, mul_dim, sizes_agree};
 use super::fact::Fact;
 use super::{InferFn, OpEntry};
 use crate::ir::Dim;
@@ -64,8 +64,8 @@ fn attention(ctx: &mut InferCtx) -> Result<()> {
     let q = heads_of(ctx, 0, q_heads, "Q")?;
     let k = heads_of(ctx, 1, kv_heads, "K")?;
     let v = heads_of(ctx, 2, kv_heads, "V")?;
-    same(&q.head_size, &k.head_size, "Q and K head sizes")?;
-    same(&k.seq, &v.seq, "K and V sequence lengths")?;
+    sizes_agree(&q.head_size, &k.head_size, "Q and K head sizes")?;
+    sizes_agree(&k.seq, &v.seq, "K and V sequence lengths")?;
     if let (Some(Dim::Known(hq)), Some(Dim::Known(hkv))) = (&q.heads, &k.heads)
         && (*hkv == 0 || hq % hkv != 0)
     {
@@ -134,14 +134,6 @@ fn flex_attention(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// Output 0 is input 0 (RotaryEmbedding rotates in place).
-pub(super) fn like_input(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?;
-    let out = x.reshaped(x.shape.clone());
-    ctx.set(0, out);
-    Ok(())
-}
-
 /// LinearAttention: packed (B, T, H*D) inputs; output (B, T, Hq*dv) and the
 /// recurrent state (B, Hkv, dk, dv).
 pub(super) fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
@@ -163,7 +155,7 @@ pub(super) fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
     let q = heads_of(ctx, 0, Some(hq), "query")?;
     let k = heads_of(ctx, 1, Some(hkv), "key")?;
     let v = heads_of(ctx, 2, Some(hkv), "value")?;
-    same(&q.head_size, &k.head_size, "query and key head sizes")?;
+    sizes_agree(&q.head_size, &k.head_size, "query and key head sizes")?;
     let out = all(&[
         q.batch.clone(),
         q.seq.clone(),

@@ -6,6 +6,13 @@ use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
 
+/// Output 0 is input 0 as it is: type, shape and any known value.
+pub(super) fn like_input(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    ctx.set(0, x.reshaped(x.shape.clone()));
+    Ok(())
+}
+
 /// The framework's overflow error, for plain `i64` arithmetic on attributes.
 pub(super) fn overflow() -> ShapeError {
     crate::dim::Overflow.into()
@@ -76,7 +83,7 @@ pub(super) fn all(dims: &[Option<Dim>]) -> Option<Vec<Dim>> {
 }
 
 /// Errors when two known sizes that must agree differ.
-pub(super) fn same(a: &Option<Dim>, b: &Option<Dim>, what: &str) -> Result<()> {
+pub(super) fn sizes_agree(a: &Option<Dim>, b: &Option<Dim>, what: &str) -> Result<()> {
     match (a, b) {
         (Some(Dim::Known(x)), Some(Dim::Known(y))) if x != y => {
             err(format!("{what} differ: {x} and {y}"))

@@ -8,7 +8,7 @@
 // ---------------------------------------------------------------- helpers
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, dim, err, join};
-use super::dims::{count, fold_map, known_usize, out_fact, strides};
+use super::dims::{count, fold_map, known_usize, like_input, out_fact, strides};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
@@ -45,13 +45,6 @@ pub(super) fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Re
         Some(v) => dim(v),
         None => Ok(ctx.fresh_dim(hint)),
     }
-}
-
-/// Output 0 is input 0's type and shape.
-pub(super) fn like_input(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
 }
 
 /// Output 0 has input 0's shape and the given type.

@@ -3,6 +3,7 @@
 //! through them, so shape arithmetic stays exact.
 
 use super::ctx::{InferCtx, Result, broadcast_all, err, join};
+use super::dims::like_input;
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::logic::COMPARE;
 use super::tensor::unify;
@@ -10,18 +11,11 @@ use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
 
-/// Output 0 has input 0's type and shape (activations and other unary maps).
-pub(super) fn same(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
 /// Unary maps that fold (Neg, Abs, Floor, Sqrt...): integral values stay
 /// exact (and symbolic) where the map keeps them integral, others fold as
 /// floats for floating-point inputs.
 pub(super) fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
-    same(ctx)?;
+    like_input(ctx)?;
     let Some(v) = ctx.value(0) else {
         return Ok(());
     };
@@ -305,20 +299,20 @@ fn det(ctx: &mut InferCtx) -> Result<()> {
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
     let table: [(&'static str, InferFn); 39] = [
-        ("Acos", same),
-        ("Acosh", same),
-        ("Asin", same),
-        ("Asinh", same),
-        ("Atan", same),
-        ("Atanh", same),
-        ("BitwiseNot", same),
-        ("Clip", same),
-        ("Cos", same),
-        ("Cosh", same),
-        ("Erf", same),
-        ("Sin", same),
-        ("Sinh", same),
-        ("Tan", same),
+        ("Acos", like_input),
+        ("Acosh", like_input),
+        ("Asin", like_input),
+        ("Asinh", like_input),
+        ("Atan", like_input),
+        ("Atanh", like_input),
+        ("BitwiseNot", like_input),
+        ("Clip", like_input),
+        ("Cos", like_input),
+        ("Cosh", like_input),
+        ("Erf", like_input),
+        ("Sin", like_input),
+        ("Sinh", like_input),
+        ("Tan", like_input),
         ("Abs", unary_fold),
         ("Neg", unary_fold),
         ("Sign", unary_fold),

@@ -2,9 +2,9 @@
 //! normalizations, GELU variants and quantized/fused matrix products.
 //! Semantics follow onnxruntime's docs/ContribOperators.md.
 
-use super::attention::{causal_conv_with_state, heads_of, like_input, linear_attention};
+use super::attention::{causal_conv_with_state, heads_of, linear_attention};
 use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err};
-use super::dims::{add_dim, all, dim_of, div_dim, mul_dim, same};
+use super::dims::{add_dim, all, dim_of, div_dim, like_input, mul_dim, sizes_agree};
 use super::fact::Fact;
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
@@ -199,12 +199,12 @@ fn group_query_attention(ctx: &mut InferCtx) -> Result<()> {
         .and_then(|v| v.first().cloned())
         .map(|s: SymInt| dim(&s))
         .transpose()?;
-    same(
+    sizes_agree(
         &dim_of(ctx, 3, 1),
         &Some(known(kv_n)),
         "past_key's heads and kv_num_heads",
     )?;
-    same(
+    sizes_agree(
         &dim_of(ctx, 3, 3),
         &head,
         "past_key's and the query's head sizes",
@@ -286,7 +286,7 @@ fn embed_layer_norm(ctx: &mut InferCtx) -> Result<()> {
         return err(format!("input_ids must be 2-D, got rank {r}"));
     }
     let hidden = dim_of(ctx, 2, 1).or_else(|| dim_of(ctx, 5, 0));
-    same(
+    sizes_agree(
         &hidden,
         &dim_of(ctx, 3, 1),
         "word and position embedding widths",
@@ -320,7 +320,7 @@ fn matmul_shape(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
     ) else {
         return err("matmul inputs must have rank at least 1");
     };
-    same(
+    sizes_agree(
         &Some(ka.clone()),
         &Some(kb.clone()),
         "matmul inner dimensions",
@@ -415,7 +415,7 @@ fn matmul_nbits(ctx: &mut InferCtx) -> Result<()> {
             let Some(last) = a.last() else {
                 return err("A must have rank at least 1");
             };
-            same(
+            sizes_agree(
                 &Some(last.clone()),
                 &Some(known(k)),
                 "A's last dimension and K",

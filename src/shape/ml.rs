@@ -1,8 +1,9 @@
 //! The ai.onnx.ml operators: classifiers, regressors, encoders and maps.
 
 use super::ctx::{InferCtx, Result, ShapeError, dim, err, join};
+use super::dims::like_input;
 use super::fact::{Fact, ValueKind};
-use super::indexing::{like_input, same_shape_as};
+use super::indexing::same_shape_as;
 use super::{InferFn, OpEntry};
 use crate::ir::{DType, Dim};
 

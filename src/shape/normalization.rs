@@ -2,23 +2,17 @@
 //! mean-variance normalization.
 
 use super::ctx::{InferCtx, Result, axis, dtype_code, err};
+use super::dims::like_input;
 use super::fact::Fact;
 use super::microsoft::simplified_layer_norm;
 use super::{InferFn, OpEntry};
 use crate::ir::Dim;
 
-/// Output 0 takes input 0's type and shape (normalizations that keep the shape).
-fn same_as_input(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
 /// BatchNormalization: Y is X; the statistics outputs (running mean and
 /// variance at 14+, also the saved ones before) are per channel, shaped like
 /// the mean input.
 fn batch_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
+    like_input(ctx)?;
     let stat_shape = ctx
         .shape(3)
         .cloned()
@@ -33,7 +27,7 @@ fn batch_norm(ctx: &mut InferCtx) -> Result<()> {
 /// LayerNormalization: Y is X; Mean and InvStdDev keep the axes before
 /// `axis` and are 1 after, typed by `stash_type`.
 fn layer_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
+    like_input(ctx)?;
     let stash = dtype_code(ctx.attr_int_or("stash_type", 1))?;
     let shape = match ctx.shape(0) {
         Some(s) => {
@@ -55,7 +49,7 @@ fn layer_norm(ctx: &mut InferCtx) -> Result<()> {
 
 /// GroupNormalization: Y is X; the channels must split into `num_groups`.
 fn group_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
+    like_input(ctx)?;
     let groups = ctx.attr_int_or("num_groups", 1);
     let channels = ctx.shape(0).and_then(|s| s.get(1)).and_then(Dim::known);
     match (u64::try_from(groups), channels) {
@@ -71,7 +65,7 @@ fn group_norm(ctx: &mut InferCtx) -> Result<()> {
 
 /// RMSNormalization: X's shape, the scale's type.
 fn rms_norm(ctx: &mut InferCtx) -> Result<()> {
-    same_as_input(ctx)?;
+    like_input(ctx)?;
     if let Some(s) = ctx.shape(0) {
         axis(ctx.attr_int_or("axis", -1), s.len())?;
     }
@@ -85,13 +79,13 @@ fn rms_norm(ctx: &mut InferCtx) -> Result<()> {
 pub fn ops() -> Vec<OpEntry> {
     let table: [(&'static str, InferFn); 9] = [
         ("BatchNormalization", batch_norm),
-        ("InstanceNormalization", same_as_input),
+        ("InstanceNormalization", like_input),
         ("LayerNormalization", layer_norm),
         ("GroupNormalization", group_norm),
         ("RMSNormalization", rms_norm),
-        ("LpNormalization", same_as_input),
-        ("MeanVarianceNormalization", same_as_input),
-        ("LRN", same_as_input),
+        ("LpNormalization", like_input),
+        ("MeanVarianceNormalization", like_input),
+        ("LRN", like_input),
         // onnxruntime registers it in the default domain too.
         ("SimplifiedLayerNormalization", simplified_layer_norm),
     ];

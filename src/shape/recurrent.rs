@@ -1,7 +1,7 @@
 //! Recurrent layers: RNN, GRU and LSTM.
 
 use super::ctx::{InferCtx, Result, err};
-use super::dims::{all, dim_of, div_dim, same};
+use super::dims::{all, dim_of, div_dim, sizes_agree};
 use super::fact::Fact;
 use super::{InferFn, OpEntry};
 use crate::ir::Dim;
@@ -42,7 +42,7 @@ fn recurrent(ctx: &mut InferCtx) -> Result<()> {
         Some(h) if h <= 0 => return err(format!("hidden_size must be positive, got {h}")),
         Some(h) => {
             let h = Some(Dim::Known(h as u64));
-            same(&h, &dim_of(ctx, 2, 2), "hidden_size and R's last dimension")?;
+            sizes_agree(&h, &dim_of(ctx, 2, 2), "hidden_size and R's last dimension")?;
             h
         }
         None => match dim_of(ctx, 2, 2) {

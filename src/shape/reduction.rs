@@ -3,9 +3,9 @@
 //! `ReduceProd(Shape(x))` stays exact.
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, err};
+use super::dims::like_input;
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::math::is_integer;
-use super::tensor::same;
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -238,8 +238,8 @@ pub fn ops() -> Vec<OpEntry> {
         ("", "ArgMax", arg_reduce as InferFn),
         ("", "ArgMin", arg_reduce),
         // A running sum or product keeps its input's shape.
-        ("", "CumSum", same),
-        ("", "CumProd", same),
+        ("", "CumSum", like_input),
+        ("", "CumProd", like_input),
     ]);
     out
 }

@@ -9,7 +9,7 @@ use super::ctx::{
 };
 use super::dims::{
     Param, axes_of, dense, fold_map, fresh_dims, index_map, ints_param, known_param, known_usize,
-    out_fact, product, same_data, shape_len, strides, take, to_dim,
+    like_input, out_fact, product, same_data, shape_len, strides, take, to_dim,
 };
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
@@ -751,13 +751,6 @@ fn center_crop_pad(ctx: &mut InferCtx) -> Result<()> {
 
 // ---------------------------------------------------------------- others
 
-/// Same type and shape as input 0 (Trilu, CumSum, ReverseSequence...).
-pub(super) fn same(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
 /// BitCast: same shape, another type of the same width.
 fn bit_cast(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
@@ -887,8 +880,8 @@ pub fn ops() -> Vec<OpEntry> {
         ("Pad", pad),
         ("CenterCropPad", center_crop_pad),
         ("OneHot", one_hot),
-        ("Trilu", same),
-        ("ReverseSequence", same),
+        ("Trilu", like_input),
+        ("ReverseSequence", like_input),
         ("BitCast", bit_cast),
         ("DepthToSpace", depth_space),
         ("SpaceToDepth", depth_space),
