@@ -10,8 +10,36 @@
 # summary only; `c3 shapes` (table, json and the written model's bytes);
 # `c3 explain` of every rule, and evaluated on a few layers; `c3 rules list`,
 # `c3 devices`, `c3 docs`. Exit codes and stderr are kept beside stdout.
+#
+#   scripts/outputs.sh --normalize-sources DIR...  # rewrite dumps in place
+# for comparing builds that moved rules between files: rule source locations
+# (`rules/<file>.yaml:<line>`) become RULE, table padding is squeezed (the
+# Source column's width follows the longest location), and DETAILS.md keeps
+# its introduction and its rule sections sorted by name (no contents, no
+# family headings). Then `diff -r` shows what a move cannot explain.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--normalize-sources" ]; then
+  shift
+  for dir in "$@"; do
+    [ -d "$dir" ] || { echo "outputs.sh: no folder $dir" >&2; exit 1; }
+    find "$dir" -type f -exec sed -i -E \
+      's#rules/[a-z_]+\.yaml:[0-9]+(:[0-9]+)?#RULE#g; s/ +│/ │/g; s/ +┆/ ┆/g; s/─+/─/g; s/═+/═/g' {} +
+    if [ -f "$dir/DETAILS.md" ]; then
+      python3 - "$dir/DETAILS.md" <<'PY'
+import re, sys
+path = sys.argv[1]
+text = open(path).read()
+intro, _, rest = text.partition("## Contents")
+sections = re.split(r"(?m)^(?=### )", rest)[1:]
+sections = sorted(re.sub(r"(?m)^## .*\n\n?", "", s).rstrip("\n") for s in sections)
+open(path, "w").write(intro + "\n\n".join(sections) + "\n")
+PY
+    fi
+  done
+  exit 0
+fi
 
 if [ "${1:-}" = "--compare" ]; then
   rev=${2:?usage: scripts/outputs.sh --compare REV [C3]}

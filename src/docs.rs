@@ -106,15 +106,24 @@ fn patterns_latex(p: &[TensorPat]) -> String {
 /// Renders DETAILS.md for a rule set.
 pub fn render(rules: &RuleSet) -> Result<String> {
     let mut categories: Vec<Category> = Vec::new();
-    let mut sorted: Vec<_> = rules.iter().collect();
-    sorted.sort_by(|a, b| {
-        (a.category.as_str(), a.domain.as_str(), a.op.as_str()).cmp(&(
-            b.category.as_str(),
-            b.domain.as_str(),
-            b.op.as_str(),
-        ))
+    // Sections follow the operator families (one rule file each), in the
+    // order of the built-in files; a pack's files come after, by name.
+    let family = |r: &crate::rules::CostRule| -> (usize, String) {
+        let file = r.origin.file.to_string();
+        let rank = crate::rules::BUILTIN_RULES
+            .iter()
+            .position(|(p, _)| *p == file)
+            .unwrap_or(usize::MAX);
+        let stem = std::path::Path::new(&file)
+            .file_stem()
+            .map_or(file.clone(), |s| s.to_string_lossy().into_owned());
+        (rank, stem)
+    };
+    let mut sorted: Vec<_> = rules.iter().map(|r| (family(r), r)).collect();
+    sorted.sort_by(|(fa, a), (fb, b)| {
+        (fa, a.domain.as_str(), a.op.as_str()).cmp(&(fb, b.domain.as_str(), b.op.as_str()))
     });
-    for r in sorted {
+    for ((_, family), r) in sorted {
         let nf = |name: &str, f: &crate::rules::Formula| NamedFormula {
             name: name.to_string(),
             tex: latex_name(name),
@@ -160,10 +169,10 @@ pub fn render(rules: &RuleSet) -> Result<String> {
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
             unsupported: r.unsupported.clone(),
         };
-        match categories.iter_mut().find(|c| c.name == r.category) {
+        match categories.iter_mut().find(|c| c.name == family) {
             Some(c) => c.rules.push(doc),
             None => categories.push(Category {
-                name: r.category.clone(),
+                name: family,
                 rules: vec![doc],
             }),
         }

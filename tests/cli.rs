@@ -132,7 +132,7 @@ fn pack_overriding_relu_moves_the_total_by_exactly_its_change() {
         format!("{}:1", dir.join("pack.yaml").display())
     );
     assert_eq!(entry("Relu")["builtin"], false);
-    assert_eq!(entry("Conv")["source"], "rules/nn.yaml:3");
+    assert_eq!(entry("Conv")["source"], "rules/conv.yaml:4");
     assert_eq!(entry("Conv")["category"], "Connection");
 }
 
@@ -247,7 +247,7 @@ fn explain_prints_the_rule_and_evaluates_it() {
     let r = c3(&["explain", "Conv"]);
     r.ok();
     let out = r.stdout;
-    assert!(out.contains("rule:     built-in, rules/nn.yaml:3"), "{out}");
+    assert!(out.contains("rule:     built-in, rules/conv.yaml:4"), "{out}");
     assert!(
         out.contains("inputs:  X[N, C, *S], W[M, Cg, *K], B[M]?"),
         "{out}"

@@ -1,6 +1,7 @@
 //! The metadata, generator, sequence, data-movement, indexing and signal
-//! rules (rules/tensor.yaml, rules/indexing.yaml). Bytes are float32 (4) unless
-//! a tensor is typed otherwise: int64 8, int32 4, bool 1.
+//! rules (rules/tensor.yaml, generator.yaml, sequence.yaml, indexing.yaml,
+//! resample.yaml, random.yaml, signal.yaml). Bytes are float32 (4) unless a
+//! tensor is typed otherwise: int64 8, int32 4, bool 1.
 
 use crate::common::*;
 

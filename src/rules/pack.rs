@@ -9,61 +9,81 @@ use rustc_hash::FxHashMap;
 use super::devices::Catalog;
 use super::fusions::Fusions;
 use super::rule::{CostRule, SourceFile};
-use super::yaml::RuleFileDef;
+use super::yaml::{FILE_DOMAIN_KEY, RuleFileDef};
 use crate::error::{Error, RuleError};
 
-/// The built-in rule files, embedded so `c3` works from any directory.
+/// The built-in rule files, embedded so `c3` works from any directory: one
+/// per operator family, named like the family's shape file in `src/shape/`
+/// (see `shape::FAMILIES`).
 pub const BUILTIN_RULES: &[(&str, &str)] = &[
     (
         "rules/activation.yaml",
         include_str!("../../rules/activation.yaml"),
     ),
     ("rules/math.yaml", include_str!("../../rules/math.yaml")),
-    ("rules/nn.yaml", include_str!("../../rules/nn.yaml")),
-    (
-        "rules/normalization.yaml",
-        include_str!("../../rules/normalization.yaml"),
-    ),
+    ("rules/logic.yaml", include_str!("../../rules/logic.yaml")),
+    ("rules/conv.yaml", include_str!("../../rules/conv.yaml")),
+    ("rules/matmul.yaml", include_str!("../../rules/matmul.yaml")),
     (
         "rules/pooling.yaml",
         include_str!("../../rules/pooling.yaml"),
     ),
     (
-        "rules/reduction.yaml",
-        include_str!("../../rules/reduction.yaml"),
-    ),
-    ("rules/tensor.yaml", include_str!("../../rules/tensor.yaml")),
-    // Families added after the original tool's operators, one file each.
-    (
-        "rules/indexing.yaml",
-        include_str!("../../rules/indexing.yaml"),
-    ),
-    ("rules/logic.yaml", include_str!("../../rules/logic.yaml")),
-    ("rules/loss.yaml", include_str!("../../rules/loss.yaml")),
-    ("rules/ml.yaml", include_str!("../../rules/ml.yaml")),
-    (
-        "rules/strings.yaml",
-        include_str!("../../rules/strings.yaml"),
-    ),
-    (
-        "rules/training.yaml",
-        include_str!("../../rules/training.yaml"),
+        "rules/normalization.yaml",
+        include_str!("../../rules/normalization.yaml"),
     ),
     (
         "rules/quantization.yaml",
         include_str!("../../rules/quantization.yaml"),
+    ),
+    ("rules/loss.yaml", include_str!("../../rules/loss.yaml")),
+    (
+        "rules/reduction.yaml",
+        include_str!("../../rules/reduction.yaml"),
     ),
     (
         "rules/recurrent.yaml",
         include_str!("../../rules/recurrent.yaml"),
     ),
     (
-        "rules/transformer.yaml",
-        include_str!("../../rules/transformer.yaml"),
+        "rules/attention.yaml",
+        include_str!("../../rules/attention.yaml"),
+    ),
+    (
+        "rules/microsoft.yaml",
+        include_str!("../../rules/microsoft.yaml"),
+    ),
+    ("rules/tensor.yaml", include_str!("../../rules/tensor.yaml")),
+    (
+        "rules/generator.yaml",
+        include_str!("../../rules/generator.yaml"),
+    ),
+    (
+        "rules/indexing.yaml",
+        include_str!("../../rules/indexing.yaml"),
+    ),
+    (
+        "rules/sequence.yaml",
+        include_str!("../../rules/sequence.yaml"),
+    ),
+    (
+        "rules/resample.yaml",
+        include_str!("../../rules/resample.yaml"),
+    ),
+    ("rules/signal.yaml", include_str!("../../rules/signal.yaml")),
+    ("rules/random.yaml", include_str!("../../rules/random.yaml")),
+    (
+        "rules/strings.yaml",
+        include_str!("../../rules/strings.yaml"),
     ),
     (
         "rules/control.yaml",
         include_str!("../../rules/control.yaml"),
+    ),
+    ("rules/ml.yaml", include_str!("../../rules/ml.yaml")),
+    (
+        "rules/training.yaml",
+        include_str!("../../rules/training.yaml"),
     ),
 ];
 
@@ -147,8 +167,10 @@ impl Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Block {
     pub op: &'static str,
-    /// `""` for the default domain.
+    /// `""` for the default domain; the file's domain unless the rule names one.
     pub domain: &'static str,
+    /// Whether the rule names its own domain.
+    pub own_domain: bool,
     pub range: Range<usize>,
 }
 
@@ -163,6 +185,9 @@ fn builtin_blocks() -> &'static [Vec<Block>] {
 /// are ours; a test checks that this agrees with a full parse of each.
 pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
     let mut blocks: Vec<Block> = Vec::new();
+    let mut file_domain = "";
+    // Whether the last top-level key opened a rule (not the file's domain).
+    let mut open = false;
     // The indentation of the open block's own keys, once seen.
     let mut indent = None;
     let mut offset = 0;
@@ -175,20 +200,36 @@ pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
         }
         let depth = line.len() - body.len();
         if depth == 0 {
-            if let Some((key, _)) = line.split_once(':')
+            if let Some((key, value)) = line.split_once(':')
                 && !key.is_empty()
                 && !line.starts_with(['\t', '-'])
             {
                 if let Some(b) = blocks.last_mut() {
                     b.range.end = at;
                 }
+                if key == FILE_DOMAIN_KEY {
+                    file_domain = domain_value(value);
+                    // Rules above the file's domain take it too.
+                    for b in &mut blocks {
+                        if !b.own_domain {
+                            b.domain = file_domain;
+                        }
+                    }
+                    open = false;
+                    continue;
+                }
                 blocks.push(Block {
                     op: key.trim().trim_matches(['"', '\'']),
-                    domain: "",
+                    domain: file_domain,
+                    own_domain: false,
                     range: at..text.len(),
                 });
+                open = true;
                 indent = None;
             }
+            continue;
+        }
+        if !open {
             continue;
         }
         let Some(b) = blocks.last_mut() else { continue };
@@ -196,12 +237,25 @@ pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
         if depth == indent
             && let Some(value) = body.strip_prefix("domain:")
         {
-            let value = value.split(" #").next().unwrap_or("").trim();
-            let value = value.trim_matches(['"', '\'']);
-            b.domain = if value == "ai.onnx" { "" } else { value };
+            b.domain = domain_value(value);
+            b.own_domain = true;
         }
     }
     blocks
+}
+
+/// A `domain:` line's value, `""` for the default domain.
+fn domain_value(value: &'static str) -> &'static str {
+    let value = value.split(" #").next().unwrap_or("").trim();
+    let value = value.trim_matches(['"', '\'']);
+    if value == "ai.onnx" { "" } else { value }
+}
+
+/// The file-level `domain:` of a built-in rule file, `""` if it has none.
+fn file_domain(text: &'static str) -> &'static str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(FILE_DOMAIN_KEY)?.strip_prefix(':'))
+        .map_or("", domain_value)
 }
 
 /// The built-in rule files with their line indexes, made once per process.
@@ -219,8 +273,15 @@ fn builtin_sources() -> &'static [SourceFile<'static>] {
 fn compile_builtin(file: usize, range: Range<usize>, op: &str) -> Result<CostRule, RuleError> {
     let text = BUILTIN_RULES[file].1;
     let src = builtin_sources()[file].clone().at(range.start);
-    let def: RuleFileDef =
+    let mut def: RuleFileDef =
         serde_saphyr::from_str(&text[range]).map_err(|e| yaml_error(&src, &e))?;
+    // The block alone does not hold the file's `domain:` key.
+    let domain = file_domain(text);
+    for (_, rule_def) in &mut def.0 {
+        if rule_def.domain.is_none() && !domain.is_empty() {
+            rule_def.domain = Some(domain.to_string());
+        }
+    }
     match def.0.as_slice() {
         [(name, rule_def)] if name == op => CostRule::compile(op, rule_def, &src),
         _ => Err(src.error_at(
@@ -564,6 +625,62 @@ mod tests {
             assert_eq!(s.1, evalexpr::Value::Tuple(vec![2.into(), 2.into()]));
         }
         assert_eq!(rule.memo.len(), 4);
+    }
+
+    /// A rule of a test file: `|X|` FLOPs, nothing read or written.
+    fn rule_text(op: &str, domain: Option<&str>) -> String {
+        let domain = domain.map_or(String::new(), |d| format!("  domain: {d}\n"));
+        format!(
+            "{op}:\n{domain}  category: Test\n  summary: s\n  doc: d\n  inputs: \"X\"\n  \
+             outputs: \"Y\"\n  flops: \"|X|\"\n  mread: 0\n  mwrite: 0\n"
+        )
+    }
+
+    #[test]
+    fn a_file_level_domain_is_the_default_of_its_rules() {
+        let text = format!(
+            "domain: com.example\n\n{}\n{}",
+            rule_text("Fused", None),
+            rule_text("Plain", Some("ai.onnx"))
+        );
+        let mut set = RuleSet::empty();
+        let ops = set.add_source("pack/example.yaml", &text, false).unwrap();
+        // The rule without a domain takes the file's; `ai.onnx` overrides it.
+        assert_eq!(ops, ["com.example::Fused", "Plain"]);
+        // A file without a `domain:` key means ai.onnx, as before.
+        let mut set = RuleSet::empty();
+        let ops = set
+            .add_source("pack/plain.yaml", &rule_text("Fused", None), false)
+            .unwrap();
+        assert_eq!(ops, ["Fused"]);
+        // Two file-level domains are an error (at the second), not a choice.
+        let twice = format!("domain: a\ndomain: b\n{}", rule_text("Fused", None));
+        let e = RuleSet::empty()
+            .add_source("pack/twice.yaml", &twice, false)
+            .unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.starts_with("pack/twice.yaml:2:1: duplicate mapping key: domain"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_line_scan_reads_a_file_level_domain() {
+        let text: &'static str = Box::leak(
+            format!(
+                "# header\n\ndomain: com.microsoft\n\n{}\n{}",
+                rule_text("Fused", None),
+                rule_text("Plain", Some("ai.onnx"))
+            )
+            .into_boxed_str(),
+        );
+        let got: Vec<(&str, &str)> = scan_blocks(text).iter().map(|b| (b.op, b.domain)).collect();
+        assert_eq!(got, [("Fused", "com.microsoft"), ("Plain", "")]);
+        // The built-in com.microsoft rules come from their own family's file.
+        let set = RuleSet::builtin().unwrap();
+        let a = set.get("com.microsoft", "Attention").unwrap();
+        assert_eq!(a.origin.file, "rules/microsoft.yaml");
     }
 
     #[test]

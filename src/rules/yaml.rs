@@ -112,5 +112,49 @@ pub struct RuleDef {
     pub unsupported: Option<String>,
 }
 
-/// A rule file: operator name → rule.
-pub type RuleFileDef = OrderedMap<RuleDef>;
+/// A rule file: operator name → rule. A top-level `domain:` key is the file's
+/// domain: every rule of the file without a `domain:` of its own takes it.
+#[derive(Debug, Default)]
+pub struct RuleFileDef(pub Vec<(String, RuleDef)>);
+
+/// The key of a rule file's own domain (no ONNX operator has this name).
+pub const FILE_DOMAIN_KEY: &str = "domain";
+
+impl<'de> Deserialize<'de> for RuleFileDef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FileVisitor;
+        impl<'de> Visitor<'de> for FileVisitor {
+            type Value = RuleFileDef;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut domain: Option<String> = None;
+                let mut out: Vec<(String, RuleDef)> = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == FILE_DOMAIN_KEY {
+                        if domain.is_some() {
+                            return Err(de::Error::custom(format!("duplicate key '{key}'")));
+                        }
+                        domain = Some(map.next_value()?);
+                        continue;
+                    }
+                    if out.iter().any(|(k, _)| *k == key) {
+                        return Err(de::Error::custom(format!("duplicate key '{key}'")));
+                    }
+                    out.push((key, map.next_value()?));
+                }
+                for (_, rule) in &mut out {
+                    if rule.domain.is_none() {
+                        rule.domain.clone_from(&domain);
+                    }
+                }
+                Ok(RuleFileDef(out))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(RuleFileDef::default())
+            }
+        }
+        d.deserialize_map(FileVisitor)
+    }
+}

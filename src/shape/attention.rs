@@ -3,8 +3,8 @@
 //! ai.onnx.preview FlexAttention.
 
 use super::ctx::{InferCtx, Result, err};
+use super::dims::{add_dim, all, dim_of, div_dim, like_input, mul_dim, sizes_agree};
 use super::fact::Fact;
-use super::reduce::{add_dim, all, dim_of, div_dim, mul_dim, same};
 use super::{InferFn, OpEntry};
 use crate::ir::Dim;
 
@@ -49,8 +49,8 @@ pub(super) fn heads_of(ctx: &InferCtx, i: usize, heads: Option<i64>, what: &str)
     }
 }
 
-/// `a * b` when both are known.
-fn product(a: &Option<Dim>, b: &Option<Dim>) -> Result<Option<Dim>> {
+/// `a * b` when both are present.
+fn mul_both(a: &Option<Dim>, b: &Option<Dim>) -> Result<Option<Dim>> {
     match (a, b) {
         (Some(a), Some(b)) => Ok(Some(mul_dim(a, b)?)),
         _ => Ok(None),
@@ -64,8 +64,8 @@ fn attention(ctx: &mut InferCtx) -> Result<()> {
     let q = heads_of(ctx, 0, q_heads, "Q")?;
     let k = heads_of(ctx, 1, kv_heads, "K")?;
     let v = heads_of(ctx, 2, kv_heads, "V")?;
-    same(&q.head_size, &k.head_size, "Q and K head sizes")?;
-    same(&k.seq, &v.seq, "K and V sequence lengths")?;
+    sizes_agree(&q.head_size, &k.head_size, "Q and K head sizes")?;
+    sizes_agree(&k.seq, &v.seq, "K and V sequence lengths")?;
     if let (Some(Dim::Known(hq)), Some(Dim::Known(hkv))) = (&q.heads, &k.heads)
         && (*hkv == 0 || hq % hkv != 0)
     {
@@ -77,7 +77,7 @@ fn attention(ctx: &mut InferCtx) -> Result<()> {
         all(&[
             q.batch.clone(),
             q.seq.clone(),
-            product(&q.heads, &v.head_size)?,
+            mul_both(&q.heads, &v.head_size)?,
         ])
     } else {
         all(&[
@@ -134,17 +134,9 @@ fn flex_attention(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// Output 0 is input 0 (RotaryEmbedding rotates in place).
-pub(super) fn like_input(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?;
-    let out = x.reshaped(x.shape.clone());
-    ctx.set(0, out);
-    Ok(())
-}
-
 /// LinearAttention: packed (B, T, H*D) inputs; output (B, T, Hq*dv) and the
 /// recurrent state (B, Hkv, dk, dv).
-fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
     let (Some(hq), Some(hkv)) = (ctx.attr_int("q_num_heads"), ctx.attr_int("kv_num_heads")) else {
         return err("LinearAttention needs q_num_heads and kv_num_heads");
     };
@@ -163,11 +155,11 @@ fn linear_attention(ctx: &mut InferCtx) -> Result<()> {
     let q = heads_of(ctx, 0, Some(hq), "query")?;
     let k = heads_of(ctx, 1, Some(hkv), "key")?;
     let v = heads_of(ctx, 2, Some(hkv), "value")?;
-    same(&q.head_size, &k.head_size, "query and key head sizes")?;
+    sizes_agree(&q.head_size, &k.head_size, "query and key head sizes")?;
     let out = all(&[
         q.batch.clone(),
         q.seq.clone(),
-        product(&q.heads, &v.head_size)?,
+        mul_both(&q.heads, &v.head_size)?,
     ]);
     // Without a past state, d_k may come from the query as well as the key.
     let dk = k.head_size.or(q.head_size);
@@ -195,7 +187,7 @@ fn with_window(ctx: &InferCtx, state: Option<Vec<Dim>>) -> Result<Option<Vec<Dim
 /// (B, C, (k-1)*dilation) for a (C, 1, k) kernel. The com.microsoft version
 /// adds `dilation`, a channels-last layout (B, L, d1..dn) with state
 /// (B, state_len, d1..dn), and `state_window`; only its 1-D form is inferred.
-fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?;
     let channels_last = ctx.attr_int_or("channels_last", 0) != 0;
     let one_d = ctx.attr_int_or("ndim", 1) == 1;
@@ -235,26 +227,19 @@ fn causal_conv_with_state(ctx: &mut InferCtx) -> Result<()> {
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let list: [(&'static str, &'static str, InferFn); 7] = [
+    let list: [(&'static str, &'static str, InferFn); 5] = [
         ("", "Attention", attention),
         ("", "RotaryEmbedding", like_input),
         ("", "LinearAttention", linear_attention),
         ("", "CausalConvWithState", causal_conv_with_state),
         ("ai.onnx.preview", "FlexAttention", flex_attention),
-        // onnxruntime's versions: the same rules plus a few attributes.
-        ("com.microsoft", "LinearAttention", linear_attention),
-        (
-            "com.microsoft",
-            "CausalConvWithState",
-            causal_conv_with_state,
-        ),
     ];
     list.to_vec()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::reduce::testing::*;
+    use super::super::reduction::testing::*;
     use crate::ir::DType;
 
     #[test]

@@ -1,23 +1,22 @@
-//! Indexing, selection and resampling: GatherElements/ND, Scatter*, TopK,
-//! NonZero, Unique, Resize, GridSample, signal, random and string operators,
-//! plus the ai.onnx.ml and ai.onnx.preview.training operators.
+//! Indexing and selection: Gather, GatherElements/ND, Scatter*, TopK,
+//! NonZero, Unique, Compress and NonMaxSuppression.
 //!
 //! Sizes that depend on data (NonZero's count, Unique's, NMS's selection)
 //! are fresh symbols unless the data itself is known, in which case they are
 //! counted.
 
-use std::collections::HashSet;
+// ---------------------------------------------------------------- helpers
 
-use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err, join};
-use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue, ValueKind};
+use super::ctx::{InferCtx, Result, ShapeError, axis, dim, err, join};
+use super::dims::{count, fold_map, known_usize, like_input, out_fact, strides};
+use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
-
-// ---------------------------------------------------------------- helpers
+use std::collections::HashSet;
 
 /// A scalar (or one-element) input's value, possibly symbolic.
-fn scalar(ctx: &InferCtx, i: usize) -> Option<SymInt> {
+pub(super) fn scalar(ctx: &InferCtx, i: usize) -> Option<SymInt> {
     match ctx.ints(i)?.as_slice() {
         [x] => Some(x.clone()),
         _ => None,
@@ -25,7 +24,11 @@ fn scalar(ctx: &InferCtx, i: usize) -> Option<SymInt> {
 }
 
 /// The element type an attribute names by its ONNX code, else `default`.
-fn dtype_attr(ctx: &InferCtx, name: &str, default: Option<DType>) -> Result<Option<DType>> {
+pub(super) fn dtype_attr(
+    ctx: &InferCtx,
+    name: &str,
+    default: Option<DType>,
+) -> Result<Option<DType>> {
     match ctx.attr_int(name) {
         None => Ok(default),
         Some(code) => i32::try_from(code)
@@ -37,31 +40,15 @@ fn dtype_attr(ctx: &InferCtx, name: &str, default: Option<DType>) -> Result<Opti
 }
 
 /// A dimension from a value when it is known, else a fresh symbol.
-fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Result<Dim> {
+pub(super) fn dim_or_fresh(ctx: &InferCtx, v: Option<&SymInt>, hint: &str) -> Result<Dim> {
     match v {
         Some(v) => dim(v),
         None => Ok(ctx.fresh_dim(hint)),
     }
 }
 
-/// Ranks beyond the limit are not believed when a tensor's length gives a
-/// rank (a hostile model must not make us allocate billions of symbols).
-const MAX_RANK: u64 = crate::ir::MAX_RANK as u64;
-
-/// `n` fresh symbols, for a rank read from a tensor's length.
-fn fresh_dims(ctx: &InferCtx, n: u64, hint: &str) -> Option<Vec<Dim>> {
-    (n <= MAX_RANK).then(|| (0..n).map(|_| ctx.fresh_dim(hint)).collect())
-}
-
-/// Output 0 is input 0's type and shape.
-fn like_input(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
 /// Output 0 has input 0's shape and the given type.
-fn same_shape_as(ctx: &mut InferCtx, dtype: Option<DType>) -> Result<()> {
+pub(super) fn same_shape_as(ctx: &mut InferCtx, dtype: Option<DType>) -> Result<()> {
     let shape = ctx.require(0)?.shape.clone();
     ctx.set(0, Fact::tensor(dtype, shape));
     Ok(())
@@ -107,13 +94,7 @@ fn shaped_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<Elem>)> {
 
 /// Whether `len` values are exactly a tensor of sizes `dims`.
 fn fills(dims: &[u64], len: usize) -> bool {
-    product(dims) == Some(len as u64)
-}
-
-/// The element count of known sizes; `None` on overflow (a zero size does
-/// not make the other sizes small).
-fn product(dims: &[u64]) -> Option<u64> {
-    dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+    count(dims) == Some(len as u64)
 }
 
 /// The known sizes of a shape.
@@ -141,15 +122,6 @@ fn index_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<i64>)> {
     let (dims, v) = int_data(ctx, i)?;
     let v = v.iter().map(SymInt::as_int).collect::<Option<Vec<_>>>()?;
     Some((dims, v))
-}
-
-/// Row-major strides of known sizes.
-fn strides(dims: &[u64]) -> Vec<u64> {
-    let mut out = vec![1u64; dims.len()];
-    for d in (0..dims.len().saturating_sub(1)).rev() {
-        out[d] = out[d + 1].saturating_mul(dims[d + 1]);
-    }
-    out
 }
 
 /// An index into a dimension of size `n`, negative counting from the end;
@@ -231,7 +203,7 @@ fn fold_gather_nd(ctx: &InferCtx) -> Option<TensorValue> {
     let (dd, data) = int_data(ctx, 0)?;
     let (id, idx) = index_data(ctx, 1)?;
     let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
-    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
+    let slice = usize::try_from(count(dd.get(k..)?)?).ok()?;
     let st = strides(&dd);
     if (idx.len() / k).checked_mul(slice)? > MAX_VALUE_ELEMENTS {
         return None;
@@ -250,7 +222,7 @@ fn fold_scatter_nd(ctx: &InferCtx) -> Option<TensorValue> {
     let (id, idx) = index_data(ctx, 1)?;
     let (_, upd) = int_data(ctx, 2)?;
     let k = usize::try_from(*id.last()?).ok().filter(|&k| k > 0)?;
-    let slice = usize::try_from(product(dd.get(k..)?)?).ok()?;
+    let slice = usize::try_from(count(dd.get(k..)?)?).ok()?;
     let st = strides(&dd);
     let how = reduction(ctx);
     if upd.len() != (idx.len() / k).checked_mul(slice)? {
@@ -482,8 +454,8 @@ fn distinct_count(ctx: &InferCtx, ax: Option<usize>) -> Option<u64> {
         return None;
     }
     let n = *dims.get(a)? as usize;
-    let inner = product(dims.get(a + 1..)?)? as usize;
-    let outer = product(dims.get(..a)?)?;
+    let inner = count(dims.get(a + 1..)?)? as usize;
+    let outer = count(dims.get(..a)?)?;
     let slices: HashSet<Vec<&Elem>> = (0..n)
         .map(|i| {
             (0..outer as usize)
@@ -617,844 +589,79 @@ fn non_max_suppression(ctx: &mut InferCtx) -> Result<()> {
 
 // ---------------------------------------------------------------- resampling
 
-/// `floor(d * scale)`, symbolic when the scale is a simple fraction.
-fn scaled_dim(ctx: &InferCtx, d: &Dim, scale: f64) -> Result<Dim> {
-    if !scale.is_finite() || scale < 0.0 {
-        return err(format!(
-            "resize scale {scale} must be finite and non-negative"
-        ));
-    }
-    match d {
-        // In float64, as the reference implementation computes it.
-        Dim::Known(n) => {
-            let v = (*n as f64 * scale).floor();
-            if v >= u64::MAX as f64 {
-                return err("resized dimension overflows");
-            }
-            Ok(Dim::Known(v as u64))
-        }
-        Dim::Sym(s) => {
-            // A float scale near p/q (2, 0.5, 1.5...) stays exact:
-            // floor(s*p/q). A float just below p/q (0.7 as f32) floors
-            // multiples of q one lower, which is floor((s*p - 1)/q).
-            for q in 1..=16i64 {
-                let exact = scale * q as f64;
-                let p = exact.round();
-                if (exact - p).abs() < 1e-6 * q as f64 && p < i64::MAX as f64 {
-                    let mut n = s.mul(&SymInt::Int(p as i64))?;
-                    if exact < p {
-                        n = n.sub(&SymInt::Int(1))?;
-                    }
-                    return dim(&n.floor_div(q)?);
-                }
-            }
-            Ok(ctx.fresh_dim("resize"))
-        }
-    }
-}
-
-/// Sizes under `keep_aspect_ratio_policy` not_larger / not_smaller: one
-/// scale for every listed axis, the output rounded half up.
-fn aspect_sizes(
-    ctx: &InferCtx,
-    in_shape: &[Dim],
-    axes: &[usize],
-    sizes: &[SymInt],
-    larger: bool,
-) -> Result<Vec<Option<Dim>>> {
-    let ratios: Option<Vec<f64>> = axes
-        .iter()
-        .zip(sizes)
-        .map(|(&a, s)| Some(s.as_int()? as f64 / in_shape.get(a)?.known()? as f64))
-        .collect();
-    let Some(ratios) = ratios else {
-        return Ok(axes.iter().map(|_| Some(ctx.fresh_dim("resize"))).collect());
-    };
-    let pick = if larger { f64::max } else { f64::min };
-    let scale = ratios.iter().copied().reduce(pick).unwrap_or(1.0);
-    axes.iter()
-        .map(|&a| {
-            let n = in_shape.get(a).and_then(Dim::known).unwrap_or(0);
-            let v = (scale * n as f64 + 0.5).floor();
-            if !v.is_finite() || v < 0.0 {
-                return err(format!("resize gives dimension {v}"));
-            }
-            Ok(Some(Dim::Known(v as u64)))
-        })
-        .collect()
-}
-
-/// Whether optional input `i` is given and not an empty placeholder.
-fn given(ctx: &InferCtx, i: usize) -> bool {
-    ctx.input(i)
-        .is_some_and(|f| f.elements() != Some(SymInt::Int(0)))
-}
-
-/// Resize (opsets 10, 11, 13, 18, 19) and Upsample (7, 9): sizes when given,
-/// else `floor(d * scale)`; axes (18+) select which dimensions the scales
-/// or sizes refer to.
-fn resize(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    let Some(in_shape) = x.shape.clone() else {
-        // Sizes for every axis (no axes, stretched) are the output shape
-        // whatever the input's.
-        let all = ctx.op == "Resize"
-            && ctx.opset >= 11
-            && given(ctx, 3)
-            && !(ctx.opset >= 18 && ctx.has_attr("axes"))
-            && ctx.attr_string_or("keep_aspect_ratio_policy", "stretch") == "stretch";
-        let shape = match ctx.ints(3) {
-            Some(sizes) if all => Some(sizes.iter().map(dim).collect::<Result<Vec<_>>>()?),
-            _ => None,
-        };
-        ctx.set(0, Fact::tensor(x.dtype, shape));
-        return Ok(());
-    };
-    let r = in_shape.len();
-    let axes: Vec<usize> = match ctx.attr_ints("axes") {
-        Some(a) if ctx.opset >= 18 => a.iter().map(|&a| axis(a, r)).collect::<Result<_>>()?,
-        _ => (0..r).collect(),
-    };
-    // Where the scales live: an attribute (Upsample-7), input 1 (Upsample-9,
-    // Resize-10) or input 2 (Resize-11+, with sizes as input 3).
-    let (scales_at, sizes_at) = match (ctx.op, ctx.opset) {
-        ("Upsample", ..=8) => (None, None),
-        ("Upsample", _) | (_, ..=10) => (Some(1), None),
-        _ => (Some(2), Some(3)),
-    };
-    let listed = |n: usize| -> Result<()> {
-        if n != axes.len() {
-            return err(format!(
-                "{} has {n} entries for {} axes",
-                if sizes_at.is_some_and(|i| given(ctx, i)) {
-                    "sizes"
-                } else {
-                    "scales"
-                },
-                axes.len()
-            ));
-        }
-        Ok(())
-    };
-    let new: Vec<Option<Dim>> = if let Some(i) = sizes_at.filter(|&i| given(ctx, i)) {
-        match ctx.ints(i) {
-            Some(sizes) => {
-                listed(sizes.len())?;
-                match ctx
-                    .attr_string_or("keep_aspect_ratio_policy", "stretch")
-                    .as_str()
-                {
-                    "not_larger" => aspect_sizes(ctx, &in_shape, &axes, &sizes, false)?,
-                    "not_smaller" => aspect_sizes(ctx, &in_shape, &axes, &sizes, true)?,
-                    _ => sizes
-                        .iter()
-                        .map(|s| dim(s).map(Some))
-                        .collect::<Result<_>>()?,
-                }
-            }
-            None => axes.iter().map(|_| None).collect(),
-        }
-    } else {
-        let scales = match scales_at {
-            None => ctx.attr_floats("scales"),
-            Some(i) => ctx.floats(i),
-        };
-        match scales {
-            Some(sc) => {
-                listed(sc.len())?;
-                axes.iter()
-                    .zip(&sc)
-                    .map(|(&a, &s)| match in_shape.get(a) {
-                        Some(d) => scaled_dim(ctx, d, s).map(Some),
-                        None => Ok(None),
-                    })
-                    .collect::<Result<_>>()?
-            }
-            None => axes.iter().map(|_| None).collect(),
-        }
-    };
-    let mut out = in_shape;
-    for (&a, d) in axes.iter().zip(new) {
-        let d = d.unwrap_or_else(|| ctx.fresh_dim("resize"));
-        if let Some(slot) = out.get_mut(a) {
-            *slot = d;
-        }
-    }
-    ctx.set(0, Fact::tensor(x.dtype, Some(out)));
-    Ok(())
-}
-
-/// GridSample: `[N, C, *grid.shape[1:-1]]`.
-fn grid_sample(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.require(0)?.dtype;
-    let mut shape = None;
-    if let (Some(x), Some(g)) = (ctx.shape(0), ctx.shape(1)) {
-        if x.len() < 3 || g.len() != x.len() {
-            return err(format!(
-                "X [{}] and grid [{}] must have the same rank, 3 or more",
-                join(x),
-                join(g)
-            ));
-        }
-        let spatial = x.len() - 2;
-        if let Some(last) = g.last().and_then(Dim::known)
-            && last != spatial as u64
-        {
-            return err(format!(
-                "grid's last dimension is {last}, X has {spatial} spatial dimensions"
-            ));
-        }
-        let mut s = x[..2].to_vec();
-        s.extend_from_slice(&g[1..g.len() - 1]);
-        shape = Some(s);
-    }
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
-
-/// AffineGrid: size `[N, C, H, W]` gives `[N, H, W, 2]`, `[N, C, D, H, W]`
-/// gives `[N, D, H, W, 3]`.
-fn affine_grid(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.require(0)?.dtype;
-    let size = match ctx.ints(1) {
-        Some(v) => Some(v.iter().map(dim).collect::<Result<Vec<_>>>()?),
-        // The size's length still gives the rank.
-        None => ctx
-            .shape(1)
-            .and_then(|s| s.first())
-            .and_then(Dim::known)
-            .and_then(|n| fresh_dims(ctx, n, "grid")),
-    };
-    let shape = match size {
-        None => None,
-        Some(s) if s.len() == 4 || s.len() == 5 => {
-            let mut out = vec![s[0].clone()];
-            out.extend_from_slice(&s[2..]);
-            out.push(Dim::Known(s.len() as u64 - 2));
-            Some(out)
-        }
-        Some(s) => {
-            return err(format!(
-                "AffineGrid size has {} entries, not 4 or 5",
-                s.len()
-            ));
-        }
-    };
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
-
-/// Col2Im: `[N, C * prod(block), L]` becomes `[N, C, *image_shape]`.
-fn col2im(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.require(0)?.dtype;
-    let Some(s) = ctx.shape(0).cloned() else {
-        ctx.set(0, Fact::tensor(dtype, None));
-        return Ok(());
-    };
-    let [n, cb, _] = s.as_slice() else {
-        return err(format!("Col2Im input [{}] must have rank 3", join(&s)));
-    };
-    let image: Vec<Dim> = match ctx.ints(1) {
-        Some(v) => v.iter().map(dim).collect::<Result<_>>()?,
-        None => match ctx
-            .shape(1)
-            .and_then(|s| s.first())
-            .and_then(Dim::known)
-            .and_then(|k| fresh_dims(ctx, k, "col2im"))
-        {
-            Some(dims) => dims,
-            None => {
-                ctx.set(0, Fact::tensor(dtype, None));
-                return Ok(());
-            }
-        },
-    };
-    let c = match ctx.ints(2) {
-        Some(block) => {
-            let mut prod = SymInt::Int(1);
-            for b in &block {
-                prod = prod.mul(b)?;
-            }
-            match cb.to_symint().exact_div(&prod) {
-                Some(c) => dim(&c)?,
-                None if cb.known().is_some() && prod.is_known() => {
-                    return err(format!(
-                        "input channels {cb} are not a multiple of the block size {prod}"
-                    ));
-                }
-                None => ctx.fresh_dim("col2im"),
-            }
-        }
-        None => ctx.fresh_dim("col2im"),
-    };
-    let mut out = vec![n.clone(), c];
-    out.extend(image);
-    ctx.set(0, Fact::tensor(dtype, Some(out)));
-    Ok(())
-}
-
-/// RoiAlign and MaxRoiPool: `[num_rois, C, out_h, out_w]`.
-fn roi_pool(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.require(0)?.dtype;
-    let (h, w) = if ctx.op == "MaxRoiPool" {
-        match ctx.attr_ints("pooled_shape").as_deref() {
-            Some(&[h, w]) => (h, w),
-            _ => return err("MaxRoiPool needs `pooled_shape` with two entries"),
-        }
-    } else {
-        (
-            ctx.attr_int_or("output_height", 1),
-            ctx.attr_int_or("output_width", 1),
-        )
-    };
-    let rois = ctx
-        .shape(1)
-        .and_then(|s| s.first())
-        .or_else(|| ctx.shape(2).and_then(|s| s.first()))
-        .cloned()
-        .unwrap_or_else(|| ctx.fresh_dim("rois"));
-    let c = match ctx.shape(0) {
-        Some(s) if s.len() == 4 => s[1].clone(),
-        Some(s) => return err(format!("X [{}] must have rank 4", join(s))),
-        None => ctx.fresh_dim("channels"),
-    };
-    let shape = vec![rois, c, dim(&SymInt::Int(h))?, dim(&SymInt::Int(w))?];
-    ctx.set(0, Fact::tensor(dtype, Some(shape)));
-    Ok(())
-}
-
-/// ImageDecoder: `[H, W, channels]` uint8; H and W are in the image bytes.
-fn image_decoder(ctx: &mut InferCtx) -> Result<()> {
-    let channels = if ctx.attr_string_or("pixel_format", "RGB") == "Grayscale" {
-        1
-    } else {
-        3
-    };
-    let shape = vec![
-        ctx.fresh_dim("height"),
-        ctx.fresh_dim("width"),
-        Dim::Known(channels),
-    ];
-    ctx.set(0, Fact::new(DType::Uint8, shape));
-    Ok(())
-}
-
 // ---------------------------------------------------------------- strings
-
-/// StringSplit: substrings `[*X, max_splits]`, lengths `[*X]`.
-fn string_split(ctx: &mut InferCtx) -> Result<()> {
-    let shape = ctx.require(0)?.shape.clone();
-    let subs = shape.clone().map(|mut s| {
-        s.push(ctx.fresh_dim("splits"));
-        s
-    });
-    ctx.set(0, Fact::tensor(Some(DType::String), subs));
-    ctx.set(1, Fact::tensor(Some(DType::Int64), shape));
-    Ok(())
-}
-
-/// StringNormalizer: same shape unless stop words may remove entries
-/// (`[C]` → `[C']`, `[1, C]` → `[1, C']`).
-fn string_normalizer(ctx: &mut InferCtx) -> Result<()> {
-    let shape = ctx.require(0)?.shape.clone();
-    let stops = ctx.attr_strings("stopwords").unwrap_or_default();
-    let shape = match shape {
-        Some(s) if !stops.is_empty() => match s.len() {
-            1 => Some(vec![ctx.fresh_dim("strings")]),
-            2 => Some(vec![Dim::Known(1), ctx.fresh_dim("strings")]),
-            _ => {
-                return err(format!(
-                    "StringNormalizer input [{}] must be [C] or [1, C]",
-                    join(&s)
-                ));
-            }
-        },
-        s => s,
-    };
-    ctx.set(0, Fact::tensor(Some(DType::String), shape));
-    Ok(())
-}
-
-/// StringConcat broadcasts its two inputs.
-fn string_concat(ctx: &mut InferCtx) -> Result<()> {
-    let shape = match (ctx.shape(0), ctx.shape(1)) {
-        (Some(a), Some(b)) => Some(broadcast(a, b)?),
-        _ => None,
-    };
-    ctx.set(0, Fact::tensor(Some(DType::String), shape));
-    Ok(())
-}
-
-fn regex_full_match(ctx: &mut InferCtx) -> Result<()> {
-    same_shape_as(ctx, Some(DType::Bool))
-}
 
 // ---------------------------------------------------------------- signal
 
-/// DFT (17: axis attribute; 20: axis input, default -2): the axis becomes
-/// the transform length (halved plus one for a one-sided forward
-/// transform); the last dimension is 2 (complex), or 1 for an inverse
-/// one-sided transform (real).
-fn dft(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.require(0)?.dtype;
-    let Some(s) = ctx.shape(0).cloned() else {
-        ctx.set(0, Fact::tensor(dtype, None));
-        return Ok(());
-    };
-    let r = s.len();
-    if r < 2 {
-        return err(format!("DFT input [{}] needs rank 2 or more", join(&s)));
-    }
-    let a = if ctx.opset >= 20 {
-        match ctx.input(2) {
-            // `None`: an axis known only at run time.
-            Some(_) => scalar(ctx, 2).and_then(|a| a.as_int()),
-            None => Some(-2),
-        }
-    } else {
-        Some(ctx.attr_int_or("axis", 1))
-    };
-    let Some(a) = a else {
-        ctx.set(0, Fact::tensor(dtype, None));
-        return Ok(());
-    };
-    // The last dimension holds real/imaginary parts and is no signal axis.
-    let a = axis(a, r)?;
-    if a == r - 1 {
-        return err("DFT axis cannot be the last (complex) dimension");
-    }
-    let inverse = ctx.attr_int_or("inverse", 0) != 0;
-    let onesided = ctx.attr_int_or("onesided", 0) != 0;
-    let n = if ctx.input(1).is_some() {
-        scalar(ctx, 1)
-    } else if onesided && inverse {
-        // IRFFT restores the full signal from its one-sided spectrum.
-        Some(
-            s[a].to_symint()
-                .sub(&SymInt::Int(1))?
-                .mul(&SymInt::Int(2))?,
-        )
-    } else {
-        Some(s[a].to_symint())
-    };
-    let n = match n {
-        Some(n) if onesided && !inverse => Some(n.floor_div(2)?.add(&SymInt::Int(1))?),
-        n => n,
-    };
-    let mut out = s;
-    out[a] = dim_or_fresh(ctx, n.as_ref(), "dft")?;
-    out[r - 1] = Dim::Known(if onesided && inverse { 1 } else { 2 });
-    ctx.set(0, Fact::tensor(dtype, Some(out)));
-    Ok(())
-}
-
-/// STFT: `[batch, frames, bins, 2]` with `frames = (len - frame_length) /
-/// frame_step + 1` and `bins = frame_length / 2 + 1` when one-sided.
-fn stft(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.require(0)?.dtype;
-    let Some(s) = ctx.shape(0).cloned() else {
-        ctx.set(0, Fact::tensor(dtype, None));
-        return Ok(());
-    };
-    let [batch, len, _] = s.as_slice() else {
-        return err(format!("STFT signal [{}] must have rank 3", join(&s)));
-    };
-    let step = scalar(ctx, 1).and_then(|v| v.as_int());
-    if step.is_some_and(|v| v <= 0) {
-        return err("STFT frame_step must be positive");
-    }
-    let frame = match ctx.input(3) {
-        Some(_) => scalar(ctx, 3),
-        None => ctx.shape(2).and_then(|w| w.first()).map(Dim::to_symint),
-    };
-    let frames = match (&frame, step) {
-        (Some(f), Some(k)) => Some(len.to_symint().sub(f)?.floor_div(k)?.add(&SymInt::Int(1))?),
-        _ => None,
-    };
-    let bins = match &frame {
-        Some(f) if ctx.attr_int_or("onesided", 1) != 0 => {
-            Some(f.floor_div(2)?.add(&SymInt::Int(1))?)
-        }
-        f => f.clone(),
-    };
-    let out = vec![
-        batch.clone(),
-        dim_or_fresh(ctx, frames.as_ref(), "frames")?,
-        dim_or_fresh(ctx, bins.as_ref(), "bins")?,
-        Dim::Known(2),
-    ];
-    ctx.set(0, Fact::tensor(dtype, Some(out)));
-    Ok(())
-}
-
-/// Blackman/Hamming/Hann windows: `[size]` of `output_datatype`.
-fn window(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = dtype_attr(ctx, "output_datatype", Some(DType::Float32))?;
-    let n = dim_or_fresh(ctx, scalar(ctx, 0).as_ref(), "window")?;
-    ctx.set(0, Fact::tensor(dtype, Some(vec![n])));
-    Ok(())
-}
-
-/// MelWeightMatrix: `[dft_length / 2 + 1, num_mel_bins]`.
-fn mel_weight_matrix(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = dtype_attr(ctx, "output_datatype", Some(DType::Float32))?;
-    let bins = match scalar(ctx, 1) {
-        Some(n) => Some(n.floor_div(2)?.add(&SymInt::Int(1))?),
-        None => None,
-    };
-    let shape = vec![
-        dim_or_fresh(ctx, bins.as_ref(), "bins")?,
-        dim_or_fresh(ctx, scalar(ctx, 0).as_ref(), "mel")?,
-    ];
-    ctx.set(0, Fact::tensor(dtype, Some(shape)));
-    Ok(())
-}
-
 // ---------------------------------------------------------------- random
-
-/// RandomNormal/RandomUniform: shape and type from attributes.
-fn random(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = dtype_attr(ctx, "dtype", Some(DType::Float32))?;
-    let shape = ctx
-        .attr_ints("shape")
-        .ok_or_else(|| ShapeError(format!("{} needs `shape`", ctx.op)))?;
-    let shape = shape
-        .iter()
-        .map(|&d| dim(&SymInt::Int(d)))
-        .collect::<Result<Vec<_>>>()?;
-    ctx.set(0, Fact::tensor(dtype, Some(shape)));
-    Ok(())
-}
-
-/// RandomNormalLike, RandomUniformLike, Bernoulli: the input's shape; the
-/// `dtype` attribute's type, else the input's.
-fn random_like(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = dtype_attr(ctx, "dtype", ctx.require(0)?.dtype)?;
-    same_shape_as(ctx, dtype)
-}
-
-/// Multinomial: `[batch, sample_size]` of `dtype` (int32 by default).
-fn multinomial(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = dtype_attr(ctx, "dtype", Some(DType::Int32))?;
-    let batch = match ctx.shape(0) {
-        Some(s) if s.len() == 2 => s[0].clone(),
-        Some(s) => {
-            return err(format!(
-                "Multinomial input [{}] must be [batch, classes]",
-                join(s)
-            ));
-        }
-        None => ctx.fresh_dim("batch"),
-    };
-    let n = dim(&SymInt::Int(ctx.attr_int_or("sample_size", 1)))?;
-    ctx.set(0, Fact::tensor(dtype, Some(vec![batch, n])));
-    Ok(())
-}
 
 // ---------------------------------------------------------------- text
 
-/// TfIdfVectorizer: `[max(ngram_indexes) + 1]`, with the batch in front for
-/// 2-D input.
-fn tfidf(ctx: &mut InferCtx) -> Result<()> {
-    ctx.require(0)?;
-    let idx = ctx.attr_ints("ngram_indexes").unwrap_or_default();
-    let width = idx.iter().max().map_or(Ok(0), |&m| {
-        m.checked_add(1)
-            .filter(|&w| w >= 0)
-            .ok_or_else(|| ShapeError(format!("ngram index {m} is invalid")))
-    })?;
-    let width = Dim::Known(width as u64);
-    let shape = match ctx.shape(0) {
-        None => None,
-        Some(s) if s.len() == 1 => Some(vec![width]),
-        Some(s) if s.len() == 2 => Some(vec![s[0].clone(), width]),
-        Some(s) => {
-            return err(format!(
-                "TfIdfVectorizer input [{}] must be 1-D or 2-D",
-                join(s)
-            ));
-        }
-    };
-    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
-    Ok(())
-}
-
 // ---------------------------------------------------------------- ai.onnx.ml
-
-/// ArrayFeatureExtractor: the last dimension becomes the number of indices.
-fn array_feature_extractor(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.require(0)?.dtype;
-    let shape = match (ctx.shape(0), ctx.input(1).and_then(Fact::elements)) {
-        (Some(s), Some(k)) if s.len() >= 2 => {
-            let mut s = s.clone();
-            let last = s.len() - 1;
-            s[last] = dim(&k)?;
-            Some(s)
-        }
-        _ => None,
-    };
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
-
-/// LabelEncoder: the input's shape, the type of the `values_*` attribute.
-fn label_encoder(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = if let Some(t) = ctx.attr_tensor("values_tensor") {
-        ctx.tensors.fact_of(t)?.dtype
-    } else if ctx.has_attr("values_strings") {
-        Some(DType::String)
-    } else if ctx.has_attr("values_int64s") {
-        Some(DType::Int64)
-    } else if ctx.has_attr("values_floats") {
-        Some(DType::Float32)
-    } else {
-        // ai.onnx.ml 1 maps strings to int64 and back, like CategoryMapper.
-        return category_mapper(ctx);
-    };
-    same_shape_as(ctx, dtype)
-}
-
-/// Element-wise ml operators whose result is float (Normalizer, Scaler).
-fn ml_float_map(ctx: &mut InferCtx) -> Result<()> {
-    same_shape_as(ctx, Some(DType::Float32))
-}
-
-/// The batch of an ml operator's `[N, F]` input (a 1-D input is one
-/// sample); `None` when the input's shape is unknown.
-fn ml_batch(ctx: &InferCtx, i: usize) -> Result<Option<Dim>> {
-    match ctx.shape(i).map(Vec::as_slice) {
-        Some([n, _]) => Ok(Some(n.clone())),
-        Some([_]) => Ok(Some(Dim::Known(1))),
-        Some(s) => err(format!(
-            "{} input [{}] must be [N, F] or [F]",
-            ctx.op,
-            join(s)
-        )),
-        None => Ok(None),
-    }
-}
-
-/// `[N, width]` when both are known.
-fn batch_by(n: Option<Dim>, width: Option<usize>) -> Option<Vec<Dim>> {
-    Some(vec![n?, Dim::Known(width? as u64)])
-}
-
-/// Regressors: `[N, targets]`; TreeEnsemble keeps the input's type.
-/// SVMRegressor has no target count: one score per row, `[N, 1]`.
-fn regressor(ctx: &mut InferCtx) -> Result<()> {
-    let (targets, dtype) = match ctx.op {
-        "TreeEnsemble" => (ctx.attr_int("n_targets"), ctx.require(0)?.dtype),
-        "TreeEnsembleRegressor" => (ctx.attr_int("n_targets"), Some(DType::Float32)),
-        _ => (Some(ctx.attr_int_or("targets", 1)), Some(DType::Float32)),
-    };
-    let targets = match targets {
-        Some(t) => Some(usize::try_from(t).map_err(|_| ShapeError(format!("{t} targets")))?),
-        None => None,
-    };
-    let shape = batch_by(ml_batch(ctx, 0)?, targets);
-    ctx.set(0, Fact::tensor(dtype, shape));
-    Ok(())
-}
-
-/// Classifiers: labels `[N]` (strings or int64, as the class labels are),
-/// scores `[N, classes]` where the attributes tell the class count.
-fn classifier(ctx: &mut InferCtx) -> Result<()> {
-    let strings = ctx.attr_strings("classlabels_strings").unwrap_or_default();
-    let ints = ctx.attr_ints("classlabels_ints").unwrap_or_default();
-    let (labels, n_labels) = if strings.is_empty() {
-        (DType::Int64, ints.len())
-    } else {
-        (DType::String, strings.len())
-    };
-    let classes = match ctx.op {
-        // One intercept for two labels is a binary model with two scores.
-        "LinearClassifier" => match ctx.attr_floats("intercepts").unwrap_or_default().len() {
-            1 if n_labels == 2 => Some(2),
-            n => Some(n),
-        },
-        "TreeEnsembleClassifier" => Some(n_labels),
-        _ => None,
-    };
-    let n = ml_batch(ctx, 0)?;
-    ctx.set(0, Fact::tensor(Some(labels), n.clone().map(|n| vec![n])));
-    ctx.set(1, Fact::tensor(Some(DType::Float32), batch_by(n, classes)));
-    Ok(())
-}
-
-/// FeatureVectorizer: inputs side by side, `[N, sum(inputdimensions)]`.
-fn feature_vectorizer(ctx: &mut InferCtx) -> Result<()> {
-    let width = ctx
-        .attr_ints("inputdimensions")
-        .map(|d| {
-            d.iter()
-                .try_fold(0usize, |acc, &w| acc.checked_add(usize::try_from(w).ok()?))
-                .ok_or_else(|| ShapeError("invalid inputdimensions".into()))
-        })
-        .transpose()?;
-    let shape = batch_by(ml_batch(ctx, 0)?, width);
-    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
-    Ok(())
-}
-
-/// OneHotEncoder: one float per category after the input's dimensions.
-fn one_hot_encoder(ctx: &mut InferCtx) -> Result<()> {
-    let cats = ctx
-        .attr_ints("cats_int64s")
-        .map(|c| c.len())
-        .or_else(|| ctx.attr_strings("cats_strings").map(|c| c.len()))
-        .unwrap_or(0);
-    let shape = ctx.require(0)?.shape.clone().map(|mut s| {
-        s.push(Dim::Known(cats as u64));
-        s
-    });
-    ctx.set(0, Fact::tensor(Some(DType::Float32), shape));
-    Ok(())
-}
-
-/// CategoryMapper maps strings to int64 and int64 to strings.
-fn category_mapper(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = match ctx.require(0)?.dtype {
-        Some(DType::String) => Some(DType::Int64),
-        Some(DType::Int64) => Some(DType::String),
-        _ => None,
-    };
-    same_shape_as(ctx, dtype)
-}
-
-/// The count of a vocabulary or `max_map` attribute as a dimension.
-fn count_dim(n: i64, what: &str) -> Result<Dim> {
-    u64::try_from(n)
-        .map(Dim::Known)
-        .map_err(|_| ShapeError(format!("{what} is {n}")))
-}
-
-/// CastMap: a map int64 -> string/float becomes a `[1, N]` tensor of the
-/// `cast_to` type, as onnxruntime writes it. N is `max_map` for the SPARSE
-/// form, the map's entry count for DENSE (not known here: a fresh symbol).
-fn cast_map(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = match ctx.attr_string_or("cast_to", "TO_FLOAT").as_str() {
-        "TO_FLOAT" => DType::Float32,
-        "TO_STRING" => DType::String,
-        "TO_INT64" => DType::Int64,
-        other => {
-            return err(format!(
-                "CastMap cast_to {other:?} is not TO_FLOAT, TO_STRING or TO_INT64"
-            ));
-        }
-    };
-    let n = match ctx.attr_string_or("map_form", "DENSE").as_str() {
-        "DENSE" => ctx.fresh_dim("castmap"),
-        "SPARSE" => count_dim(ctx.attr_int_or("max_map", 1), "max_map")?,
-        other => return err(format!("CastMap map_form {other:?} is not DENSE or SPARSE")),
-    };
-    ctx.set(0, Fact::new(dtype, vec![Dim::Known(1), n]));
-    Ok(())
-}
-
-/// DictVectorizer: one map becomes a `[1, V]` tensor of the map's value type
-/// (onnxruntime's layout), one column per vocabulary entry.
-fn dict_vectorizer(ctx: &mut InferCtx) -> Result<()> {
-    let v = match (
-        ctx.attr_strings("string_vocabulary"),
-        ctx.attr_ints("int64_vocabulary"),
-    ) {
-        (Some(s), None) => s.len(),
-        (None, Some(i)) => i.len(),
-        _ => {
-            return err(
-                "DictVectorizer needs exactly one of string_vocabulary and int64_vocabulary",
-            );
-        }
-    };
-    let dtype = ctx.require(0)?.dtype;
-    let shape = vec![Dim::Known(1), count_dim(v as i64, "the vocabulary size")?];
-    ctx.set(0, Fact::tensor(dtype, Some(shape)));
-    Ok(())
-}
-
-/// ZipMap: each row of `[N, C]` scores (or one `[C]` row) becomes a map from
-/// the C class labels to float; the result is a sequence of maps, described
-/// by the map's value type.
-fn zip_map(ctx: &mut InferCtx) -> Result<()> {
-    let labels = match (
-        ctx.attr_strings("classlabels_strings"),
-        ctx.attr_ints("classlabels_int64s"),
-    ) {
-        (Some(s), None) => s.len(),
-        (None, Some(i)) => i.len(),
-        _ => return err("ZipMap needs exactly one of classlabels_strings and classlabels_int64s"),
-    };
-    let classes = match ctx.shape(0).map(Vec::as_slice) {
-        Some([c]) | Some([_, c]) => c.known(),
-        Some(s) => return err(format!("ZipMap input [{}] must be [N, C] or [C]", join(s))),
-        None => None,
-    };
-    if let Some(c) = classes
-        && c != labels as u64
-    {
-        return err(format!(
-            "ZipMap has {labels} class labels for {c} scores per row"
-        ));
-    }
-    ctx.set(
-        0,
-        Fact {
-            kind: ValueKind::Sequence,
-            ..Fact::tensor(Some(DType::Float32), None)
-        },
-    );
-    Ok(())
-}
 
 // ---------------------------------------------------------------- training
 
-/// Adagrad, Momentum, Adam: inputs R, T, then groups of n tensors (X, G and
-/// one or two state tensors); every output has the shape of its X.
-fn optimizer(ctx: &mut InferCtx) -> Result<()> {
-    let groups = if ctx.op == "Adam" { 4 } else { 3 };
-    let rest = ctx.n_inputs().saturating_sub(2);
-    if rest == 0 || !rest.is_multiple_of(groups) {
-        return err(format!(
-            "{} takes R, T and {groups} groups of tensors, not {} inputs",
-            ctx.op,
-            ctx.n_inputs()
-        ));
-    }
-    let n = rest / groups;
-    for j in 0..ctx.n_outputs() {
-        // Output j updates X (or the state of) tensor j mod n.
-        let f = ctx.input(2 + j % n).cloned().unwrap_or_else(Fact::unknown);
-        ctx.set(j, f.reshaped(f.shape.clone()));
-    }
-    Ok(())
-}
-
-/// Gradient: output i is the gradient with respect to `xs[i]`, whose value
-/// is input i, so it has that input's type and shape.
-fn gradient(ctx: &mut InferCtx) -> Result<()> {
-    if let Some(xs) = ctx.attr_strings("xs")
-        && xs.len() < ctx.n_outputs()
-    {
-        return err(format!(
-            "Gradient has {} outputs for {} tensors in xs",
-            ctx.n_outputs(),
-            xs.len()
-        ));
-    }
-    for i in 0..ctx.n_outputs() {
-        let f = ctx.input(i).cloned().unwrap_or_else(Fact::unknown);
-        ctx.set(i, f.reshaped(f.shape.clone()));
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------- table
+
+/// Gather: the indexed axis is replaced by the indices' shape.
+fn gather(ctx: &mut InferCtx) -> Result<()> {
+    let data = ctx.require(0)?.clone();
+    let idx_shape = ctx.shape(1).cloned();
+    let (Some(s), Some(q)) = (data.shape.clone(), idx_shape) else {
+        ctx.set(0, Fact::tensor(data.dtype, None));
+        return Ok(());
+    };
+    let a = axis(ctx.attr_int_or("axis", 0), s.len())?;
+    let mut shape = s[..a].to_vec();
+    shape.extend(q.iter().cloned());
+    shape.extend(s[a + 1..].iter().cloned());
+    let indices = ctx.known_ints(1);
+    // Resolve negative indices; known out-of-range ones are an error.
+    let resolved: Option<Vec<usize>> = match (&indices, s[a].known()) {
+        (Some(ix), Some(n)) => Some(
+            ix.iter()
+                .map(|&i| {
+                    let j = if i < 0 {
+                        i as i128 + n as i128
+                    } else {
+                        i as i128
+                    };
+                    usize::try_from(j)
+                        .ok()
+                        .filter(|&j| (j as u64) < n)
+                        .ok_or_else(|| {
+                            ShapeError(format!("Gather index {i} is out of range for size {n}"))
+                        })
+                })
+                .collect::<Result<_>>()?,
+        ),
+        _ => None,
+    };
+    let q_rank = q.len();
+    let value = resolved.and_then(|ix| {
+        let q_strides = strides(&known_usize(&q)?);
+        fold_map(ctx, &shape, |o, src| {
+            src[..a].copy_from_slice(&o[..a]);
+            let flat = o[a..a + q_rank]
+                .iter()
+                .zip(&q_strides)
+                .map(|(i, st)| i * st)
+                .sum::<usize>();
+            src[a] = *ix.get(flat)?;
+            src[a + 1..].copy_from_slice(&o[a + q_rank..]);
+            Some(())
+        })
+    });
+    ctx.set(0, out_fact(data.dtype, Some(shape), value));
+    Ok(())
+}
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let std: [(&'static str, InferFn); 36] = [
+    let table: [(&'static str, InferFn); 12] = [
         ("GatherElements", gather_elements),
         ("GatherND", gather_nd),
+        ("Gather", gather),
         ("Scatter", scatter),
         ("ScatterElements", scatter),
         ("ScatterND", scatter),
@@ -1464,120 +671,62 @@ pub fn ops() -> Vec<OpEntry> {
         ("Unique", unique),
         ("Compress", compress),
         ("NonMaxSuppression", non_max_suppression),
-        ("Resize", resize),
-        ("Upsample", resize),
-        ("GridSample", grid_sample),
-        ("AffineGrid", affine_grid),
-        ("Col2Im", col2im),
-        ("RoiAlign", roi_pool),
-        ("MaxRoiPool", roi_pool),
-        ("ImageDecoder", image_decoder),
-        ("StringSplit", string_split),
-        ("StringNormalizer", string_normalizer),
-        ("StringConcat", string_concat),
-        ("RegexFullMatch", regex_full_match),
-        ("DFT", dft),
-        ("STFT", stft),
-        ("BlackmanWindow", window),
-        ("HammingWindow", window),
-        ("HannWindow", window),
-        ("MelWeightMatrix", mel_weight_matrix),
-        ("RandomNormal", random),
-        ("RandomUniform", random),
-        ("RandomNormalLike", random_like),
-        ("RandomUniformLike", random_like),
-        ("Bernoulli", random_like),
-        ("Multinomial", multinomial),
-        ("TfIdfVectorizer", tfidf),
     ];
-    let ml: [(&'static str, InferFn); 19] = [
-        ("ArrayFeatureExtractor", array_feature_extractor),
-        ("Binarizer", like_input),
-        ("CastMap", cast_map),
-        ("CategoryMapper", category_mapper),
-        ("DictVectorizer", dict_vectorizer),
-        ("FeatureVectorizer", feature_vectorizer),
-        ("LinearClassifier", classifier),
-        ("OneHotEncoder", one_hot_encoder),
-        ("SVMClassifier", classifier),
-        ("TreeEnsembleClassifier", classifier),
-        ("Imputer", like_input),
-        ("LabelEncoder", label_encoder),
-        ("Normalizer", ml_float_map),
-        ("Scaler", ml_float_map),
-        ("TreeEnsemble", regressor),
-        ("TreeEnsembleRegressor", regressor),
-        ("LinearRegressor", regressor),
-        ("SVMRegressor", regressor),
-        ("ZipMap", zip_map),
-    ];
-    let training: [(&'static str, InferFn); 4] = [
-        ("Adagrad", optimizer),
-        ("Gradient", gradient),
-        ("Momentum", optimizer),
-        ("Adam", optimizer),
-    ];
-    let mut out: Vec<OpEntry> = std.iter().map(|(o, f)| ("", *o, *f)).collect();
-    out.extend(ml.iter().map(|(o, f)| ("ai.onnx.ml", *o, *f)));
-    out.extend(
-        training
-            .iter()
-            .map(|(o, f)| ("ai.onnx.preview.training", *o, *f)),
-    );
-    out
+    table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
 
     use super::*;
     use crate::proto::AttributeProto;
+    use crate::shape::fact::ValueKind;
 
-    fn attr(name: &str) -> AttributeProto {
+    pub(in crate::shape) fn attr(name: &str) -> AttributeProto {
         AttributeProto {
             name: Some(name.into()),
             ..Default::default()
         }
     }
-    fn int(name: &str, v: i64) -> AttributeProto {
+    pub(in crate::shape) fn int(name: &str, v: i64) -> AttributeProto {
         AttributeProto {
             i: Some(v),
             ..attr(name)
         }
     }
-    fn ints(name: &str, v: &[i64]) -> AttributeProto {
+    pub(in crate::shape) fn ints(name: &str, v: &[i64]) -> AttributeProto {
         AttributeProto {
             ints: v.to_vec(),
             ..attr(name)
         }
     }
-    fn floats(name: &str, v: &[f32]) -> AttributeProto {
+    pub(in crate::shape) fn floats(name: &str, v: &[f32]) -> AttributeProto {
         AttributeProto {
             floats: v.to_vec(),
             ..attr(name)
         }
     }
-    fn string(name: &str, v: &str) -> AttributeProto {
+    pub(in crate::shape) fn string(name: &str, v: &str) -> AttributeProto {
         AttributeProto {
             s: Some(v.as_bytes().to_vec().into()),
             ..attr(name)
         }
     }
 
-    fn k(n: u64) -> Dim {
+    pub(in crate::shape) fn k(n: u64) -> Dim {
         Dim::Known(n)
     }
-    fn sym(s: &str) -> Dim {
+    pub(in crate::shape) fn sym(s: &str) -> Dim {
         Dim::symbol(s)
     }
-    fn f32s(dims: Vec<Dim>) -> Option<Fact> {
+    pub(in crate::shape) fn f32s(dims: Vec<Dim>) -> Option<Fact> {
         Some(Fact::new(DType::Float32, dims))
     }
-    fn i64s(dims: Vec<Dim>, v: &[i64]) -> Option<Fact> {
+    pub(in crate::shape) fn i64s(dims: Vec<Dim>, v: &[i64]) -> Option<Fact> {
         let vals = TensorValue::Ints(v.iter().map(|&x| SymInt::Int(x)).collect());
         Some(Fact::with_value(DType::Int64, dims, vals))
     }
-    fn floats_value(v: &[f64]) -> Option<Fact> {
+    pub(in crate::shape) fn floats_value(v: &[f64]) -> Option<Fact> {
         let n = v.len() as u64;
         Some(Fact::with_value(
             DType::Float32,
@@ -1587,7 +736,7 @@ mod tests {
     }
 
     use crate::shape::ctx::run_op as run_in;
-    fn run(
+    pub(in crate::shape) fn run(
         op: &str,
         opset: i64,
         attrs: &[AttributeProto],
@@ -1596,17 +745,17 @@ mod tests {
     ) -> Result<Vec<Fact>> {
         run_in("", op, opset, attrs, inputs, n_out)
     }
-    fn shape(f: &Fact) -> Vec<Dim> {
+    pub(in crate::shape) fn shape(f: &Fact) -> Vec<Dim> {
         f.shape.clone().unwrap_or_default()
     }
-    fn is_fresh(d: &Dim) -> bool {
+    pub(in crate::shape) fn is_fresh(d: &Dim) -> bool {
         matches!(d, Dim::Sym(_))
     }
 
-    fn ints_of(f: &Fact) -> Option<Vec<SymInt>> {
+    pub(in crate::shape) fn ints_of(f: &Fact) -> Option<Vec<SymInt>> {
         f.value.as_ref().and_then(TensorValue::as_ints)
     }
-    fn known(v: &[i64]) -> Option<Vec<SymInt>> {
+    pub(in crate::shape) fn known(v: &[i64]) -> Option<Vec<SymInt>> {
         Some(v.iter().map(|&x| SymInt::Int(x)).collect())
     }
 
@@ -1695,107 +844,6 @@ mod tests {
     }
 
     #[test]
-    fn resize_scales_stay_symbolic_and_sizes_win_over_empty_scales() {
-        let x = f32s(vec![sym("n"), k(3), sym("h"), k(5)]);
-        // Resize-13: floor(h * 2) = 2h; floor(5 * 0.5) = 2.
-        let out = run(
-            "Resize",
-            13,
-            &[],
-            vec![x.clone(), None, floats_value(&[1.0, 1.0, 2.0, 0.5])],
-            1,
-        )
-        .unwrap();
-        let two_h = Dim::Sym(SymInt::sym("h").mul(&SymInt::Int(2)).unwrap());
-        assert_eq!(shape(&out[0]), vec![sym("n"), k(3), two_h, k(2)]);
-        // Resize-10 keeps scales at input 1; 0.5 on a symbol is floor(h/2).
-        let out = run(
-            "Resize",
-            10,
-            &[],
-            vec![x.clone(), floats_value(&[1.0, 1.0, 0.5, 1.0])],
-            1,
-        )
-        .unwrap();
-        let half_h = Dim::Sym(SymInt::sym("h").floor_div(2).unwrap());
-        assert_eq!(shape(&out[0])[2], half_h);
-        // Resize-11 with an empty scales placeholder: the sizes apply.
-        let out = run(
-            "Resize",
-            11,
-            &[],
-            vec![
-                x.clone(),
-                None,
-                floats_value(&[]),
-                i64s(vec![k(4)], &[1, 3, 7, 9]),
-            ],
-            1,
-        )
-        .unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(7), k(9)]);
-        // Scales that do not match the rank are an error.
-        assert!(run("Resize", 13, &[], vec![x, None, floats_value(&[2.0])], 1).is_err());
-    }
-
-    #[test]
-    fn resize_sizes_give_the_shape_of_an_unknown_input() {
-        let x = Some(Fact::tensor(Some(DType::Float32), None));
-        let sizes = i64s(vec![k(4)], &[1, 3, 8, 8]);
-        let out = run("Resize", 13, &[], vec![x.clone(), None, None, sizes], 1).unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(3), k(8), k(8)]);
-        // An empty sizes placeholder says nothing.
-        let out = run(
-            "Resize",
-            13,
-            &[],
-            vec![x, None, None, i64s(vec![k(0)], &[])],
-            1,
-        )
-        .unwrap();
-        assert_eq!(out[0].shape, None);
-    }
-
-    #[test]
-    fn resize_scale_just_below_a_fraction_floors_like_known_sizes() {
-        // 0.7 as f32 is 0.69999998...: floor(10 * 0.7f32) = 6, not 7. The
-        // symbolic form must agree when the symbol is 10.
-        let scale = f64::from(0.7f32);
-        let x = f32s(vec![sym("h")]);
-        let out = run("Resize", 13, &[], vec![x, None, floats_value(&[scale])], 1).unwrap();
-        let Dim::Sym(h) = &shape(&out[0])[0] else {
-            panic!("symbolic expected")
-        };
-        let at = |v: i64| h.eval_with(&|_| Some(v)).unwrap();
-        for v in [1, 5, 9, 10, 11, 20, 33] {
-            assert_eq!(at(v), (v as f64 * scale).floor() as i64, "h = {v}");
-        }
-    }
-
-    #[test]
-    fn resize_axes_and_aspect_policy() {
-        let x = f32s(vec![k(1), k(1), k(2), k(4)]);
-        let sizes = i64s(vec![k(2)], &[1, 3]);
-        // not_larger: scale = min(1/2, 3/4) = 0.5 -> [1, 2].
-        let attrs = [
-            ints("axes", &[2, 3]),
-            string("keep_aspect_ratio_policy", "not_larger"),
-        ];
-        let out = run("Resize", 18, &attrs, vec![x.clone(), None, None, sizes], 1).unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(1), k(2)]);
-        // Upsample-7 keeps its scales in an attribute.
-        let out = run(
-            "Upsample",
-            7,
-            &[floats("scales", &[1.0, 1.0, 2.0, 3.0])],
-            vec![x],
-            1,
-        )
-        .unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), k(1), k(4), k(12)]);
-    }
-
-    #[test]
     fn non_zero_counts_and_folds_known_data() {
         // [[1, 0], [0, 3]]: hits at (0, 0) and (1, 1).
         let x = i64s(vec![k(2), k(2)], &[1, 0, 0, 3]);
@@ -1870,188 +918,18 @@ mod tests {
         assert!(run("GatherElements", 13, &[], vec![data, idx], 1).is_err());
     }
 
-    #[test]
-    fn dft_default_axis_and_symbolic_one_sided_length() {
-        // Opset 20 without an axis input: axis -2, the signal axis n.
-        let x = f32s(vec![sym("b"), sym("n"), k(1)]);
-        let out = run("DFT", 20, &[int("onesided", 1)], vec![x.clone()], 1).unwrap();
-        let bins = SymInt::sym("n")
-            .floor_div(2)
-            .unwrap()
-            .add(&SymInt::Int(1))
-            .unwrap();
-        assert_eq!(shape(&out[0]), vec![sym("b"), Dim::Sym(bins), k(2)]);
-        // The last (complex) dimension is not a valid axis.
-        assert!(run("DFT", 17, &[int("axis", 2)], vec![x], 1).is_err());
-    }
-
-    #[test]
-    fn stft_frames_follow_a_symbolic_signal_length() {
-        let signal = f32s(vec![k(1), sym("L"), k(1)]);
-        let step = i64s(vec![], &[4]);
-        let len = i64s(vec![], &[16]);
-        let out = run("STFT", 17, &[], vec![signal, step, None, len], 1).unwrap();
-        let frames = SymInt::sym("L")
-            .sub(&SymInt::Int(16))
-            .unwrap()
-            .floor_div(4)
-            .unwrap()
-            .add(&SymInt::Int(1))
-            .unwrap();
-        assert_eq!(shape(&out[0]), vec![k(1), Dim::Sym(frames), k(9), k(2)]);
-    }
-
-    #[test]
-    fn affine_grid_takes_a_symbolic_size() {
-        // size from Shape: [N, 3, H, W] -> grid [N, H, W, 2].
-        let size = Some(Fact::ints_1d(vec![
-            SymInt::sym("N"),
-            SymInt::Int(3),
-            SymInt::sym("H"),
-            SymInt::sym("W"),
-        ]));
-        let theta = f32s(vec![sym("N"), k(2), k(3)]);
-        let out = run("AffineGrid", 20, &[], vec![theta, size], 1).unwrap();
-        assert_eq!(shape(&out[0]), vec![sym("N"), sym("H"), sym("W"), k(2)]);
-    }
-
-    #[test]
-    fn col2im_channels_must_divide_by_the_block() {
-        let x = f32s(vec![k(1), k(7), k(25)]);
-        let image = i64s(vec![k(2)], &[5, 5]);
-        let block = i64s(vec![k(2)], &[2, 2]);
-        assert!(run("Col2Im", 18, &[], vec![x, image, block], 1).is_err());
-    }
-
-    #[test]
-    fn optimizers_copy_each_tensor_shape_and_check_input_count() {
-        let r = f32s(vec![]);
-        let t = i64s(vec![], &[0]);
-        let x = f32s(vec![sym("p")]);
-        let inputs = vec![r.clone(), t.clone(), x.clone(), x.clone(), x.clone()];
-        let out = run_in("ai.onnx.preview.training", "Adagrad", 1, &[], inputs, 2).unwrap();
-        assert_eq!(shape(&out[1]), vec![sym("p")]);
-        // Adam needs four tensors per parameter.
-        let inputs = vec![r, t, x.clone(), x.clone(), x];
-        assert!(run_in("ai.onnx.preview.training", "Adam", 1, &[], inputs, 3).is_err());
-    }
-
-    #[test]
-    fn binary_linear_classifier_gives_two_scores() {
-        // One intercept with two labels is a binary model: scores [n, 2].
-        let x = f32s(vec![sym("n"), k(3)]);
-        let attrs = [
-            ints("classlabels_ints", &[0, 1]),
-            floats("intercepts", &[0.5]),
-        ];
-        let out = run_in(
-            "ai.onnx.ml",
-            "LinearClassifier",
-            1,
-            &attrs,
-            vec![x.clone()],
-            2,
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Int64, vec![sym("n")]));
-        assert_eq!(shape(&out[1]), vec![sym("n"), k(2)]);
-        // A regressor without its optional n_targets: width unknown, no error.
-        let out = run_in("ai.onnx.ml", "TreeEnsembleRegressor", 1, &[], vec![x], 1).unwrap();
-        assert_eq!(out[0].shape, None);
-    }
-
-    fn strs(name: &str, v: &[&str]) -> AttributeProto {
+    pub(in crate::shape) fn strs(name: &str, v: &[&str]) -> AttributeProto {
         AttributeProto {
             strings: v.iter().map(|s| s.as_bytes().to_vec().into()).collect(),
             ..attr(name)
         }
     }
 
-    fn map_of(dtype: DType) -> Option<Fact> {
+    pub(in crate::shape) fn map_of(dtype: DType) -> Option<Fact> {
         Some(Fact {
             kind: ValueKind::Map,
             ..Fact::tensor(Some(dtype), None)
         })
-    }
-
-    #[test]
-    fn map_operators_follow_onnxruntime_layouts() {
-        let ml = "ai.onnx.ml";
-        // CastMap SPARSE: [1, max_map] of the cast_to type.
-        let attrs = [
-            string("map_form", "SPARSE"),
-            int("max_map", 7),
-            string("cast_to", "TO_INT64"),
-        ];
-        let out = run_in(ml, "CastMap", 1, &attrs, vec![map_of(DType::Float32)], 1).unwrap();
-        assert_eq!(out[0], Fact::new(DType::Int64, vec![k(1), k(7)]));
-        // DENSE (the default): one column per map entry, a count unknown here.
-        let out = run_in(ml, "CastMap", 1, &[], vec![map_of(DType::String)], 1).unwrap();
-        assert_eq!(out[0].dtype, Some(DType::Float32));
-        assert_eq!(shape(&out[0])[0], k(1));
-        assert!(is_fresh(&shape(&out[0])[1]));
-        let bad = [string("cast_to", "TO_DOUBLE")];
-        assert!(run_in(ml, "CastMap", 1, &bad, vec![map_of(DType::Float32)], 1).is_err());
-        // DictVectorizer: [1, vocabulary] of the map's value type.
-        let attrs = [strs("string_vocabulary", &["a", "b", "c"])];
-        let out = run_in(
-            ml,
-            "DictVectorizer",
-            1,
-            &attrs,
-            vec![map_of(DType::Float64)],
-            1,
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Float64, vec![k(1), k(3)]));
-        assert!(
-            run_in(
-                ml,
-                "DictVectorizer",
-                1,
-                &[],
-                vec![map_of(DType::Float32)],
-                1
-            )
-            .is_err()
-        );
-        // ZipMap: a sequence of float maps; the label count must match C.
-        let attrs = [ints("classlabels_int64s", &[0, 1, 2])];
-        let x = f32s(vec![sym("n"), k(3)]);
-        let out = run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).unwrap();
-        assert_eq!(out[0].kind, ValueKind::Sequence);
-        assert_eq!(out[0].dtype, Some(DType::Float32));
-        let x = f32s(vec![sym("n"), k(4)]);
-        assert!(run_in(ml, "ZipMap", 1, &attrs, vec![x], 1).is_err());
-        // SVMRegressor: one score per row.
-        let x = f32s(vec![sym("n"), k(5)]);
-        let out = run_in(ml, "SVMRegressor", 1, &[], vec![x], 1).unwrap();
-        assert_eq!(out[0], Fact::new(DType::Float32, vec![sym("n"), k(1)]));
-    }
-
-    #[test]
-    fn gradient_outputs_take_their_xs_shapes() {
-        let a = f32s(vec![sym("n"), k(3)]);
-        let b = f32s(vec![k(3)]);
-        let c = f32s(vec![k(7)]);
-        let attrs = [AttributeProto {
-            strings: vec![
-                "A".as_bytes().to_vec().into(),
-                "B".as_bytes().to_vec().into(),
-            ],
-            ..attr("xs")
-        }];
-        let out = run_in(
-            "ai.onnx.preview.training",
-            "Gradient",
-            1,
-            &attrs,
-            vec![a, b, c],
-            2,
-        )
-        .unwrap();
-        assert_eq!(shape(&out[0]), vec![sym("n"), k(3)]);
-        assert_eq!(shape(&out[1]), vec![k(3)]);
     }
 
     #[test]
@@ -2096,19 +974,32 @@ mod tests {
             }
         }
     }
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::super::tensor::tests::*;
+    use crate::dim::SymInt;
+    use crate::ir::DType;
+
+    use crate::shape::{Fact, TensorValue};
 
     #[test]
-    fn tree_ensemble_gives_one_column_per_target() {
-        let x = Some(Fact::new(DType::Float64, vec![sym("n"), k(2)]));
-        let out = run_in(
-            "ai.onnx.ml",
-            "TreeEnsemble",
-            5,
-            &[int("n_targets", 4)],
-            vec![x],
-            1,
-        )
-        .unwrap();
-        assert_eq!(out[0], Fact::new(DType::Float64, vec![sym("n"), k(4)]));
+    fn gather_folds_and_checks_indices() {
+        let m = Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(3)],
+            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+        );
+        // Column -1 of a 2x3 matrix, as a [2] vector.
+        let out = one(
+            "Gather",
+            13,
+            &[int("axis", 1)],
+            vec![Some(m.clone()), scalar_i(-1)],
+        );
+        assert_eq!(out.shape, Some(vec![k(2)]));
+        assert_eq!(known_vals(&out), vec![3, 6]);
+        assert!(run("Gather", 13, &[], vec![Some(m), vec_i(&[2])], 1).is_err());
     }
 }

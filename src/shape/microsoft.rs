@@ -2,10 +2,10 @@
 //! normalizations, GELU variants and quantized/fused matrix products.
 //! Semantics follow onnxruntime's docs/ContribOperators.md.
 
-use super::attention::{heads_of, like_input};
+use super::attention::{causal_conv_with_state, heads_of, linear_attention};
 use super::ctx::{InferCtx, Result, ShapeError, axis, broadcast, dim, err};
+use super::dims::{add_dim, all, dim_of, div_dim, like_input, mul_dim, sizes_agree};
 use super::fact::Fact;
-use super::reduce::{add_dim, all, dim_of, div_dim, mul_dim, same};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -199,12 +199,12 @@ fn group_query_attention(ctx: &mut InferCtx) -> Result<()> {
         .and_then(|v| v.first().cloned())
         .map(|s: SymInt| dim(&s))
         .transpose()?;
-    same(
+    sizes_agree(
         &dim_of(ctx, 3, 1),
         &Some(known(kv_n)),
         "past_key's heads and kv_num_heads",
     )?;
-    same(
+    sizes_agree(
         &dim_of(ctx, 3, 3),
         &head,
         "past_key's and the query's head sizes",
@@ -263,7 +263,7 @@ fn skip_layer_norm(ctx: &mut InferCtx) -> Result<()> {
 
 /// SimplifiedLayerNormalization (RMSNorm): Y like X; inv_std_var in the
 /// stash type with the normalized axes reduced to 1.
-fn simplified_layer_norm(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn simplified_layer_norm(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
     let stash = ctx.attr_int_or("stash_type", 1);
     let stash = DType::from_onnx_code(stash as i32)
@@ -286,7 +286,7 @@ fn embed_layer_norm(ctx: &mut InferCtx) -> Result<()> {
         return err(format!("input_ids must be 2-D, got rank {r}"));
     }
     let hidden = dim_of(ctx, 2, 1).or_else(|| dim_of(ctx, 5, 0));
-    same(
+    sizes_agree(
         &hidden,
         &dim_of(ctx, 3, 1),
         "word and position embedding widths",
@@ -320,7 +320,7 @@ fn matmul_shape(a: &[Dim], b: &[Dim]) -> Result<Vec<Dim>> {
     ) else {
         return err("matmul inputs must have rank at least 1");
     };
-    same(
+    sizes_agree(
         &Some(ka.clone()),
         &Some(kb.clone()),
         "matmul inner dimensions",
@@ -415,7 +415,7 @@ fn matmul_nbits(ctx: &mut InferCtx) -> Result<()> {
             let Some(last) = a.last() else {
                 return err("A must have rank at least 1");
             };
-            same(
+            sizes_agree(
                 &Some(last.clone()),
                 &Some(known(k)),
                 "A's last dimension and K",
@@ -445,7 +445,7 @@ fn rotary(ctx: &mut InferCtx) -> Result<()> {
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let list: [(&'static str, InferFn); 22] = [
+    let list: [(&'static str, InferFn); 24] = [
         ("Attention", ms_attention),
         ("QAttention", ms_attention),
         ("SparseAttention", group_query_attention),
@@ -468,16 +468,16 @@ pub fn ops() -> Vec<OpEntry> {
         ("FusedMatMul", fused_matmul),
         ("MatMulNBits", matmul_nbits),
         ("RotaryEmbedding", rotary),
+        // The same shapes as the ONNX operators of the same name.
+        ("LinearAttention", linear_attention),
+        ("CausalConvWithState", causal_conv_with_state),
     ];
-    let mut out: Vec<OpEntry> = list.iter().map(|(op, f)| (MS, *op, *f)).collect();
-    // onnxruntime registers SimplifiedLayerNormalization in the default domain.
-    out.push(("", "SimplifiedLayerNormalization", simplified_layer_norm));
-    out
+    list.iter().map(|(op, f)| (MS, *op, *f)).collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::reduce::testing::*;
+    use super::super::reduction::testing::*;
     use super::MS;
     use crate::ir::DType;
 

@@ -1,186 +1,23 @@
-//! Shape construction and data movement: Shape, Size, Constant, ConstantOfShape,
-//! Range, Reshape, Flatten, Squeeze, Unsqueeze, Expand, Concat, Split, Slice,
-//! Gather, Transpose, Tile, Pad and kin. Values fold through them.
+//! Shapes and data movement: Shape, Size, Reshape, Flatten, Squeeze,
+//! Unsqueeze, Expand, Concat, Split, Slice, Transpose, Tile, Pad and kin.
+//! Values fold through them.
+
+// ---------------------------------------------------------------- helpers
 
 use super::ctx::{
     InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, dtype_code, err, join,
 };
-use super::elementwise::{integral, is_integer, non_negative};
+use super::dims::{
+    Param, axes_of, dense, fold_map, fresh_dims, index_map, ints_param, known_param, known_usize,
+    like_input, out_fact, product, same_data, shape_len, strides, take, to_dim,
+};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
 
-// ---------------------------------------------------------------- helpers
-
-/// A parameter that moved from an attribute to an input at some opset: it is
-/// absent (use the default), present with unknown data, or known.
-enum Param<T> {
-    Absent,
-    Unknown,
-    Known(T),
-}
-
-/// Integer parameter `attr` before opset `since`, input `input` from then on.
-fn ints_param(ctx: &InferCtx, attr: &str, input: usize, since: i64) -> Param<Vec<SymInt>> {
-    if ctx.opset < since {
-        return match ctx.attr_ints(attr) {
-            Some(v) => Param::Known(v.into_iter().map(SymInt::Int).collect()),
-            None => Param::Absent,
-        };
-    }
-    if ctx.input(input).is_none() {
-        return Param::Absent;
-    }
-    match ctx.ints(input) {
-        Some(v) => Param::Known(v),
-        None => Param::Unknown,
-    }
-}
-
-/// Like [`ints_param`] but every entry must be a known number.
-fn known_param(ctx: &InferCtx, attr: &str, input: usize, since: i64) -> Param<Vec<i64>> {
-    match ints_param(ctx, attr, input, since) {
-        Param::Absent => Param::Absent,
-        Param::Unknown => Param::Unknown,
-        Param::Known(v) => match v.iter().map(SymInt::as_int).collect() {
-            Some(k) => Param::Known(k),
-            None => Param::Unknown,
-        },
-    }
-}
-
-/// Normalizes a list of axes, rejecting repeats.
-fn axes_of(axes: &[i64], rank: usize) -> Result<Vec<usize>> {
-    let mut out = Vec::with_capacity(axes.len());
-    for &a in axes {
-        let n = axis(a, rank)?;
-        if out.contains(&n) {
-            return err(format!("axis {a} is repeated"));
-        }
-        out.push(n);
-    }
-    Ok(out)
-}
-
-/// `n` fresh dimensions (sizes only known at run time).
-fn fresh_dims(ctx: &InferCtx, n: usize, hint: &str) -> Vec<Dim> {
-    (0..n).map(|_| ctx.fresh_dim(hint)).collect()
-}
-
-/// The length of input `i`, a 1-D shape vector whose data is unknown: the
-/// rank it gives. Ranks past the limit count as unknown.
-fn shape_len(ctx: &InferCtx, i: usize) -> Option<usize> {
-    match ctx.shape(i)?.as_slice() {
-        [n] => usize::try_from(n.known()?)
-            .ok()
-            .filter(|&n| n <= crate::ir::MAX_RANK),
-        _ => None,
-    }
-}
-
-/// The product of some dimensions.
-fn product<'a>(dims: impl IntoIterator<Item = &'a Dim>) -> Result<SymInt> {
-    let mut n = SymInt::Int(1);
-    for d in dims {
-        n = n.mul(&d.to_symint())?;
-    }
-    Ok(n)
-}
-
-fn known_usize(shape: &[Dim]) -> Option<Vec<usize>> {
-    shape
-        .iter()
-        .map(|d| d.known().and_then(|n| usize::try_from(n).ok()))
-        .collect()
-}
-
-/// Input `i`'s data with its fully known dimensions, when both are known.
-fn dense(ctx: &InferCtx, i: usize) -> Option<(Vec<usize>, TensorValue)> {
-    let dims = known_usize(ctx.shape(i)?)?;
-    let v = ctx.value(i)?;
-    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
-    (v.len() == n).then_some((dims, v))
-}
-
-/// Row-major strides of `dims`.
-fn strides(dims: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; dims.len()];
-    for k in (0..dims.len().saturating_sub(1)).rev() {
-        s[k] = s[k + 1] * dims[k + 1];
-    }
-    s
-}
-
-/// For every multi-index of `dims` (row-major), the source position `f`
-/// gives; `None` when the output is too big to carry or `f` fails.
-fn index_map(dims: &[usize], mut f: impl FnMut(&[usize]) -> Option<usize>) -> Option<Vec<usize>> {
-    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
-    if n > MAX_VALUE_ELEMENTS {
-        return None;
-    }
-    let mut idx = vec![0usize; dims.len()];
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(f(&idx)?);
-        for k in (0..dims.len()).rev() {
-            idx[k] += 1;
-            if idx[k] < dims[k] {
-                break;
-            }
-            idx[k] = 0;
-        }
-    }
-    Some(out)
-}
-
-/// The entries of `v` at `pos`.
-fn take(v: &TensorValue, pos: &[usize]) -> Option<TensorValue> {
-    fn pick<T: Clone>(x: &[T], pos: &[usize]) -> Option<Vec<T>> {
-        pos.iter().map(|&p| x.get(p).cloned()).collect()
-    }
-    Some(match v {
-        TensorValue::Ints(x) => TensorValue::Ints(pick(x, pos)?),
-        TensorValue::Floats(x) => TensorValue::Floats(pick(x, pos)?),
-        TensorValue::Strings(x) => TensorValue::Strings(pick(x, pos)?),
-    })
-}
-
-/// Rearranges input 0's data (when known) by a map from output multi-index
-/// to input multi-index; `out` must be fully known.
-fn fold_map(
-    ctx: &InferCtx,
-    out: &[Dim],
-    f: impl Fn(&[usize], &mut [usize]) -> Option<()>,
-) -> Option<TensorValue> {
-    let (in_dims, v) = dense(ctx, 0)?;
-    let out_dims = known_usize(out)?;
-    let st = strides(&in_dims);
-    let mut src = vec![0usize; in_dims.len()];
-    let pos = index_map(&out_dims, |o| {
-        f(o, &mut src)?;
-        Some(src.iter().zip(&st).map(|(i, s)| i * s).sum())
-    })?;
-    take(&v, &pos)
-}
-
-/// A fact for output data of `dtype`/`shape` with an optional folded value.
-fn out_fact(dtype: Option<DType>, shape: Option<Vec<Dim>>, value: Option<TensorValue>) -> Fact {
-    Fact {
-        value,
-        ..Fact::tensor(dtype, shape)
-    }
-}
-
-/// Input 0's data, when small, for ops that only change the shape.
-fn same_data(ctx: &InferCtx, shape: &Option<Vec<Dim>>) -> Option<TensorValue> {
-    let v = ctx.value(0)?;
-    let n = product(shape.as_ref()?).ok()?.as_int()?;
-    (usize::try_from(n).ok() == Some(v.len())).then_some(v)
-}
-
 /// Two sizes that must be equal (Concat's other axes): the known one wins.
-fn unify(a: &Dim, b: &Dim, what: &str) -> Result<Dim> {
+pub(super) fn unify(a: &Dim, b: &Dim, what: &str) -> Result<Dim> {
     match (a, b) {
         (Dim::Known(x), Dim::Known(y)) if x != y => {
             err(format!("{what}: sizes {x} and {y} differ"))
@@ -190,169 +27,7 @@ fn unify(a: &Dim, b: &Dim, what: &str) -> Result<Dim> {
     }
 }
 
-fn to_dim(v: &SymInt, what: &str) -> Result<Dim> {
-    Dim::from_symint(v).ok_or_else(|| ShapeError(format!("{what} {v} is negative")))
-}
-
 // ---------------------------------------------------------------- constants
-
-/// Constant: one of its value attributes gives type, shape and data.
-fn constant(ctx: &mut InferCtx) -> Result<()> {
-    let ints = |v: Vec<i64>| TensorValue::Ints(v.into_iter().map(SymInt::Int).collect());
-    let vector = |n: usize| vec![Dim::Known(n as u64)];
-    let fact = if let Some(t) = ctx.attr_tensor("value") {
-        let mut f = ctx.tensors.fact_of(t)?;
-        let small = f
-            .elements()
-            .and_then(|n| n.as_int())
-            .is_some_and(|n| usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS));
-        if small && let Some(c) = &f.constant {
-            f.value = c.load().ok();
-        }
-        f
-    } else if let Some(s) = ctx
-        .attr("sparse_value")
-        .and_then(|a| a.sparse_tensor.as_ref())
-    {
-        let dtype = match &s.values {
-            Some(v) => ctx.tensors.fact_of(v)?.dtype,
-            None => None,
-        };
-        let shape = s
-            .dims
-            .iter()
-            .map(|&d| to_dim(&SymInt::Int(d), "sparse dimension"))
-            .collect::<Result<Vec<_>>>()?;
-        Fact::tensor(dtype, Some(shape))
-    } else if let Some(v) = ctx.attr_float("value_float") {
-        Fact::with_value(DType::Float32, vec![], TensorValue::Floats(vec![v]))
-    } else if let Some(v) = ctx.attr_floats("value_floats") {
-        Fact::with_value(DType::Float32, vector(v.len()), TensorValue::Floats(v))
-    } else if let Some(v) = ctx.attr_int("value_int") {
-        Fact::with_value(DType::Int64, vec![], ints(vec![v]))
-    } else if let Some(v) = ctx.attr_ints("value_ints") {
-        Fact::with_value(DType::Int64, vector(v.len()), ints(v))
-    } else if let Some(v) = ctx.attr_string("value_string") {
-        Fact::with_value(DType::String, vec![], TensorValue::Strings(vec![v]))
-    } else if let Some(v) = ctx.attr_strings("value_strings") {
-        Fact::with_value(DType::String, vector(v.len()), TensorValue::Strings(v))
-    } else {
-        return err("Constant has no value attribute");
-    };
-    ctx.set(0, fact);
-    Ok(())
-}
-
-/// ConstantOfShape: the shape is input 0's data; type and fill from `value`.
-fn constant_of_shape(ctx: &mut InferCtx) -> Result<()> {
-    let (dtype, fill) = match ctx.attr_tensor("value") {
-        Some(t) => {
-            let f = ctx.tensors.fact_of(t)?;
-            let fill = f.constant.as_ref().and_then(|c| c.load().ok());
-            (f.dtype, fill)
-        }
-        None => (Some(DType::Float32), Some(TensorValue::Floats(vec![0.0]))),
-    };
-    let shape = match ctx.ints(0) {
-        Some(v) => Some(
-            v.iter()
-                .map(|d| to_dim(d, "ConstantOfShape dimension"))
-                .collect::<Result<Vec<_>>>()?,
-        ),
-        None => shape_len(ctx, 0).map(|n| fresh_dims(ctx, n, "constant_of_shape")),
-    };
-    let value = shape.as_ref().and_then(|s| {
-        let n = usize::try_from(product(s).ok()?.as_int()?).ok()?;
-        if n > MAX_VALUE_ELEMENTS {
-            return None;
-        }
-        take(fill.as_ref()?, &vec![0; n])
-    });
-    ctx.set(0, out_fact(dtype, shape, value));
-    Ok(())
-}
-
-/// Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements.
-fn range(ctx: &mut InferCtx) -> Result<()> {
-    let dtype = ctx.dtype(0).or(ctx.dtype(1)).or(ctx.dtype(2));
-    let float = !dtype.is_some_and(is_integer);
-    let scalar = |i: usize| ctx.value(i).filter(|v| v.len() == 1);
-    let (mut len, mut value) = (None, None);
-    if let (Some(s), Some(l), Some(d)) = (scalar(0), scalar(1), scalar(2)) {
-        let whole = |v: &TensorValue| integral(v, float).and_then(|v| v.first().cloned());
-        let real = |v: &TensorValue| v.as_floats().and_then(|v| v.first().copied());
-        if let (Some(s), Some(l), Some(d)) = (whole(&s), whole(&l), whole(&d)) {
-            // Whole-number bounds (of any type) count exactly, symbols included.
-            len = range_len(&s, &l, &d)?;
-            value = len
-                .as_ref()
-                .and_then(SymInt::as_int)
-                .filter(|&n| usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS))
-                .and_then(|n| {
-                    (0..n)
-                        .map(|k| d.mul(&SymInt::Int(k)).and_then(|x| x.add(&s)).ok())
-                        .collect::<Option<Vec<_>>>()
-                })
-                .map(TensorValue::Ints);
-        } else if let (true, Some(s), Some(l), Some(d)) = (float, real(&s), real(&l), real(&d)) {
-            if d == 0.0 {
-                return err("Range delta is 0");
-            }
-            let n = ((l - s) / d).ceil().max(0.0);
-            if n.is_finite() && n < 1e15 {
-                len = Some(SymInt::Int(n as i64));
-                if (n as usize) <= MAX_VALUE_ELEMENTS {
-                    value = Some(TensorValue::Floats(
-                        (0..n as usize).map(|k| s + k as f64 * d).collect(),
-                    ));
-                }
-            }
-        }
-    }
-    let n = match len {
-        Some(n) => dim(&n)?,
-        None => ctx.fresh_dim("range"),
-    };
-    ctx.set(0, out_fact(dtype, Some(vec![n]), value));
-    Ok(())
-}
-
-/// The element count of an integer Range, symbolic when the bounds are.
-fn range_len(s: &SymInt, l: &SymInt, d: &SymInt) -> Result<Option<SymInt>> {
-    let Some(step) = d.as_int() else {
-        return Ok(None);
-    };
-    if step == 0 {
-        return err("Range delta is 0");
-    }
-    let diff = l.sub(s)?;
-    if let Some(n) = diff.as_int() {
-        // ceil(n / step) for either sign of step, in i128 against overflow.
-        let (n, k) = (n as i128, step as i128);
-        let q = n / k + i128::from(n % k != 0 && (n < 0) == (k < 0));
-        let q =
-            SymInt::Int(i64::try_from(q).map_err(|_| ShapeError("Range size overflows".into()))?);
-        return Ok(Some(q.max_with(&SymInt::Int(0))));
-    }
-    // Count along a positive span: ceil(diff / step) = ceil(-diff / -step).
-    let (span, k) = if step > 0 {
-        (diff, step)
-    } else {
-        (
-            diff.neg()?,
-            step.checked_neg()
-                .ok_or_else(|| ShapeError("Range delta overflows".into()))?,
-        )
-    };
-    let n = span.ceil_div(k)?;
-    // A span made only of sizes is never negative, so it needs no clamp:
-    // Range(0, seq, 1) is `seq`.
-    if non_negative(&span) {
-        Ok(Some(n))
-    } else {
-        Ok(Some(n.max_with(&SymInt::Int(0))))
-    }
-}
 
 // ---------------------------------------------------------------- shapes
 
@@ -937,59 +612,6 @@ fn slice_axis(
     Ok((dim(&len)?, None))
 }
 
-/// Gather: the indexed axis is replaced by the indices' shape.
-fn gather(ctx: &mut InferCtx) -> Result<()> {
-    let data = ctx.require(0)?.clone();
-    let idx_shape = ctx.shape(1).cloned();
-    let (Some(s), Some(q)) = (data.shape.clone(), idx_shape) else {
-        ctx.set(0, Fact::tensor(data.dtype, None));
-        return Ok(());
-    };
-    let a = axis(ctx.attr_int_or("axis", 0), s.len())?;
-    let mut shape = s[..a].to_vec();
-    shape.extend(q.iter().cloned());
-    shape.extend(s[a + 1..].iter().cloned());
-    let indices = ctx.known_ints(1);
-    // Resolve negative indices; known out-of-range ones are an error.
-    let resolved: Option<Vec<usize>> = match (&indices, s[a].known()) {
-        (Some(ix), Some(n)) => Some(
-            ix.iter()
-                .map(|&i| {
-                    let j = if i < 0 {
-                        i as i128 + n as i128
-                    } else {
-                        i as i128
-                    };
-                    usize::try_from(j)
-                        .ok()
-                        .filter(|&j| (j as u64) < n)
-                        .ok_or_else(|| {
-                            ShapeError(format!("Gather index {i} is out of range for size {n}"))
-                        })
-                })
-                .collect::<Result<_>>()?,
-        ),
-        _ => None,
-    };
-    let q_rank = q.len();
-    let value = resolved.and_then(|ix| {
-        let q_strides = strides(&known_usize(&q)?);
-        fold_map(ctx, &shape, |o, src| {
-            src[..a].copy_from_slice(&o[..a]);
-            let flat = o[a..a + q_rank]
-                .iter()
-                .zip(&q_strides)
-                .map(|(i, st)| i * st)
-                .sum::<usize>();
-            src[a] = *ix.get(flat)?;
-            src[a + 1..].copy_from_slice(&o[a + q_rank..]);
-            Some(())
-        })
-    });
-    ctx.set(0, out_fact(data.dtype, Some(shape), value));
-    Ok(())
-}
-
 /// Transpose: dimensions permuted by `perm` (reversed by default).
 fn transpose(ctx: &mut InferCtx) -> Result<()> {
     let data = ctx.require(0)?.clone();
@@ -1129,29 +751,6 @@ fn center_crop_pad(ctx: &mut InferCtx) -> Result<()> {
 
 // ---------------------------------------------------------------- others
 
-/// Same type and shape as input 0 (Trilu, CumSum, ReverseSequence...).
-fn same(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
-/// EyeLike: the input's 2-D shape; type from `dtype` or the input.
-fn eye_like(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    if let Some(r) = x.rank()
-        && r != 2
-    {
-        return err(format!("EyeLike needs a 2-D input, got rank {r}"));
-    }
-    let dtype = match ctx.attr_int("dtype") {
-        Some(c) => Some(dtype_code(c)?),
-        None => x.dtype,
-    };
-    ctx.set(0, Fact::tensor(dtype, x.shape.clone()));
-    Ok(())
-}
-
 /// BitCast: same shape, another type of the same width.
 fn bit_cast(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
@@ -1245,28 +844,27 @@ fn depth_space(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// Det: batch of square matrices [*, M, M] to [*].
-fn det(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    let shape = match &x.shape {
-        None => None,
-        Some(s) if s.len() < 2 => return err(format!("Det needs rank >= 2, got [{}]", join(s))),
-        Some(s) => {
-            let n = s.len();
-            unify(&s[n - 2], &s[n - 1], "Det of a non-square matrix")?;
-            Some(s[..n - 2].to_vec())
-        }
-    };
-    ctx.set(0, Fact::tensor(x.dtype, shape));
+/// Identity-like ops pass the value through too.
+fn identity(ctx: &mut InferCtx) -> Result<()> {
+    let mut x = ctx.require(0)?.clone();
+    if x.value.is_none() {
+        x.value = ctx.value(0);
+    }
+    x.constant = None;
+    ctx.set(0, x);
+    Ok(())
+}
+
+fn dropout(ctx: &mut InferCtx) -> Result<()> {
+    identity(ctx)?;
+    let shape = ctx.shape(0).cloned();
+    ctx.set(1, Fact::tensor(Some(DType::Bool), shape));
     Ok(())
 }
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let table: [(&'static str, InferFn); 28] = [
-        ("Constant", constant),
-        ("ConstantOfShape", constant_of_shape),
-        ("Range", range),
+    let table: [(&'static str, InferFn); 22] = [
         ("Shape", shape_op),
         ("Size", size),
         ("Reshape", reshape),
@@ -1277,21 +875,18 @@ pub fn ops() -> Vec<OpEntry> {
         ("Concat", concat),
         ("Split", split),
         ("Slice", slice),
-        ("Gather", gather),
         ("Transpose", transpose),
         ("Tile", tile),
         ("Pad", pad),
         ("CenterCropPad", center_crop_pad),
-        ("EyeLike", eye_like),
         ("OneHot", one_hot),
-        ("Trilu", same),
-        ("CumSum", same),
-        ("CumProd", same),
-        ("ReverseSequence", same),
+        ("Trilu", like_input),
+        ("ReverseSequence", like_input),
         ("BitCast", bit_cast),
         ("DepthToSpace", depth_space),
         ("SpaceToDepth", depth_space),
-        ("Det", det),
+        ("Identity", identity),
+        ("Dropout", dropout),
     ];
     table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
@@ -1621,81 +1216,6 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn gather_folds_and_checks_indices() {
-        let m = Fact::with_value(
-            DType::Int64,
-            vec![k(2), k(3)],
-            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
-        );
-        // Column -1 of a 2x3 matrix, as a [2] vector.
-        let out = one(
-            "Gather",
-            13,
-            &[int("axis", 1)],
-            vec![Some(m.clone()), scalar_i(-1)],
-        );
-        assert_eq!(out.shape, Some(vec![k(2)]));
-        assert_eq!(known_vals(&out), vec![3, 6]);
-        assert!(run("Gather", 13, &[], vec![Some(m), vec_i(&[2])], 1).is_err());
-    }
-
-    #[test]
-    fn range_counts_symbolically() {
-        // Float bounds that are whole numbers count exactly too.
-        let half = Some(Fact::with_value(
-            DType::Float32,
-            vec![],
-            TensorValue::Floats(vec![0.5]),
-        ));
-        let out = one(
-            "Range",
-            11,
-            &[],
-            vec![
-                Some(Fact::with_value(
-                    DType::Float32,
-                    vec![],
-                    TensorValue::Floats(vec![0.0]),
-                )),
-                Some(Fact::with_value(
-                    DType::Float32,
-                    vec![],
-                    TensorValue::Floats(vec![2.0]),
-                )),
-                half,
-            ],
-        );
-        assert_eq!(out.shape, Some(vec![k(4)]));
-        assert_eq!(
-            out.value,
-            Some(TensorValue::Floats(vec![0.0, 0.5, 1.0, 1.5]))
-        );
-        let seq = Some(Fact::with_value(
-            DType::Int64,
-            vec![],
-            TensorValue::Ints(vec![SymInt::sym("seq")]),
-        ));
-        let out = one("Range", 11, &[], vec![scalar_i(0), seq, scalar_i(1)]);
-        assert_eq!(out.shape, Some(vec![s("seq")]));
-        let out = one(
-            "Range",
-            11,
-            &[],
-            vec![scalar_i(10), scalar_i(6), scalar_i(-3)],
-        );
-        assert_eq!(out.shape, Some(vec![k(2)]));
-        assert_eq!(known_vals(&out), vec![10, 7]);
-        // An empty range, not a negative size.
-        let out = one(
-            "Range",
-            11,
-            &[],
-            vec![scalar_i(5), scalar_i(1), scalar_i(1)],
-        );
-        assert_eq!(out.shape, Some(vec![k(0)]));
-    }
-
-    #[test]
     fn expand_broadcasts_symbolic_sizes() {
         let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(1)]));
         let out = one("Expand", 13, &[], vec![f32(vec![k(1), s("n")]), target]);
@@ -1827,16 +1347,6 @@ pub(super) mod tests {
         let out = one("Size", 13, &[], vec![f32(vec![s("n"), k(2)])]);
         let n2 = SymInt::sym("n").mul(&SymInt::Int(2)).unwrap();
         assert_eq!(out.value, Some(TensorValue::Ints(vec![n2])));
-    }
-
-    #[test]
-    fn constant_scalar_and_list_attributes() {
-        let out = one("Constant", 13, &[ints("value_ints", &[3, 4])], vec![]);
-        assert_eq!(out.shape, Some(vec![k(2)]));
-        assert_eq!(known_vals(&out), vec![3, 4]);
-        let out = one("Constant", 13, &[int("value_int", 5)], vec![]);
-        assert_eq!((out.dtype, out.shape), (Some(DType::Int64), Some(vec![])));
-        assert!(run("Constant", 13, &[], vec![], 1).is_err());
     }
 
     #[test]

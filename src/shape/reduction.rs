@@ -1,12 +1,12 @@
-//! Reductions (Reduce*, ArgMax/ArgMin) and the recurrent layers (RNN, GRU,
-//! LSTM). Attention lives in `attention.rs`, the com.microsoft operators in
-//! `microsoft.rs`. Integer reductions of small known values fold, so shape
-//! arithmetic such as `ReduceProd(Shape(x))` stays exact.
+//! Reductions (Reduce*, ArgMax/ArgMin) and the running CumSum/CumProd.
+//! Integer reductions of small known values fold, so shape arithmetic such as
+//! `ReduceProd(Shape(x))` stays exact.
 
-use super::OpEntry;
 use super::ctx::{InferCtx, Result, ShapeError, axis, err};
-use super::elementwise::is_integer;
+use super::dims::like_input;
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use super::math::is_integer;
+use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
 
@@ -215,122 +215,6 @@ fn arg_reduce(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// A dimension divided by a known count, when it divides exactly.
-pub(super) fn div_dim(d: &Dim, k: i64, what: &str) -> Result<Option<Dim>> {
-    if k <= 0 {
-        return err(format!("{what} must be positive, got {k}"));
-    }
-    match d {
-        Dim::Known(n) if n % k as u64 != 0 => err(format!("{what}: {n} is not a multiple of {k}")),
-        Dim::Known(n) => Ok(Some(Dim::Known(n / k as u64))),
-        Dim::Sym(s) => Ok(s
-            .exact_div(&SymInt::Int(k))
-            .and_then(|q| Dim::from_symint(&q))),
-    }
-}
-
-/// `a * b` as a dimension.
-pub(super) fn mul_dim(a: &Dim, b: &Dim) -> Result<Dim> {
-    super::ctx::dim(&a.to_symint().mul(&b.to_symint())?)
-}
-
-/// `a + b` as a dimension.
-pub(super) fn add_dim(a: &Dim, b: &Dim) -> Result<Dim> {
-    super::ctx::dim(&a.to_symint().add(&b.to_symint())?)
-}
-
-/// Dimension `i` of input `input`, when its shape is known.
-pub(super) fn dim_of(ctx: &InferCtx, input: usize, i: usize) -> Option<Dim> {
-    ctx.shape(input).and_then(|s| s.get(i)).cloned()
-}
-
-/// A shape of which every dimension is known (possibly symbolic).
-pub(super) fn all(dims: &[Option<Dim>]) -> Option<Vec<Dim>> {
-    dims.iter().cloned().collect()
-}
-
-/// Errors when two known sizes that must agree differ.
-pub(super) fn same(a: &Option<Dim>, b: &Option<Dim>, what: &str) -> Result<()> {
-    match (a, b) {
-        (Some(Dim::Known(x)), Some(Dim::Known(y))) if x != y => {
-            err(format!("{what} differ: {x} and {y}"))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// RNN, GRU, LSTM: Y, Y_h (and LSTM's Y_c) from X's sequence and batch,
-/// the direction count and the hidden size.
-fn recurrent(ctx: &mut InferCtx) -> Result<()> {
-    let gates: i64 = match ctx.op {
-        "RNN" => 1,
-        "GRU" => 3,
-        _ => 4,
-    };
-    let x = ctx.require(0)?;
-    let dtype = x.dtype.or_else(|| ctx.dtype(1));
-    if let Some(r) = x.rank()
-        && r != 3
-    {
-        return err(format!("X must be 3-D, got rank {r}"));
-    }
-    let layout = if ctx.opset >= 14 {
-        ctx.attr_int_or("layout", 0)
-    } else {
-        0
-    };
-    let dirs: u64 = match ctx.attr_string_or("direction", "forward").as_str() {
-        "forward" | "reverse" => 1,
-        "bidirectional" => 2,
-        other => return err(format!("unknown direction '{other}'")),
-    };
-    if let Some(w) = dim_of(ctx, 1, 0).and_then(|d| d.known())
-        && w != dirs
-    {
-        return err(format!(
-            "W has {w} directions but the direction attribute says {dirs}"
-        ));
-    }
-    let hidden = match ctx.attr_int("hidden_size") {
-        Some(h) if h <= 0 => return err(format!("hidden_size must be positive, got {h}")),
-        Some(h) => {
-            let h = Some(Dim::Known(h as u64));
-            same(&h, &dim_of(ctx, 2, 2), "hidden_size and R's last dimension")?;
-            h
-        }
-        None => match dim_of(ctx, 2, 2) {
-            Some(d) => Some(d),
-            None => match dim_of(ctx, 1, 1) {
-                Some(d) => div_dim(&d, gates, "W's gate rows")?,
-                None => None,
-            },
-        },
-    };
-    let (seq, batch) = if layout == 0 {
-        (dim_of(ctx, 0, 0), dim_of(ctx, 0, 1))
-    } else {
-        (dim_of(ctx, 0, 1), dim_of(ctx, 0, 0))
-    };
-    let dirs = Some(Dim::Known(dirs));
-    let (y, y_h) = if layout == 0 {
-        (
-            all(&[seq, dirs.clone(), batch.clone(), hidden.clone()]),
-            all(&[dirs, batch, hidden]),
-        )
-    } else {
-        (
-            all(&[batch.clone(), seq, dirs.clone(), hidden.clone()]),
-            all(&[batch, dirs, hidden]),
-        )
-    };
-    ctx.set(0, Fact::tensor(dtype, y));
-    ctx.set(1, Fact::tensor(dtype, y_h.clone()));
-    if ctx.op == "LSTM" {
-        ctx.set(2, Fact::tensor(dtype, y_h));
-    }
-    Ok(())
-}
-
 const REDUCE: &[&str] = &[
     "ReduceSum",
     "ReduceMean",
@@ -348,14 +232,14 @@ const REDUCE: &[&str] = &[
 pub fn ops() -> Vec<OpEntry> {
     let mut out: Vec<OpEntry> = REDUCE
         .iter()
-        .map(|op| ("", *op, reduce as super::InferFn))
+        .map(|op| ("", *op, reduce as InferFn))
         .collect();
     out.extend([
-        ("", "ArgMax", arg_reduce as super::InferFn),
+        ("", "ArgMax", arg_reduce as InferFn),
         ("", "ArgMin", arg_reduce),
-        ("", "RNN", recurrent),
-        ("", "GRU", recurrent),
-        ("", "LSTM", recurrent),
+        // A running sum or product keeps its input's shape.
+        ("", "CumSum", like_input),
+        ("", "CumProd", like_input),
     ]);
     out
 }
@@ -445,12 +329,12 @@ pub(super) mod testing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::testing::*;
     use crate::ir::DType;
     use crate::shape::TensorValue;
 
-    fn reduce(
+    pub(in crate::shape) fn reduce(
         op: &str,
         opset: i64,
         attrs: &[crate::proto::AttributeProto],
@@ -596,47 +480,5 @@ mod tests {
         .unwrap();
         assert_eq!(shapes(&out), "7");
         assert!(run("", "ArgMin", 13, &[ai("axis", 2)], vec![f32("2,7")], 1).is_err());
-    }
-
-    #[test]
-    fn lstm_layouts_and_hidden_size_from_weights() {
-        // No hidden_size attribute: R is [dirs, 4*hidden, hidden].
-        let inputs = vec![f32("seq,batch,10"), f32("2,80,10"), f32("2,80,20")];
-        let attrs = [astr("direction", "bidirectional")];
-        let out = run("", "LSTM", 14, &attrs, inputs.clone(), 3).unwrap();
-        assert_eq!(shapes(&out), "seq,2,batch,20;2,batch,20;2,batch,20");
-        // layout=1 is batch-major.
-        let attrs = [astr("direction", "bidirectional"), ai("layout", 1)];
-        let inputs = vec![f32("batch,seq,10"), f32("2,80,10"), f32("2,80,20")];
-        let out = run("", "LSTM", 14, &attrs, inputs, 3).unwrap();
-        assert_eq!(shapes(&out), "batch,seq,2,20;batch,2,20;batch,2,20");
-    }
-
-    #[test]
-    fn gru_hidden_from_w_and_direction_mismatch() {
-        // Only W known: 3 gates of 5 rows each.
-        let out = run(
-            "",
-            "GRU",
-            7,
-            &[],
-            vec![f32("4,1,3"), f32("1,15,3"), None],
-            2,
-        )
-        .unwrap();
-        assert_eq!(shapes(&out), "4,1,1,5;1,1,5");
-        let e = run(
-            "",
-            "RNN",
-            7,
-            &[],
-            vec![f32("4,1,3"), f32("2,5,3"), f32("2,5,5")],
-            2,
-        )
-        .unwrap_err();
-        assert!(e.0.contains("directions"), "{e}");
-        // hidden_size 4 contradicts R's (1, 5, 5).
-        let inputs = vec![f32("4,1,3"), f32("1,5,3"), f32("1,5,5")];
-        assert!(run("", "RNN", 7, &[ai("hidden_size", 4)], inputs, 2).is_err());
     }
 }

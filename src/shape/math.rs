@@ -1,60 +1,21 @@
-//! Element-wise operators: unary maps, broadcasting binary arithmetic,
-//! comparisons and logic, variadic reductions over inputs, Where, Cast.
-//! Integer values fold through them, so shape arithmetic stays exact.
+//! Element-wise math: unary maps, broadcasting binary arithmetic, variadic
+//! operators over inputs (Sum, Max, Min, Mean), and Det. Integer values fold
+//! through them, so shape arithmetic stays exact.
 
-use super::ctx::{InferCtx, Result, broadcast, broadcast_all, err};
+use super::ctx::{InferCtx, Result, broadcast_all, err, join};
+use super::dims::like_input;
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
+use super::logic::COMPARE;
+use super::tensor::unify;
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
 
-/// Output 0 has input 0's type and shape (activations and other unary maps).
-fn same(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
-/// Same shape, boolean result (IsNaN, IsInf, Not).
-fn same_bool(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?;
-    let shape = x.shape.clone();
-    let value = match (ctx.op, x.value.clone()) {
-        ("Not", Some(TensorValue::Ints(v))) => Some(TensorValue::Ints(
-            v.iter()
-                .map(|i| i.as_int().map(|i| SymInt::Int((i == 0) as i64)))
-                .collect::<Option<Vec<_>>>()
-                .unwrap_or_default(),
-        ))
-        .filter(|t| !t.is_empty() || v.is_empty()),
-        _ => None,
-    };
-    ctx.set(
-        0,
-        Fact {
-            value,
-            ..Fact::tensor(Some(DType::Bool), shape)
-        },
-    );
-    Ok(())
-}
-
-/// Identity-like ops pass the value through too.
-fn identity(ctx: &mut InferCtx) -> Result<()> {
-    let mut x = ctx.require(0)?.clone();
-    if x.value.is_none() {
-        x.value = ctx.value(0);
-    }
-    x.constant = None;
-    ctx.set(0, x);
-    Ok(())
-}
-
 /// Unary maps that fold (Neg, Abs, Floor, Sqrt...): integral values stay
 /// exact (and symbolic) where the map keeps them integral, others fold as
 /// floats for floating-point inputs.
-fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
-    same(ctx)?;
+pub(super) fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
+    like_input(ctx)?;
     let Some(v) = ctx.value(0) else {
         return Ok(());
     };
@@ -115,13 +76,6 @@ pub(super) fn integral(v: &TensorValue, float: bool) -> Option<Vec<SymInt>> {
     }
 }
 
-fn dropout(ctx: &mut InferCtx) -> Result<()> {
-    identity(ctx)?;
-    let shape = ctx.shape(0).cloned();
-    ctx.set(1, Fact::tensor(Some(DType::Bool), shape));
-    Ok(())
-}
-
 pub fn is_integer(t: DType) -> bool {
     matches!(
         t,
@@ -157,7 +111,7 @@ fn fold2<T>(a: &[T], b: &[T], f: impl Fn(&T, &T) -> Option<T>) -> Option<Vec<T>>
 }
 
 /// Only values whose broadcast is a plain 1-D (or scalar) zip fold.
-fn foldable(ctx: &InferCtx, out: &[Dim]) -> bool {
+pub(super) fn foldable(ctx: &InferCtx, out: &[Dim]) -> bool {
     out.len() <= 1 && (0..ctx.n_inputs()).all(|i| ctx.rank(i).is_some_and(|r| r <= 1))
 }
 
@@ -253,7 +207,7 @@ pub(super) fn non_negative(v: &SymInt) -> bool {
 }
 
 /// Broadcasting binary (and variadic) operators; `out_type` picks the result type.
-fn broadcasting(ctx: &mut InferCtx, out_type: Option<DType>) -> Result<()> {
+pub(super) fn broadcasting(ctx: &mut InferCtx, out_type: Option<DType>) -> Result<()> {
     let shapes: Vec<Option<&Vec<Dim>>> = (0..ctx.n_inputs())
         .filter(|&i| ctx.input(i).is_some())
         .map(|i| ctx.shape(i))
@@ -319,25 +273,6 @@ fn arithmetic(ctx: &mut InferCtx) -> Result<()> {
     broadcasting(ctx, None)
 }
 
-fn compare(ctx: &mut InferCtx) -> Result<()> {
-    broadcasting(ctx, Some(DType::Bool))
-}
-
-/// PRelu: the slope broadcasts to X; the result is X's shape and type.
-fn prelu(ctx: &mut InferCtx) -> Result<()> {
-    let x = ctx.require(0)?.clone();
-    if let (Some(a), Some(b)) = (ctx.shape(0), ctx.shape(1)) {
-        // Before opset 7 a 1-D slope of the channel count applies per
-        // channel (axis 1), as PyTorch's old exports rely on.
-        let per_channel = ctx.opset < 7 && b.len() == 1 && a.get(1) == b.first();
-        if !per_channel {
-            broadcast(a, b)?;
-        }
-    }
-    ctx.set(0, x.reshaped(x.shape.clone()));
-    Ok(())
-}
-
 fn mean(ctx: &mut InferCtx) -> Result<()> {
     broadcasting(ctx, None)?;
     if let Some(o) = ctx.output_mut(0) {
@@ -346,215 +281,73 @@ fn mean(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-fn where_op(ctx: &mut InferCtx) -> Result<()> {
-    let shape = broadcast_all(&[ctx.shape(0), ctx.shape(1), ctx.shape(2)])?;
-    let mut fact = Fact::tensor(ctx.dtype(1).or(ctx.dtype(2)), shape.clone());
-    if let Some(out) = &shape
-        && foldable(ctx, out)
-        && let (Some(c), Some(a), Some(b)) = (ctx.known_ints(0), ctx.value(1), ctx.value(2))
-    {
-        // Pick from the two branches as they are (integral or not).
-        let picks: Option<Vec<(bool, usize)>> = match out.first().map(Dim::known) {
-            None => Some(1),
-            Some(Some(n)) => usize::try_from(n).ok(),
-            Some(None) => None,
-        }
-        .and_then(|n| {
-            let at = |len: usize, i: usize| match len {
-                1 => Some(0),
-                l if l == n => Some(i),
-                _ => None,
-            };
-            (0..n)
-                .map(|i| {
-                    let cond = *c.get(at(c.len(), i)?)? != 0;
-                    let len = if cond { a.len() } else { b.len() };
-                    Some((cond, at(len, i)?))
-                })
-                .collect()
-        });
-        fact.value = picks.and_then(|p| match (&a, &b) {
-            (TensorValue::Ints(x), TensorValue::Ints(y)) => p
-                .iter()
-                .map(|&(c, i)| if c { x.get(i) } else { y.get(i) }.cloned())
-                .collect::<Option<_>>()
-                .map(TensorValue::Ints),
-            _ => {
-                let (x, y) = (a.as_floats()?, b.as_floats()?);
-                p.iter()
-                    .map(|&(c, i)| if c { x.get(i) } else { y.get(i) }.copied())
-                    .collect::<Option<_>>()
-                    .map(TensorValue::Floats)
-            }
-        });
-    }
-    ctx.set(0, fact);
-    Ok(())
-}
-
-fn cast(ctx: &mut InferCtx) -> Result<()> {
+fn det(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
-    let to = match ctx.op {
-        "CastLike" => ctx.dtype(1),
-        _ => {
-            let code = ctx
-                .attr_int("to")
-                .ok_or_else(|| super::ShapeError("Cast needs `to`".into()))?;
-            Some(
-                DType::from_onnx_code(code as i32)
-                    .ok_or_else(|| super::ShapeError(format!("Cast to unknown type {code}")))?,
-            )
+    let shape = match &x.shape {
+        None => None,
+        Some(s) if s.len() < 2 => return err(format!("Det needs rank >= 2, got [{}]", join(s))),
+        Some(s) => {
+            let n = s.len();
+            unify(&s[n - 2], &s[n - 1], "Det of a non-square matrix")?;
+            Some(s[..n - 2].to_vec())
         }
     };
-    let mut out = Fact::tensor(to, x.shape.clone());
-    if let (Some(t), Some(v)) = (to, ctx.value(0)) {
-        out.value = cast_value(v, t);
-        if out
-            .value
-            .as_ref()
-            .is_some_and(|v| v.is_empty() && x.elements().and_then(|n| n.as_int()) != Some(0))
-        {
-            out.value = None;
-        }
-    }
-    ctx.set(0, out);
+    ctx.set(0, Fact::tensor(x.dtype, shape));
     Ok(())
 }
-
-/// Converts small data to element type `t`; `None` where it cannot be
-/// done exactly (strings, symbolic values to non-integers...).
-fn cast_value(v: TensorValue, t: DType) -> Option<TensorValue> {
-    let ints = |v: Vec<i64>| Some(TensorValue::Ints(v.into_iter().map(SymInt::Int).collect()));
-    match (v, t) {
-        (_, DType::String) | (TensorValue::Strings(_), _) => None,
-        (TensorValue::Ints(v), DType::Bool) => ints(
-            v.iter()
-                .map(|i| i.as_int().map(|i| (i != 0) as i64))
-                .collect::<Option<_>>()?,
-        ),
-        (TensorValue::Floats(v), DType::Bool) => {
-            ints(v.iter().map(|&f| (f != 0.0) as i64).collect())
-        }
-        (TensorValue::Floats(v), t) if is_integer(t) => ints(
-            v.iter()
-                .map(|f| f.is_finite().then(|| f.trunc() as i64))
-                .collect::<Option<_>>()?,
-        ),
-        // Integers stay exact (and symbolic) as floats: shape arithmetic
-        // through Cast(float) -> Mul -> Floor -> Cast(int64) then folds.
-        (TensorValue::Ints(v), _) => Some(TensorValue::Ints(v)),
-        (TensorValue::Floats(v), _) => Some(TensorValue::Floats(v)),
-    }
-}
-
-/// Same-shape operators of the standard set.
-const SAME: &[&str] = &[
-    "Acos",
-    "Acosh",
-    "Asin",
-    "Asinh",
-    "Atan",
-    "Atanh",
-    "BitwiseNot",
-    "Celu",
-    "Clip",
-    "Cos",
-    "Cosh",
-    "Elu",
-    "Erf",
-    "Gelu",
-    "HardSigmoid",
-    "HardSwish",
-    "Hardmax",
-    "LeakyRelu",
-    "LogSoftmax",
-    "Mish",
-    "Selu",
-    "Shrink",
-    "Sigmoid",
-    "Sin",
-    "Sinh",
-    "Softmax",
-    "Softplus",
-    "Softsign",
-    "Tan",
-    "Tanh",
-    "ThresholdedRelu",
-    "Swish",
-];
-
-const FOLD: &[&str] = &[
-    "Abs",
-    "Neg",
-    "Sign",
-    "Relu",
-    "Floor",
-    "Ceil",
-    "Round",
-    "Sqrt",
-    "Reciprocal",
-    "Exp",
-    "Log",
-];
-const ARITH: &[&str] = &[
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Pow",
-    "Mod",
-    "BitShift",
-    "BitwiseAnd",
-    "BitwiseOr",
-    "BitwiseXor",
-    "Sum",
-    "Max",
-    "Min",
-];
-const COMPARE: &[&str] = &[
-    "Equal",
-    "Less",
-    "Greater",
-    "LessOrEqual",
-    "GreaterOrEqual",
-    "And",
-    "Or",
-    "Xor",
-];
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let mut out: Vec<OpEntry> = Vec::new();
-    for (list, f) in [
-        (SAME, same as InferFn),
-        (FOLD, unary_fold as InferFn),
-        (ARITH, arithmetic as InferFn),
-        (COMPARE, compare as InferFn),
-    ] {
-        out.extend(list.iter().map(|op| ("", *op, f)));
-    }
-    let single: [(&'static str, InferFn); 10] = [
-        ("Identity", identity),
-        ("Dropout", dropout),
-        ("Not", same_bool),
-        ("IsNaN", same_bool),
-        ("IsInf", same_bool),
-        ("PRelu", prelu),
+    let table: [(&'static str, InferFn); 39] = [
+        ("Acos", like_input),
+        ("Acosh", like_input),
+        ("Asin", like_input),
+        ("Asinh", like_input),
+        ("Atan", like_input),
+        ("Atanh", like_input),
+        ("BitwiseNot", like_input),
+        ("Clip", like_input),
+        ("Cos", like_input),
+        ("Cosh", like_input),
+        ("Erf", like_input),
+        ("Sin", like_input),
+        ("Sinh", like_input),
+        ("Tan", like_input),
+        ("Abs", unary_fold),
+        ("Neg", unary_fold),
+        ("Sign", unary_fold),
+        ("Floor", unary_fold),
+        ("Ceil", unary_fold),
+        ("Round", unary_fold),
+        ("Sqrt", unary_fold),
+        ("Reciprocal", unary_fold),
+        ("Exp", unary_fold),
+        ("Log", unary_fold),
+        ("Add", arithmetic),
+        ("Sub", arithmetic),
+        ("Mul", arithmetic),
+        ("Div", arithmetic),
+        ("Pow", arithmetic),
+        ("Mod", arithmetic),
+        ("BitShift", arithmetic),
+        ("BitwiseAnd", arithmetic),
+        ("BitwiseOr", arithmetic),
+        ("BitwiseXor", arithmetic),
+        ("Sum", arithmetic),
+        ("Max", arithmetic),
+        ("Min", arithmetic),
         ("Mean", mean),
-        ("Where", where_op),
-        ("Cast", cast),
-        ("CastLike", cast),
+        ("Det", det),
     ];
-    out.extend(single.iter().map(|(op, f)| ("", *op, *f)));
-    out
+    table.iter().map(|(op, f)| ("", *op, *f)).collect()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::tensor::tests::{f32, int, k, known_vals, one, run, s, scalar_i, vec_i};
+pub(super) mod tests {
+    use super::super::tensor::tests::{f32, int, k, known_vals, one, s, scalar_i, vec_i};
     use super::*;
 
-    fn floats(v: &[f64]) -> Option<Fact> {
+    pub(in crate::shape) fn floats(v: &[f64]) -> Option<Fact> {
         Some(Fact::with_value(
             DType::Float32,
             vec![Dim::Known(v.len() as u64)],
@@ -605,82 +398,5 @@ mod tests {
         );
         let out = one("Div", 13, &[], vec![Some(n), floats(&[3.0])]);
         assert_eq!(out.value, None);
-    }
-
-    #[test]
-    fn where_folds_floats_and_symbolic_ints() {
-        let cond = Some(Fact::with_value(
-            DType::Bool,
-            vec![k(2)],
-            TensorValue::Ints(vec![SymInt::Int(1), SymInt::Int(0)]),
-        ));
-        let out = one(
-            "Where",
-            16,
-            &[],
-            vec![cond.clone(), floats(&[0.5, 1.5]), floats(&[2.5])],
-        );
-        assert_eq!(out.value, Some(TensorValue::Floats(vec![0.5, 2.5])));
-        let a = Some(Fact::ints_1d(vec![SymInt::sym("n"), SymInt::Int(4)]));
-        let out = one("Where", 16, &[], vec![cond, a, vec_i(&[-1, -1])]);
-        assert_eq!(
-            out.value,
-            Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(-1)]))
-        );
-    }
-
-    #[test]
-    fn sizes_compare_greater_than_negative_numbers() {
-        // Where(Equal(target, -1), 1, target): the Expand "-1 keeps" idiom.
-        let target = Some(Fact::ints_1d(vec![SymInt::sym("b"), SymInt::Int(-1)]));
-        let is_keep = one("Equal", 13, &[], vec![target.clone(), scalar_i(-1)]);
-        assert_eq!(known_vals(&is_keep), vec![0, 1]);
-        let out = one("Where", 16, &[], vec![Some(is_keep), scalar_i(1), target]);
-        assert_eq!(
-            out.value,
-            Some(TensorValue::Ints(vec![SymInt::sym("b"), SymInt::Int(1)]))
-        );
-        // b - 1 may be anything: no answer.
-        let d = SymInt::sym("b").sub(&SymInt::Int(1)).unwrap();
-        let out = one(
-            "Less",
-            13,
-            &[],
-            vec![Some(Fact::ints_1d(vec![d])), scalar_i(-1)],
-        );
-        assert_eq!(out.value, None);
-    }
-
-    #[test]
-    fn cast_values() {
-        // 0.5 is true as a bool, though it truncates to 0 as an integer.
-        let b = one("Cast", 13, &[int("to", 9)], vec![floats(&[0.5, 0.0])]);
-        assert_eq!(known_vals(&b), vec![1, 0]);
-        let i = one("Cast", 13, &[int("to", 7)], vec![floats(&[-1.5, 2.9])]);
-        assert_eq!(known_vals(&i), vec![-1, 2]);
-        // Casting to string does not pretend to know the text.
-        let t = one("Cast", 13, &[int("to", 8)], vec![vec_i(&[1])]);
-        assert_eq!(t.value, None);
-        assert!(run("Cast", 13, &[int("to", 999)], vec![vec_i(&[1])], 1).is_err());
-    }
-
-    #[test]
-    fn comparisons_of_floats_give_booleans() {
-        let out = one("Less", 13, &[], vec![floats(&[0.5, 3.0]), floats(&[1.0])]);
-        assert_eq!(out.dtype, Some(DType::Bool));
-        assert_eq!(known_vals(&out), vec![1, 0]);
-    }
-
-    #[test]
-    fn prelu_before_opset_7_takes_a_slope_per_channel() {
-        // [2, 3, 4] with a slope of 3: per channel at opset 6, and not a
-        // numpy broadcast ([3] against the last axis of 4) from opset 7.
-        let x = || f32(vec![k(2), k(3), k(4)]);
-        let out = one("PRelu", 6, &[], vec![x(), f32(vec![k(3)])]);
-        assert_eq!(out.shape, Some(vec![k(2), k(3), k(4)]));
-        assert!(run("PRelu", 7, &[], vec![x(), f32(vec![k(3)])], 1).is_err());
-        // A slope of 4 broadcasts at any opset.
-        let out = one("PRelu", 9, &[], vec![x(), f32(vec![k(4)])]);
-        assert_eq!(out.shape, Some(vec![k(2), k(3), k(4)]));
     }
 }
