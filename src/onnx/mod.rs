@@ -5,6 +5,7 @@
 //! location (it must stay inside the model's folder), dimensions, nesting.
 //! [`infer`] then walks the graph and infers every value's shape.
 
+pub mod annotate;
 pub mod infer;
 pub mod proto;
 pub mod tensor;
