@@ -534,7 +534,15 @@ fn about(a: &EstimateArgs) -> Vec<(String, String)> {
     for p in &a.rules.packs {
         add("rules", p.clone());
     }
-    add("fma", if a.no_fma { "off (a multiply-add is 2 FLOPs)" } else { "on (a multiply-add is 1 FLOP)" }.into());
+    add(
+        "fma",
+        if a.no_fma {
+            "off (a multiply-add is 2 FLOPs)"
+        } else {
+            "on (a multiply-add is 1 FLOP)"
+        }
+        .into(),
+    );
     add("attention", format!("{:?}", a.attention).to_lowercase());
     add("if branch counted", a.if_branch.name().into());
     for d in &a.source.dims {
@@ -568,7 +576,10 @@ fn node_ids(a: &EstimateArgs) -> Result<NodeIds> {
         let stem = std::path::Path::new(&a.source.model)
             .file_stem()
             .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
-        return Ok(NodeIds { graph: stem, keys: Default::default() });
+        return Ok(NodeIds {
+            graph: stem,
+            keys: Default::default(),
+        });
     }
     let (model, inferred) = infer_model(&a.source, true)?;
     let graph = model
@@ -590,7 +601,9 @@ fn annotate(a: &EstimateArgs) -> Result<String> {
         return Err(Error::Usage("annotate needs -o OUT.onnx".into()));
     };
     if is_trace(&a.source.model)? {
-        return Err(Error::Usage("annotate needs an ONNX model, not a trace".into()));
+        return Err(Error::Usage(
+            "annotate needs an ONNX model, not a trace".into(),
+        ));
     }
     let (model, inferred) = infer_model(&a.source, false)?;
     let report = estimate_report(a)?;

@@ -106,11 +106,7 @@ impl Colours {
             .map(|s| (qualified(&s.domain, &s.op), s.totals.flops, s.totals.mrw))
             .collect();
         types.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)));
-        let ranked: Vec<String> = types
-            .into_iter()
-            .take(PALETTE.len())
-            .map(|t| t.0)
-            .collect();
+        let ranked: Vec<String> = types.into_iter().take(PALETTE.len()).map(|t| t.0).collect();
         let by_op = ranked
             .iter()
             .enumerate()
@@ -163,7 +159,9 @@ fn about(out: &mut String, opts: &ReportOptions) {
     if opts.about.is_empty() {
         return;
     }
-    out.push_str("<section id=\"about\">\n<h2>Options in force</h2>\n<table class=\"kv\">\n<tbody>\n");
+    out.push_str(
+        "<section id=\"about\">\n<h2>Options in force</h2>\n<table class=\"kv\">\n<tbody>\n",
+    );
     for (k, v) in &opts.about {
         let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
     }
@@ -183,13 +181,38 @@ fn card(out: &mut String, label: &str, value: &str, note: &str) {
 fn totals(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, d: usize) {
     let t = &report.total;
     out.push_str("<section id=\"totals\">\n<h2>Totals</h2>\n<div class=\"cards\">\n");
-    card(out, "FLOPs", &flops_text(t.flops, d), &format!("{} exactly", t.flops));
+    card(
+        out,
+        "FLOPs",
+        &flops_text(t.flops, d),
+        &format!("{} exactly", t.flops),
+    );
     if t.iops > 0 {
-        card(out, "Integer ops", &flops_text(t.iops, d), &format!("{} exactly", t.iops));
+        card(
+            out,
+            "Integer ops",
+            &flops_text(t.iops, d),
+            &format!("{} exactly", t.iops),
+        );
     }
-    card(out, "Memory read", &bytes_text(t.mread, d), &format!("{} bytes", t.mread));
-    card(out, "Memory written", &bytes_text(t.mwrite, d), &format!("{} bytes", t.mwrite));
-    card(out, "Layers counted", &t.layers.to_string(), &format!("{} not counted", report.unsupported.len()));
+    card(
+        out,
+        "Memory read",
+        &bytes_text(t.mread, d),
+        &format!("{} bytes", t.mread),
+    );
+    card(
+        out,
+        "Memory written",
+        &bytes_text(t.mwrite, d),
+        &format!("{} bytes", t.mwrite),
+    );
+    card(
+        out,
+        "Layers counted",
+        &t.layers.to_string(),
+        &format!("{} not counted", report.unsupported.len()),
+    );
     if let Some(r) = roofline {
         card(
             out,
@@ -200,7 +223,11 @@ fn totals(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, d:
         card(
             out,
             "Compute / memory",
-            &format!("{} / {}", time_text(r.compute_s, d), time_text(r.memory_s, d)),
+            &format!(
+                "{} / {}",
+                time_text(r.compute_s, d),
+                time_text(r.memory_s, d)
+            ),
             &format!("additive {}", time_text(r.additive_s, d)),
         );
         if let (Some(m), Some(e)) = (r.measured_s, r.efficiency(r.bound_s)) {
@@ -331,7 +358,9 @@ fn types(
             .iter()
             .map(|o| (o.clone(), time.get(o).copied().unwrap_or(0.0)))
             .collect();
-        share_bar(out, 100.0, "Roofline time", &t, colours, &|v| time_text(v, d));
+        share_bar(out, 100.0, "Roofline time", &t, colours, &|v| {
+            time_text(v, d)
+        });
     }
     let mut entries: Vec<(&str, &str)> = colours
         .ranked
@@ -472,7 +501,11 @@ impl Scale {
         if v == 0 {
             return 0.0;
         }
-        let x = if self.log { (v as f64).log10() } else { v as f64 };
+        let x = if self.log {
+            (v as f64).log10()
+        } else {
+            v as f64
+        };
         ((x - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
     }
 
@@ -645,8 +678,14 @@ fn roofline_chart(
     let peaks: Vec<(&String, f64)> = r.device.peak.iter().map(|(k, v)| (k, *v)).collect();
     let max_peak = peaks.iter().map(|p| p.1).fold(0.0, f64::max);
     let min_peak = peaks.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let ai_lo = points.iter().map(|p| p.0).fold(min_peak / bw / 10.0, f64::min);
-    let ai_hi = points.iter().map(|p| p.0).fold(max_peak / bw * 10.0, f64::max);
+    let ai_lo = points
+        .iter()
+        .map(|p| p.0)
+        .fold(min_peak / bw / 10.0, f64::min);
+    let ai_hi = points
+        .iter()
+        .map(|p| p.0)
+        .fold(max_peak / bw * 10.0, f64::max);
     let perf_lo = points.iter().map(|p| p.1).fold(min_peak / 100.0, f64::min);
     let (xa, xb) = decades(ai_lo, ai_hi);
     let (ya, yb) = decades(perf_lo, max_peak);
@@ -766,7 +805,11 @@ fn roofline_chart(
             esc(&l.name),
             esc(&op_of(l)),
             t.intensity.unwrap_or(0.0),
-            esc(&human((l.flops as f64 + l.iops as f64) / t.bound_s, 1000.0, d.min(2))),
+            esc(&human(
+                (l.flops as f64 + l.iops as f64) / t.bound_s,
+                1000.0,
+                d.min(2)
+            )),
             esc(&time_text(t.bound_s, d)),
             t.bound.as_str()
         );
@@ -784,7 +827,12 @@ fn roofline_chart(
 
 /// The layer table's header cells: (label, numeric).
 fn columns(report: &CostReport, roofline: Option<&Roofline>) -> Vec<(&'static str, bool)> {
-    let mut c = vec![("#", true), ("Layer", false), ("Op", false), ("FLOPs", true)];
+    let mut c = vec![
+        ("#", true),
+        ("Layer", false),
+        ("Op", false),
+        ("FLOPs", true),
+    ];
     if report.total.iops > 0 {
         c.push(("IOPs", true));
     }
@@ -815,7 +863,12 @@ fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline
         report.layers.len()
     );
     for (label, numeric) in &cols {
-        let _ = write!(out, "<th{}>{}</th>", if *numeric { " class=\"n\"" } else { "" }, label);
+        let _ = write!(
+            out,
+            "<th{}>{}</th>",
+            if *numeric { " class=\"n\"" } else { "" },
+            label
+        );
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for (i, l) in report.layers.iter().enumerate() {
