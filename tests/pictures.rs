@@ -426,3 +426,34 @@ fn a_large_model_s_page_stays_near_the_json_s_size_and_its_charts_do_not_grow() 
     // a few pixels of the roofline: far fewer points than layers.
     assert!(counts["circle"] < 100, "{} points", counts["circle"]);
 }
+
+/// The model's graph fields, each as its own bytes (protobuf would merge them).
+#[derive(Clone, PartialEq, Message)]
+struct GraphFields {
+    #[prost(bytes = "vec", repeated, tag = "7")]
+    graphs: Vec<Vec<u8>>,
+}
+
+#[test]
+fn annotate_writes_one_graph_field_which_netron_reads_whole() {
+    // `c3 shapes -o` appends its value_info in a second graph field; a reader
+    // that keeps the last one (Netron does) would see a graph of shapes only.
+    let d = dir("one-graph");
+    let shaped = d.join("shaped.onnx");
+    let shaped_s = shaped.to_str().unwrap();
+    c3(&[
+        "shapes",
+        &example("light_bvlc_alexnet.onnx"),
+        "-o",
+        shaped_s,
+    ]);
+    let fields = |p: &Path| GraphFields::decode(std::fs::read(p).unwrap().as_slice()).unwrap();
+    assert_eq!(fields(&shaped).graphs.len(), 2);
+    let out = d.join("annotated.onnx");
+    c3(&["annotate", shaped_s, "-o", out.to_str().unwrap()]);
+    assert_eq!(fields(&out).graphs.len(), 1);
+    // Same model to c3's loader, shapes included (nothing left to add).
+    let a = c3::onnx::load(shaped_s).unwrap();
+    let b = c3::onnx::load(out.to_str().unwrap()).unwrap();
+    assert_eq!(a.model, b.model);
+}

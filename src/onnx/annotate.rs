@@ -6,8 +6,9 @@
 //! in `value_info`. The file is rewritten on the protobuf wire format, not
 //! re-encoded: protobuf merges repeated fields by concatenation, so each
 //! node's new entries are appended inside that node's own bytes and only the
-//! length prefixes of the nodes and the graph change. Every other byte,
-//! weights included, is copied as it was. Nodes inside If/Loop/Scan bodies
+//! length prefixes of the nodes and the graph change; the shapes are
+//! appended inside the graph. Every other byte, weights included, is copied
+//! as it was. Nodes inside If/Loop/Scan bodies
 //! are left as they are (their layers are costed, but not written back).
 
 use std::collections::{HashMap, VecDeque};
@@ -361,13 +362,20 @@ pub fn annotate(
     let sources = layer_sources(model, inferred);
     let costs = node_costs(&sources, report, roofline)?;
     let bytes: &[u8] = &model.bytes;
-    let mut out = Vec::with_capacity(bytes.len() + 128 * costs.len() + 4096);
+    // The model's fields before its (first) graph, the graph, the rest.
+    let mut head = Vec::with_capacity(1024);
+    let mut graph_out: Option<Vec<u8>> = None;
+    let mut tail = Vec::with_capacity(1024);
     // Node indices run on across every graph field: protobuf merges them.
     let mut node_index = 0usize;
     for f in fields(bytes).ok_or_else(|| malformed(model))? {
         match (f.number, f.payload) {
             (MODEL_GRAPH, Some(graph)) => {
-                let mut g = Vec::with_capacity(graph.len() + 128 * costs.len());
+                // Several graph fields (as `c3 shapes -o` writes) are one
+                // graph to protobuf, but some readers (Netron) keep only
+                // the last: write their fields as one graph.
+                let g = graph_out
+                    .get_or_insert_with(|| Vec::with_capacity(bytes.len() + 128 * costs.len()));
                 for gf in fields(graph).ok_or_else(|| malformed(model))? {
                     match (gf.number, gf.payload) {
                         (GRAPH_NODE, Some(node)) => {
@@ -376,27 +384,27 @@ pub fn annotate(
                                 .map(|c| node_entries(c, roofline.is_some()))
                                 .unwrap_or_default();
                             let nb = node_bytes(node, &entries).ok_or_else(|| malformed(model))?;
-                            put_len(&mut g, GRAPH_NODE, &nb);
+                            put_len(g, GRAPH_NODE, &nb);
                             node_index += 1;
                         }
                         _ => g.extend_from_slice(gf.raw),
                     }
                 }
-                put_len(&mut out, MODEL_GRAPH, &g);
             }
             (MODEL_METADATA, Some(entry)) if is_ours(entry) => {}
-            _ => out.extend_from_slice(f.raw),
+            _ if graph_out.is_none() => head.extend_from_slice(f.raw),
+            _ => tail.extend_from_slice(f.raw),
         }
     }
-    // The shapes go in one more graph field, merged into the first.
     let infos = value_info(model, inferred);
-    if !infos.is_empty() {
-        let mut g = Vec::new();
-        for v in &infos {
-            put_len(&mut g, GRAPH_VALUE_INFO, &v.encode_to_vec());
-        }
-        put_len(&mut out, MODEL_GRAPH, &g);
+    let mut g = graph_out.unwrap_or_default();
+    for v in &infos {
+        put_len(&mut g, GRAPH_VALUE_INFO, &v.encode_to_vec());
     }
+    let mut out = head;
+    out.reserve(g.len() + tail.len() + 512);
+    put_len(&mut out, MODEL_GRAPH, &g);
+    out.extend_from_slice(&tail);
     for (k, v) in model_entries(report, roofline) {
         put_entry(&mut out, MODEL_METADATA, &k, &v);
     }
