@@ -55,6 +55,11 @@ def model_explorer(page, url, out):
     # The graph is drawn on a WebGL canvas once the model and data load.
     page.wait_for_selector("canvas", timeout=120000)
     time.sleep(8.0)
+    # Open the graph's one layer so its nodes show their colours: the
+    # toolbar's "expand all layers" button.
+    page.mouse.click(380, 75)
+    page.mouse.move(700, 600)
+    time.sleep(4.0)
     page.screenshot(path=out)
 
 
