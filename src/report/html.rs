@@ -819,7 +819,9 @@ fn roofline_chart(
     if unplotted > 0 {
         let _ = writeln!(
             out,
-            "<p class=\"note\">{unplotted} layers with no FLOPs or no bytes are not on the log-log chart.</p>"
+            "<p class=\"note\">{unplotted} {} with no FLOPs or no bytes {} not on the log-log chart.</p>",
+            if unplotted == 1 { "layer" } else { "layers" },
+            if unplotted == 1 { "is" } else { "are" }
         );
     }
     out.push_str("</section>\n");
@@ -871,6 +873,7 @@ fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline
         );
     }
     out.push_str("</tr></thead>\n<tbody>\n");
+    let runs = report.layers.iter().any(|l| l.runs != 1);
     for (i, l) in report.layers.iter().enumerate() {
         let _ = write!(
             out,
@@ -902,7 +905,7 @@ fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline
         if !report.fusions.is_empty() {
             let _ = write!(out, "<td>{}</td>", esc(l.fused.as_deref().unwrap_or("")));
         }
-        if report.layers.iter().any(|l| l.runs != 1) {
+        if runs {
             let _ = write!(out, "<td class=\"n\">{}</td>", l.runs);
         }
         out.push_str("</tr>\n");
