@@ -457,3 +457,104 @@ fn annotate_writes_one_graph_field_which_netron_reads_whole() {
     let b = c3::onnx::load(out.to_str().unwrap()).unwrap();
     assert_eq!(a.model, b.model);
 }
+
+fn layer(name: &str, op: &str, flops: u64, mread: u64, mwrite: u64) -> c3::cost::LayerCost {
+    c3::cost::LayerCost {
+        name: name.into(),
+        op: op.into(),
+        domain: String::new(),
+        flops,
+        mread,
+        mwrite,
+        iops: 0,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        params: Vec::new(),
+        fused: None,
+        runs: 1,
+    }
+}
+
+#[test]
+fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_branches() {
+    use c3::cost::{CostReport, OpSummary, SkippedBranch, Totals, Unsupported};
+    let mut conv = layer("conv<1>", "Conv", 1000, 400, 200);
+    let mut relu = layer("relu & co", "Relu", 50, 200, 200);
+    conv.fused = Some("conv_relu#1".into());
+    relu.fused = Some("conv_relu#1".into());
+    let totals = |flops, mread, mwrite| Totals {
+        layers: 1,
+        flops,
+        mread,
+        mwrite,
+        mrw: mread + mwrite,
+        iops: 0,
+    };
+    let report = CostReport {
+        summary: vec![
+            OpSummary {
+                op: "Conv".into(),
+                domain: String::new(),
+                totals: totals(1000, 400, 200),
+            },
+            OpSummary {
+                op: "Relu".into(),
+                domain: String::new(),
+                totals: totals(50, 200, 200),
+            },
+        ],
+        layers: vec![conv, relu],
+        total: Totals {
+            layers: 2,
+            ..totals(1050, 600, 400)
+        },
+        unsupported: vec![Unsupported {
+            name: "mystery".into(),
+            op: "Frobnicate".into(),
+            domain: "com.example".into(),
+            reason: "no cost rule".into(),
+        }],
+        fusions: vec![c3::fusion::FusedGroup {
+            id: "conv_relu#1".into(),
+            pattern: "conv_relu".into(),
+            members: vec![0, 1],
+            saved_bytes: 400,
+        }],
+        skipped: vec![SkippedBranch {
+            node: "if_0".into(),
+            branch: "else_branch".into(),
+            reason: "the then branch is larger".into(),
+            totals: totals(7, 8, 9),
+            layers: vec![layer("if_0/else_branch/Add-1", "Add", 7, 8, 9)],
+        }],
+        assumed: vec![c3::ir::Assumed {
+            symbol: "nonzero_0".into(),
+            value: 4096,
+            op: "NonZero".into(),
+        }],
+    };
+    let opts = c3::report::ReportOptions {
+        format: c3::report::Format::Html,
+        ..Default::default()
+    };
+    let html = c3::report::render(&report, &opts, None);
+    assert_offline(&html);
+    check_markup(&html);
+    // Names are escaped wherever they appear.
+    assert!(html.contains("<td>conv&lt;1&gt;</td>"));
+    assert!(html.contains("<td>relu &amp; co</td>"));
+    assert!(html.contains(
+        "<tr><td>mystery</td><td>com.example::Frobnicate</td><td>no cost rule</td></tr>"
+    ));
+    assert!(html.contains("<tr><td>nonzero_0</td><td class=\"n\">4096</td><td>NonZero</td></tr>"));
+    // The group saves 400 bytes: 400 B (under 1 KiB, no prefix).
+    assert!(html.contains(
+        "<tr><td>conv_relu#1</td><td>conv&lt;1&gt;, relu &amp; co</td><td class=\"n\">400 B</td></tr>"
+    ));
+    // The branch: 1 layer, 7 FLOPs, 8 + 9 = 17 bytes.
+    assert!(html.contains(
+        "<tr><td>if_0/else_branch</td><td class=\"n\">1</td><td class=\"n\">7</td><td class=\"n\">17 B</td><td>the then branch is larger</td></tr>"
+    ));
+    // No device: no roofline.
+    assert!(!html.contains("<h2>Roofline</h2>"));
+}

@@ -430,10 +430,10 @@ pub fn node_keys(model: &OnnxModel, inferred: &Inferred) -> HashMap<String, Vec<
             Some(n) if !n.is_empty() => n.to_string(),
             _ => format!("<node_{i}>"),
         }];
-        if let Some(o) = node.output.iter().find(|o| !o.is_empty()) {
-            if *o != keys[0] {
-                keys.push(o.clone());
-            }
+        if let Some(o) = node.output.iter().find(|o| !o.is_empty())
+            && *o != keys[0]
+        {
+            keys.push(o.clone());
         }
         out.entry(layer).or_insert(keys);
     }
