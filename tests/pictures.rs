@@ -558,3 +558,62 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
     // No device: no roofline.
     assert!(!html.contains("<h2>Roofline</h2>"));
 }
+
+#[test]
+fn a_function_call_carries_the_sum_of_its_expanded_layers() {
+    use c3::onnx::proto::{FunctionProto, OperatorSetIdProto};
+    // `local::Twice` is Relu then Relu; the main graph calls it, unnamed,
+    // then runs one Relu of its own.
+    let mut m = model(GraphProto {
+        name: Some("calls".into()),
+        node: vec![
+            common::onnx::NodeProto {
+                domain: Some("local".into()),
+                ..node("Twice", &["x"], &["y"])
+            },
+            node("Relu", &["y"], &["z"]),
+        ],
+        input: vec![float("x", &[1, 2048])],
+        output: vec![float("z", &[1, 2048])],
+        ..Default::default()
+    });
+    m.opset_import.push(OperatorSetIdProto {
+        domain: Some("local".into()),
+        version: Some(1),
+    });
+    m.functions.push(FunctionProto {
+        name: Some("Twice".into()),
+        domain: Some("local".into()),
+        input: vec!["a".into()],
+        output: vec!["b".into()],
+        node: vec![node("Relu", &["a"], &["t"]), node("Relu", &["t"], &["b"])],
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        ..Default::default()
+    });
+    let d = scratch("pictures-function");
+    let src = d.join("calls.onnx");
+    std::fs::write(&src, m.encode_to_vec()).unwrap();
+    let out = d.join("annotated.onnx");
+    let status = c3(&[
+        "annotate",
+        src.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(status.contains("costs on 2 nodes"), "{status}");
+    let meta = ModelMeta::decode(std::fs::read(&out).unwrap().as_slice()).unwrap();
+    let nodes = meta.graph.unwrap().node;
+    // Each Relu: 2,048 FLOPs, 8,192 bytes read and 8,192 written; the call
+    // runs two.
+    let call = props(&nodes[0].metadata_props);
+    assert_eq!(call["c3.flops"], "4096");
+    assert_eq!(call["c3.mread"], "16384");
+    assert_eq!(call["c3.mwrite"], "16384");
+    let relu = props(&nodes[1].metadata_props);
+    assert_eq!(relu["c3.flops"], "2048");
+    // The model's total: all three.
+    assert_eq!(props(&meta.metadata_props)["c3.flops"], "6144");
+}
