@@ -6,10 +6,12 @@ use std::io::{IsTerminal, Write};
 
 use clap::{Args, Parser, Subcommand};
 
+mod pictures;
+
 use crate::cost::{self, CostReport};
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact};
-use crate::report::model_explorer::{Metric, NodeIds};
+use crate::report::model_explorer::Metric;
 use crate::report::{self, Format, Parts, ReportOptions, Unit};
 use crate::rules::rule::BranchChoice;
 use crate::rules::rule::show_value;
@@ -260,7 +262,7 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Rules(RulesCommand::List { rules, format }) => rules_list(&rules.load()?, &format),
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
         Command::Shapes(a) => shapes(&a),
-        Command::Annotate(a) => annotate(&a),
+        Command::Annotate(a) => pictures::annotate(&a),
         Command::Devices { rules, format } => devices(&rules.load()?, &format),
     }
 }
@@ -461,9 +463,9 @@ pub fn estimate_report(a: &EstimateArgs) -> Result<CostReport> {
 
 fn estimate(a: &EstimateArgs) -> Result<String> {
     let mut opts = report_options(a)?;
-    opts.about = about(a);
+    opts.about = pictures::about(a);
     if opts.format == Format::ModelExplorer {
-        opts.node_ids = node_ids(a)?;
+        opts.node_ids = pictures::node_ids(a)?;
     }
     let report = estimate_report(a)?;
     if !report.unsupported.is_empty() {
@@ -486,24 +488,7 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
             ops.join(", ")
         );
     }
-    let roofline = roofline_of(a, &report)?;
-    let text = report::render(&report, &opts, roofline.as_ref());
-    // The process exits next: freeing a large model's report piece by piece
-    // would cost more than writing it.
-    std::mem::forget(report);
-    std::mem::forget(roofline);
-    match &a.output {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
-            Ok(String::new())
-        }
-        None => Ok(text),
-    }
-}
-
-/// The roofline times of `--device`, if given.
-fn roofline_of(a: &EstimateArgs, report: &CostReport) -> Result<Option<crate::device::Roofline>> {
-    Ok(match &a.device {
+    let roofline = match &a.device {
         None => None,
         Some(name) => {
             let rules = a.rules.load()?;
@@ -522,98 +507,21 @@ fn roofline_of(a: &EstimateArgs, report: &CostReport) -> Result<Option<crate::de
                     ))
                 })?),
             };
-            Some(crate::device::roofline(report, device, measured))
+            Some(crate::device::roofline(&report, device, measured))
         }
-    })
-}
-
-/// The model and the options in force, for the HTML page's header.
-fn about(a: &EstimateArgs) -> Vec<(String, String)> {
-    let mut v = vec![("model".to_string(), a.source.model.clone())];
-    let mut add = |k: &str, val: String| v.push((k.to_string(), val));
-    for p in &a.rules.packs {
-        add("rules", p.clone());
-    }
-    add(
-        "fma",
-        if a.no_fma {
-            "off (a multiply-add is 2 FLOPs)"
-        } else {
-            "on (a multiply-add is 1 FLOP)"
-        }
-        .into(),
-    );
-    add("attention", format!("{:?}", a.attention).to_lowercase());
-    add("if branch counted", a.if_branch.name().into());
-    for d in &a.source.dims {
-        add("dim", d.clone());
-    }
-    for i in &a.source.inputs {
-        add("input", i.clone());
-    }
-    if let Some(w) = &a.weights {
-        add("what if weights were", w.clone());
-    }
-    if let Some(t) = &a.activations {
-        add("what if activations were", t.clone());
-    }
-    if let Some(d) = &a.device {
-        add("device", d.clone());
-    }
-    if let Some(m) = &a.measured {
-        add("measured", m.clone());
-    }
-    v
-}
-
-/// How Model Explorer knows the model's nodes: the ONNX graph's name and
-/// each layer's node keys; a trace's layers by their names.
-fn node_ids(a: &EstimateArgs) -> Result<NodeIds> {
-    if a.metric == Metric::BoundS && a.device.is_none() {
-        return Err(Error::Usage("--metric bound_s needs --device".into()));
-    }
-    if is_trace(&a.source.model)? {
-        let stem = std::path::Path::new(&a.source.model)
-            .file_stem()
-            .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
-        return Ok(NodeIds {
-            graph: stem,
-            keys: Default::default(),
-        });
-    }
-    let (model, inferred) = infer_model(&a.source, true)?;
-    let graph = model
-        .model
-        .graph
-        .as_ref()
-        .and_then(|g| g.name.clone())
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "main_graph".into());
-    Ok(NodeIds {
-        graph,
-        keys: crate::onnx::annotate::node_keys(&model, &inferred),
-    })
-}
-
-/// `c3 annotate`: the model with costs on its nodes, written to `-o`.
-fn annotate(a: &EstimateArgs) -> Result<String> {
-    let Some(out) = &a.output else {
-        return Err(Error::Usage("annotate needs -o OUT.onnx".into()));
     };
-    if is_trace(&a.source.model)? {
-        return Err(Error::Usage(
-            "annotate needs an ONNX model, not a trace".into(),
-        ));
+    let text = report::render(&report, &opts, roofline.as_ref());
+    // The process exits next: freeing a large model's report piece by piece
+    // would cost more than writing it.
+    std::mem::forget(report);
+    std::mem::forget(roofline);
+    match &a.output {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
+            Ok(String::new())
+        }
+        None => Ok(text),
     }
-    let (model, inferred) = infer_model(&a.source, false)?;
-    let report = estimate_report(a)?;
-    let roofline = roofline_of(a, &report)?;
-    let done = crate::onnx::annotate::annotate(&model, &inferred, &report, roofline.as_ref())?;
-    std::fs::write(out, &done.bytes).map_err(|e| Error::io(out, e))?;
-    Ok(format!(
-        "wrote {out}: costs on {} nodes, {} inferred value_info entries\n",
-        done.nodes, done.value_info
-    ))
 }
 
 fn parse_shape(s: &str, flag: &str) -> Result<TensorFact> {
