@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, Dim, TensorFact};
 use crate::model::{EstimateOptions, Model, Precision};
 use crate::report::explain::ExplainInput;
+use crate::report::model_explorer::Metric;
 use crate::report::{self, Column, Format, ListFormat, Parts, ReportOptions, Unit};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
@@ -38,6 +39,10 @@ pub enum Command {
     Rules(RulesCommand),
     /// Every tensor of a model with its inferred type and shape.
     Shapes(ShapesArgs),
+    /// A copy of an ONNX model with each node's costs in its metadata_props
+    /// (Netron shows them) and the inferred shapes in value_info; takes the
+    /// options of `estimate` (-o is required).
+    Annotate(EstimateArgs),
     /// The device catalog for roofline estimates.
     Devices {
         #[command(flatten)]
@@ -116,6 +121,9 @@ pub struct EstimateArgs {
     /// Output format (default: table on a terminal, md otherwise).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// The figure `--format model-explorer` colours the nodes by.
+    #[arg(long, value_enum, default_value_t = Metric::Flops)]
+    pub metric: Metric,
     /// Unit prefix (FLOPs by 1000, bytes by 1024).
     #[arg(long, value_enum, default_value_t = Unit::Auto)]
     pub unit: Unit,
@@ -235,6 +243,7 @@ pub fn run(cli: Cli) -> Result<String> {
         }
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
         Command::Shapes(a) => shapes(&a),
+        Command::Annotate(a) => annotate(&a),
         Command::Devices { rules, format } => Ok(report::catalog::devices(&rules.load()?, format)),
     }
 }
@@ -247,12 +256,30 @@ fn count_options(no_fma: bool, attention: Attention, branch: BranchChoice) -> Co
     }
 }
 
+fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
+    EstimateOptions {
+        dims: a.source.dims.iter().cloned().collect(),
+        inputs: a.source.inputs.iter().cloned().collect(),
+        packs: a.rules.packs.clone(),
+        count: count_options(a.no_fma, a.attention, a.if_branch),
+        weights: a.weights.map(Precision::dtype),
+        activations: a.activations.map(Precision::dtype),
+        device: a.device.clone(),
+        measured_s: a.measured,
+    }
+}
+
 fn estimate(a: &EstimateArgs) -> Result<String> {
     let format = match a.format {
         Some(f) => f,
         None if std::io::stdout().is_terminal() && a.output.is_none() => Format::Table,
         None => Format::Md,
     };
+    let opts = estimate_options(a);
+    let model = Model::open(&a.source.model)?;
+    if a.metric == Metric::BoundS && a.device.is_none() {
+        return Err(Error::Usage("--metric bound_s needs --device".into()));
+    }
     let report_opts = ReportOptions {
         format,
         unit: a.unit,
@@ -263,18 +290,14 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
             (_, true) => Parts::Layers,
             _ => Parts::Both,
         },
+        about: opts.about(&a.source.model),
+        metric: a.metric,
+        node_ids: match format {
+            Format::ModelExplorer => model.node_ids(&opts)?,
+            _ => Default::default(),
+        },
     };
-    let opts = EstimateOptions {
-        dims: a.source.dims.iter().cloned().collect(),
-        inputs: a.source.inputs.iter().cloned().collect(),
-        packs: a.rules.packs.clone(),
-        count: count_options(a.no_fma, a.attention, a.if_branch),
-        weights: a.weights.map(Precision::dtype),
-        activations: a.activations.map(Precision::dtype),
-        device: a.device.clone(),
-        measured_s: a.measured,
-    };
-    let estimate = Model::open(&a.source.model)?.estimate(&opts)?;
+    let estimate = model.estimate(&opts)?;
     if let Some(ops) = estimate.unsupported_ops() {
         let count = estimate.report.unsupported.len();
         if a.strict {
@@ -293,6 +316,18 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
         }
         None => Ok(text),
     }
+}
+
+fn annotate(a: &EstimateArgs) -> Result<String> {
+    let Some(out) = &a.output else {
+        return Err(Error::Usage("annotate needs -o OUT.onnx".into()));
+    };
+    let done = Model::open(&a.source.model)?.annotate(&estimate_options(a))?;
+    std::fs::write(out, &done.bytes).map_err(|e| Error::io(out, e))?;
+    Ok(format!(
+        "wrote {out}: costs on {} nodes, {} inferred value_info entries\n",
+        done.nodes, done.value_info
+    ))
 }
 
 fn explain(a: &ExplainArgs) -> Result<String> {

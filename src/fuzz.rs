@@ -51,7 +51,14 @@ fn cost_and_render(mut graph: Graph, rules: &RuleSet) -> Result<usize> {
             .iter()
             .next()
             .map(|d| crate::cost::roofline(&report, d, Some(1e-3)));
-        for format in [Format::Table, Format::Json, Format::Csv, Format::Md] {
+        for format in [
+            Format::Table,
+            Format::Json,
+            Format::Csv,
+            Format::Md,
+            Format::Html,
+            Format::ModelExplorer,
+        ] {
             let options = ReportOptions {
                 format,
                 ..ReportOptions::default()

@@ -229,6 +229,101 @@ impl Model {
     }
 }
 
+impl Model {
+    /// How Model Explorer knows this model's nodes: the ONNX graph's name and
+    /// each layer's node keys; a trace's layers by their names.
+    pub fn node_ids(&self, opts: &EstimateOptions) -> Result<crate::report::model_explorer::NodeIds> {
+        use crate::report::model_explorer::NodeIds;
+        match &self.source {
+            Source::Trace(_) => Ok(NodeIds {
+                graph: std::path::Path::new(&self.path)
+                    .file_stem()
+                    .map_or("trace".into(), |s| s.to_string_lossy().into_owned()),
+                keys: Default::default(),
+            }),
+            Source::Onnx(model) => {
+                let inferred = infer(model, &opts.dims, &opts.inputs, true)?;
+                let graph = model
+                    .model
+                    .graph
+                    .as_ref()
+                    .and_then(|g| g.name.clone())
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "main_graph".into());
+                Ok(NodeIds {
+                    graph,
+                    keys: crate::onnx::annotate::node_keys(model, &inferred),
+                })
+            }
+        }
+    }
+
+    /// A copy of the ONNX model with each costed node's figures in its
+    /// `metadata_props` and the inferred shapes in `value_info`
+    /// (`c3 annotate`); every original byte is kept.
+    pub fn annotate(&self, opts: &EstimateOptions) -> Result<crate::onnx::annotate::Annotated> {
+        let Source::Onnx(model) = &self.source else {
+            return Err(Error::Usage(format!(
+                "{}: annotate needs an ONNX model, not a trace",
+                self.path
+            )));
+        };
+        let inferred = infer(model, &opts.dims, &opts.inputs, false)?;
+        let estimate = self.estimate(opts)?;
+        crate::onnx::annotate::annotate(
+            model,
+            &inferred,
+            &estimate.report,
+            estimate.roofline.as_ref(),
+        )
+    }
+}
+
+impl EstimateOptions {
+    /// The options in force as (label, value), for a report's header.
+    pub fn about(&self, model: &str) -> Vec<(String, String)> {
+        let mut v = vec![("model".to_string(), model.to_string())];
+        let mut add = |k: &str, val: String| v.push((k.to_string(), val));
+        for p in &self.packs {
+            add("rules", p.clone());
+        }
+        add(
+            "fma",
+            if self.count.fma {
+                "on (a multiply-add is 1 FLOP)"
+            } else {
+                "off (a multiply-add is 2 FLOPs)"
+            }
+            .into(),
+        );
+        add(
+            "attention",
+            if self.count.full_attention { "full" } else { "masked" }.into(),
+        );
+        add("if branch counted", self.count.branch.name().into());
+        for (k, n) in &self.dims {
+            add("dim", format!("{k}={n}"));
+        }
+        for (k, shape) in &self.inputs {
+            let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+            add("input", format!("{k}={}", dims.join("x")));
+        }
+        if let Some(w) = self.weights {
+            add("what if weights were", w.name().to_string());
+        }
+        if let Some(t) = self.activations {
+            add("what if activations were", t.name().to_string());
+        }
+        if let Some(d) = &self.device {
+            add("device", d.clone());
+        }
+        if let Some(m) = self.measured_s {
+            add("measured", crate::report::human_time(m, 3));
+        }
+        v
+    }
+}
+
 impl Estimate {
     /// The report in a format of [`ReportOptions`].
     pub fn render(&self, opts: &ReportOptions) -> String {

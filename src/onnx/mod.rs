@@ -6,6 +6,7 @@
 //! [`infer`] then walks the graph and infers every value's shape.
 
 pub mod build;
+pub mod annotate;
 pub mod infer;
 pub use crate::proto;
 pub mod tensor;

@@ -1,11 +1,14 @@
-//! Reports of a [`CostReport`]: table, Markdown, CSV and JSON.
+//! Reports of a [`CostReport`]: table, Markdown, CSV, JSON, HTML and Model
+//! Explorer node data.
 //!
 //! The report only formats what the cost stage computed; it derives nothing
 //! but sums' shares (%) and unit scaling.
 
 pub mod catalog;
 pub mod explain;
+pub mod html;
 mod json;
+pub mod model_explorer;
 pub mod shapes;
 
 use std::fmt::Write as _;
@@ -28,6 +31,10 @@ pub enum Format {
     Md,
     Csv,
     Json,
+    /// A self-contained page with charts (`html.rs`).
+    Html,
+    /// Model Explorer's node data (`model_explorer.rs`).
+    ModelExplorer,
 }
 
 impl FromStr for Format {
@@ -38,7 +45,13 @@ impl FromStr for Format {
             "md" | "markdown" => Format::Md,
             "csv" => Format::Csv,
             "json" => Format::Json,
-            _ => return Err(format!("unknown format '{s}' (table, md, csv, json)")),
+            "html" => Format::Html,
+            "model-explorer" => Format::ModelExplorer,
+            _ => {
+                return Err(format!(
+                    "unknown format '{s}' (table, md, csv, json, html, model-explorer)"
+                ));
+            }
         })
     }
 }
@@ -216,6 +229,13 @@ pub struct ReportOptions {
     pub digits: usize,
     pub columns: Vec<Column>,
     pub parts: Parts,
+    /// The model and the options in force, as (label, value): shown by the
+    /// HTML page.
+    pub about: Vec<(String, String)>,
+    /// The figure Model Explorer's node data carries.
+    pub metric: model_explorer::Metric,
+    /// How Model Explorer knows the model's nodes.
+    pub node_ids: model_explorer::NodeIds,
 }
 
 impl Default for ReportOptions {
@@ -226,6 +246,9 @@ impl Default for ReportOptions {
             digits: 3,
             columns: DEFAULT_COLUMNS.to_vec(),
             parts: Parts::Both,
+            about: Vec::new(),
+            metric: model_explorer::Metric::default(),
+            node_ids: model_explorer::NodeIds::default(),
         }
     }
 }
@@ -638,8 +661,13 @@ fn unsupported_lines(report: &CostReport) -> Vec<String> {
 
 /// Renders the report in the chosen format, with roofline times if given.
 pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
-    if opts.format == Format::Json {
-        return to_json(report, roofline);
+    match opts.format {
+        Format::Json => return to_json(report, roofline),
+        Format::Html => return html::render(report, opts, roofline),
+        Format::ModelExplorer => {
+            return model_explorer::render(report, roofline, opts.metric, &opts.node_ids);
+        }
+        _ => {}
     }
     let s = Scaler::new(opts, &report.total);
     let mut grids = Vec::new();
@@ -762,7 +790,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                 }
             }
         }
-        Format::Json => unreachable!("handled above"),
+        Format::Json | Format::Html | Format::ModelExplorer => unreachable!("handled above"),
     }
     out
 }

@@ -31,7 +31,7 @@ pub(super) fn tensor_of(
 
 /// Whether an engine folds the node away at load time: every input is
 /// known, and its subgraphs (if any) hold nothing that must run.
-pub(super) fn folds(n: &InferredNode) -> bool {
+pub(crate) fn folds(n: &InferredNode) -> bool {
     n.is_constant()
         && n.bodies
             .iter()

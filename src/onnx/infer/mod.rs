@@ -15,7 +15,7 @@ use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
 pub use graph::to_graph;
 use order::{expanded_nodes, node_label, topo_order};
 
-mod graph;
+pub(crate) mod graph;
 mod order;
 use crate::error::{Error, Result};
 use crate::ir::{self, AttrValue, DType, Dim, TensorFact};

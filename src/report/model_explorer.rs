@@ -1,0 +1,139 @@
+//! `--format model-explorer`: one metric per node as Model Explorer's node
+//! data, so its graph view colours the heavy nodes.
+//!
+//! The file maps a graph id to `results` (node key → `{"value": N}`) and a
+//! `gradient` whose stops (0 = the smallest value, 1 = the largest) give
+//! the colours. Model Explorer matches a key against node ids and against
+//! the `tensor_name` of a node's outputs. The ONNX adapter
+//! (model-explorer-onnx) tags outputs with `__tensor_tag` instead, so only
+//! node ids match there: c3 writes each node's value under its id (the
+//! node's name, `<node_I>` when unnamed) and again under its first output
+//! tensor name, for adapters that match by tensor; a layer with no ONNX
+//! node (a trace's, one inside a subgraph) goes under its layer name.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::cost::CostReport;
+use crate::cost::Roofline;
+
+/// The per-node figure `--metric` picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Metric {
+    /// FLOPs.
+    #[default]
+    Flops,
+    /// Bytes read.
+    Mread,
+    /// Bytes written.
+    Mwrite,
+    /// Bytes read plus written.
+    Mrw,
+    /// The roofline time bound in seconds (needs --device).
+    #[value(name = "bound_s")]
+    BoundS,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Flops => "flops",
+            Metric::Mread => "mread",
+            Metric::Mwrite => "mwrite",
+            Metric::Mrw => "mrw",
+            Metric::BoundS => "bound_s",
+        }
+    }
+}
+
+/// How the nodes of the model are known to Model Explorer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeIds {
+    /// The graph's id: the ONNX graph's name (the file name for a trace).
+    pub graph: String,
+    /// Layer name → the keys of its ONNX node (id, first output tensor).
+    pub keys: HashMap<String, Vec<String>>,
+}
+
+#[derive(Serialize)]
+struct Stop {
+    stop: f64,
+    #[serde(rename = "bgColor")]
+    bg_color: &'static str,
+}
+
+/// Light yellow for the lightest node to dark red for the heaviest.
+const GRADIENT: [Stop; 3] = [
+    Stop {
+        stop: 0.0,
+        bg_color: "#ffffcc",
+    },
+    Stop {
+        stop: 0.5,
+        bg_color: "#fd8d3c",
+    },
+    Stop {
+        stop: 1.0,
+        bg_color: "#bd0026",
+    },
+];
+
+/// The node data of `metric`; `bound_s` needs `roofline` (its nodes are
+/// left out otherwise). Layers that share a node (a function call's) add up.
+pub fn render(
+    report: &CostReport,
+    roofline: Option<&Roofline>,
+    metric: Metric,
+    ids: &NodeIds,
+) -> String {
+    let mut order: Vec<&str> = Vec::new();
+    let mut sums: HashMap<&str, Value> = HashMap::new();
+    for (i, l) in report.layers.iter().enumerate() {
+        let v = match metric {
+            Metric::Flops => json!(l.flops),
+            Metric::Mread => json!(l.mread),
+            Metric::Mwrite => json!(l.mwrite),
+            Metric::Mrw => json!(l.mrw()),
+            Metric::BoundS => match roofline.and_then(|r| r.layers.get(i)) {
+                Some(t) if t.bound_s.is_finite() => json!(t.bound_s),
+                _ => continue,
+            },
+        };
+        let keys: &[String] = match ids.keys.get(&l.name) {
+            Some(k) => k,
+            None => std::slice::from_ref(&l.name),
+        };
+        for key in keys {
+            match sums.get_mut(key.as_str()) {
+                None => {
+                    order.push(key);
+                    sums.insert(key, v.clone());
+                }
+                Some(old) => *old = add(old, &v),
+            }
+        }
+    }
+    let mut results = Map::new();
+    for k in order {
+        if let Some(v) = sums.remove(k) {
+            results.insert(k.to_string(), json!({ "value": v }));
+        }
+    }
+    let mut doc = Map::new();
+    doc.insert(
+        ids.graph.clone(),
+        json!({ "results": results, "gradient": GRADIENT }),
+    );
+    serde_json::to_string_pretty(&doc).expect("JSON values always serialize") + "\n"
+}
+
+/// Two values of one metric added: integers exactly (saturating, as the
+/// totals would have refused an overflow), times as floats.
+fn add(a: &Value, b: &Value) -> Value {
+    match (a.as_u64(), b.as_u64()) {
+        (Some(x), Some(y)) => json!(x.saturating_add(y)),
+        _ => json!(a.as_f64().unwrap_or(0.0) + b.as_f64().unwrap_or(0.0)),
+    }
+}
