@@ -232,7 +232,10 @@ impl Model {
 impl Model {
     /// How Model Explorer knows this model's nodes: the ONNX graph's name and
     /// each layer's node keys; a trace's layers by their names.
-    pub fn node_ids(&self, opts: &EstimateOptions) -> Result<crate::report::model_explorer::NodeIds> {
+    pub fn node_ids(
+        &self,
+        opts: &EstimateOptions,
+    ) -> Result<crate::report::model_explorer::NodeIds> {
         use crate::report::model_explorer::NodeIds;
         match &self.source {
             Source::Trace(_) => Ok(NodeIds {
@@ -298,7 +301,12 @@ impl EstimateOptions {
         );
         add(
             "attention",
-            if self.count.full_attention { "full" } else { "masked" }.into(),
+            if self.count.full_attention {
+                "full"
+            } else {
+                "masked"
+            }
+            .into(),
         );
         add("if branch counted", self.count.branch.name().into());
         for (k, n) in &self.dims {

@@ -247,7 +247,10 @@ fn explain_prints_the_rule_and_evaluates_it() {
     let r = c3(&["explain", "Conv"]);
     r.ok();
     let out = r.stdout;
-    assert!(out.contains("rule:     built-in, rules/conv.yaml:4"), "{out}");
+    assert!(
+        out.contains("rule:     built-in, rules/conv.yaml:4"),
+        "{out}"
+    );
     assert!(
         out.contains("inputs:  X[N, C, *S], W[M, Cg, *K], B[M]?"),
         "{out}"

@@ -15,6 +15,7 @@ mod hostile;
 mod networks;
 mod onnx_files;
 mod original_suite;
+mod pictures;
 mod properties;
 mod report_formats;
 mod roofline;

@@ -2,18 +2,17 @@
 //! for Netron, Model Explorer's node data. Each is checked against the JSON
 //! report of the same model and options.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::onnx::{GraphProto, float, model, node, scratch, weights, with_int};
+use crate::common::cli::{C3, ROOT};
+use crate::common::onnx::{GraphProto, float, model, node, weights, with_int};
 use prost::Message;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_c3");
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+fn scratch(name: &str) -> PathBuf {
+    crate::common::cli::scratch("pictures", name)
+}
 
 fn example(name: &str) -> String {
     format!("{ROOT}/examples/onnx/{name}")
@@ -21,13 +20,9 @@ fn example(name: &str) -> String {
 
 /// Runs c3 and returns its standard output; fails the test on an error.
 fn c3(args: &[&str]) -> String {
-    let out = Command::new(BIN).args(args).output().expect("c3 runs");
-    assert!(
-        out.status.success(),
-        "c3 {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    let r = C3::new().args(args).run();
+    r.ok();
+    r.stdout
 }
 
 fn json_report(model: &str, extra: &[&str]) -> Value {
@@ -179,9 +174,9 @@ fn annotate_puts_the_json_report_s_figures_on_the_nodes_and_keeps_every_original
 }
 
 /// conv (named) → two unnamed Relus, on 1x8x16x16 float32.
-fn small_model() -> common::onnx::ModelProto {
+fn small_model() -> crate::common::onnx::ModelProto {
     let conv = with_int(
-        common::onnx::NodeProto {
+        crate::common::onnx::NodeProto {
             name: Some("conv".into()),
             ..node("Conv", &["x", "w"], &["c"])
         },
@@ -189,9 +184,9 @@ fn small_model() -> common::onnx::ModelProto {
         1,
     );
     let mut conv = conv;
-    conv.attribute.push(common::onnx::AttributeProto {
+    conv.attribute.push(c3::proto::AttributeProto {
         name: Some("pads".into()),
-        r#type: Some(common::onnx::attr_type::INTS),
+        r#type: Some(c3::proto::attr_type::INTS),
         ints: vec![1, 1, 1, 1],
         ..Default::default()
     });
@@ -282,7 +277,7 @@ fn model_explorer_values_are_the_json_report_s() {
         }
     }
     // bound_s needs a device: a usage error, exit code 1.
-    let out = Command::new(BIN)
+    let r = C3::new()
         .args([
             "estimate",
             &src,
@@ -291,12 +286,10 @@ fn model_explorer_values_are_the_json_report_s() {
             "--metric",
             "bound_s",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .run();
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "error: --metric bound_s needs --device\n"
+        r.one_line_error(1),
+        "error: --metric bound_s needs --device"
     );
 }
 
@@ -514,7 +507,7 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
             domain: "com.example".into(),
             reason: "no cost rule".into(),
         }],
-        fusions: vec![c3::fusion::FusedGroup {
+        fusions: vec![c3::cost::fusion::FusedGroup {
             id: "conv_relu#1".into(),
             pattern: "conv_relu".into(),
             members: vec![0, 1],
@@ -567,7 +560,7 @@ fn a_function_call_carries_the_sum_of_its_expanded_layers() {
     let mut m = model(GraphProto {
         name: Some("calls".into()),
         node: vec![
-            common::onnx::NodeProto {
+            crate::common::onnx::NodeProto {
                 domain: Some("local".into()),
                 ..node("Twice", &["x"], &["y"])
             },

@@ -304,9 +304,7 @@ fn node_bytes(node: &[u8], entries: &[(String, String)]) -> Option<Vec<u8>> {
 /// The inferred shapes of the main graph's values that the model does not
 /// declare, as `ValueInfoProto`s.
 fn value_info(model: &OnnxModel, inferred: &Inferred) -> Vec<crate::proto::ValueInfoProto> {
-    use crate::proto::{
-        Dimension, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto,
-    };
+    use crate::proto::{Dimension, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto};
     let mut declared: std::collections::HashSet<&str> = std::collections::HashSet::new();
     if let Some(g) = model.model.graph.as_ref() {
         for v in g.input.iter().chain(&g.output).chain(&g.value_info) {

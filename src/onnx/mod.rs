@@ -5,8 +5,8 @@
 //! location (it must stay inside the model's folder), dimensions, nesting.
 //! [`infer`] then walks the graph and infers every value's shape.
 
-pub mod build;
 pub mod annotate;
+pub mod build;
 pub mod infer;
 pub use crate::proto;
 pub mod tensor;

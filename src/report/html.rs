@@ -13,8 +13,8 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::cost::{CostReport, LayerCost};
 use crate::cost::Roofline;
+use crate::cost::{CostReport, LayerCost};
 use crate::rules::rule::qualified;
 
 use super::ReportOptions;
