@@ -247,8 +247,7 @@ pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
 /// A `domain:` line's value, `""` for the default domain.
 fn domain_value(value: &'static str) -> &'static str {
     let value = value.split(" #").next().unwrap_or("").trim();
-    let value = value.trim_matches(['"', '\'']);
-    if value == "ai.onnx" { "" } else { value }
+    crate::ir::domain_key(value.trim_matches(['"', '\'']))
 }
 
 /// The file-level `domain:` of a built-in rule file, `""` if it has none.
@@ -533,10 +532,7 @@ mod tests {
     use crate::rules::CountOptions;
 
     fn domain_of(d: &super::super::yaml::RuleDef) -> &str {
-        match d.domain.as_deref() {
-            None | Some("ai.onnx") => "",
-            Some(x) => x,
-        }
+        crate::ir::domain_key(d.domain.as_deref().unwrap_or(""))
     }
 
     #[test]

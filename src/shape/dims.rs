@@ -158,7 +158,7 @@ pub(super) fn shape_len(ctx: &InferCtx, i: usize) -> Option<usize> {
     match ctx.shape(i)?.as_slice() {
         [n] => usize::try_from(n.known()?)
             .ok()
-            .filter(|&n| n <= crate::onnx::MAX_RANK),
+            .filter(|&n| n <= crate::ir::MAX_RANK),
         _ => None,
     }
 }
@@ -226,7 +226,7 @@ pub(super) fn count(dims: &[u64]) -> Option<u64> {
 /// A rank read from a tensor's length, if believable: ranks beyond the limit
 /// are not (a hostile model must not make us allocate billions of symbols).
 pub(super) fn believable_rank(n: u64) -> Option<usize> {
-    (n <= crate::onnx::MAX_RANK as u64).then_some(n as usize)
+    (n <= crate::ir::MAX_RANK as u64).then_some(n as usize)
 }
 
 /// For every multi-index of `dims` (row-major), the source position `f`

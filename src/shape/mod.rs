@@ -89,7 +89,7 @@ fn tables() -> Vec<Vec<OpEntry>> {
 
 /// The family of an operator's shape function, if c3 has one.
 pub fn family_of(domain: &str, op: &str) -> Option<&'static str> {
-    let domain = if domain == "ai.onnx" { "" } else { domain };
+    let domain = crate::ir::domain_key(domain);
     FAMILIES.iter().find_map(|(name, ops)| {
         ops()
             .iter()
