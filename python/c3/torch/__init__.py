@@ -93,6 +93,15 @@ class _DispatchMode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         kwargs = kwargs or {}
+        if func is torch.ops.aten._local_scalar_dense.default and args and args[0].is_meta:
+            # A meta tensor has no value to read back: model code asking for
+            # one (`if mask.all():`, `.item()`) gets True or 1, the common
+            # case (no padding, no packed sequences), and the hook counts it.
+            self.hook.meta_reads += 1
+            t = args[0]
+            if t.dtype == torch.bool:
+                return True
+            return 1.0 if t.is_floating_point() else 1
         out = func(*args, **kwargs)
         if not self.hook._inside:
             self.hook._on_aten(func, args, kwargs, out)
@@ -130,9 +139,12 @@ class CostHook:
             activations=activations, strict=strict,
         )
         self.layers: List[Dict[str, Any]] = []
+        #: Values read back from meta tensors (taken as True or 1).
+        self.meta_reads = 0
         self._report: Optional[_c3pkg.Report] = None
         self._inside = 0
-        self._stack: List[str] = []
+        self._stack: List[Tuple[str, int]] = []
+        self._calls = 0
         self._names: Dict[int, str] = {}
         self._const: Dict[int, torch.Tensor] = {}
         self._handles: List[Any] = []
@@ -151,7 +163,11 @@ class CostHook:
             else:  # made on the fly inside another module
                 parent = self._stack[-1]
                 self._names[key] = (parent + "." if parent else "") + type(module).__name__
-        self._stack.append(self._names[key])
+        self._calls += 1
+        # A leaf module's one layer takes its path; a container's own ops
+        # (a residual Add) are named path/Op.
+        leaf = next(iter(module.children()), None) is None
+        self._stack.append((self._names[key], self._calls if leaf else -self._calls))
 
     def _post(self, module: torch.nn.Module, args: Any, out: Any) -> None:
         if self._stack:
@@ -203,22 +219,23 @@ class CostHook:
         if self._propagate(args, kwargs, out, view=False):
             return
         outs = [self._describe(t) for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
-        path = self._stack[-1] if self._stack else ""
+        path, call = self._stack[-1] if self._stack else ("", 0)
         if unsupported is not None:
             ins = [self._describe(t) for t in tree_flatten((args, kwargs))[0]
                    if isinstance(t, torch.Tensor)]
             self.layers.append({"op": unsupported.split("::", 1)[1], "domain": "aten",
-                                "_path": path, "inputs": ins, "outputs": outs})
+                                "_path": path, "_call": call, "inputs": ins, "outputs": outs})
             return
-        call = _aten.Call(name, args, kwargs, schema, self._describe, outs)
-        for op, attrs, ins, ys in mapper(call):
-            self.layers.append({"op": op, "attrs": attrs, "_path": path,
+        aten_call = _aten.Call(name, args, kwargs, schema, self._describe, outs)
+        for op, attrs, ins, ys in mapper(aten_call):
+            self.layers.append({"op": op, "attrs": attrs, "_path": path, "_call": call,
                                 "inputs": ins, "outputs": ys})
 
     # --- context manager ------------------------------------------------------
 
     def __enter__(self) -> "CostHook":
         self.layers = []
+        self.meta_reads = 0
         self._report = None
         self._handles = [
             torch.nn.modules.module.register_module_forward_pre_hook(self._pre),
@@ -245,22 +262,23 @@ class CostHook:
     def trace(self) -> Dict[str, Any]:
         """The recorded layers as an operator trace (README, "The operator
         trace"): what ``c3 estimate trace.json`` reads."""
-        per_path: Dict[str, int] = {}
+        # One layer in a module call: the module's path; several: the path
+        # and the op. A name met again (a module called twice) gets -2, -3.
+        per_call: Dict[int, int] = {}
         for layer in self.layers:
-            per_path[layer["_path"]] = per_path.get(layer["_path"], 0) + 1
-        seen: Dict[Tuple[str, str], int] = {}
+            per_call[layer["_call"]] = per_call.get(layer["_call"], 0) + 1
+        used: Dict[str, int] = {}
         layers = []
         for layer in self.layers:
             path, op = layer["_path"], layer["op"]
-            if per_path[path] == 1 and path:
-                name = path
+            if path and layer["_call"] > 0 and per_call[layer["_call"]] == 1:
+                base = path
             else:
-                k = seen.get((path, op), 0) + 1
-                seen[(path, op)] = k
                 base = f"{path}/{op}" if path else op
-                name = base if k == 1 else f"{base}-{k}"
-            rec = {k: v for k, v in layer.items() if k != "_path"}
-            rec["name"] = name
+            k = used.get(base, 0) + 1
+            used[base] = k
+            rec = {k2: v for k2, v in layer.items() if not k2.startswith("_")}
+            rec["name"] = base if k == 1 else f"{base}-{k}"
             layers.append(rec)
         return {"layers": layers}
 
@@ -271,6 +289,7 @@ class CostHook:
             opts = dict(self.options)
             self._report = _c3pkg.estimate(self.trace, fma=self.fma, **opts)
             self._report.meta["source"] = "c3.torch.CostHook"
+            self._report.meta["meta_reads"] = self.meta_reads
         return self._report
 
     def show_report(self, *args: Any, **kwargs: Any) -> None:
