@@ -624,6 +624,31 @@ def _rnn(op: str) -> Callable[[Call], List[Layer]]:
     return f
 
 
+def _mkldnn_rnn_layer(c: Call) -> List[Layer]:
+    """One direction of one layer of a CPU LSTM/GRU/RNN (oneDNN kernel)."""
+    x, w_ih, w_hh = c.ti(0), c.ti(1), c.ti(2)
+    mode = int(c.kw("mode", 2))
+    op = {0: "RNN", 1: "RNN", 2: "LSTM", 3: "GRU"}.get(mode, "LSTM")
+    hidden = int(c.kw("hidden_size", 0))
+    xs = list(x["shape"]) if x else []
+    if c.kw("batch_first", False) and len(xs) == 3:
+        xs = [xs[1], xs[0], xs[2]]
+    seq, batch = (xs[0], xs[1]) if len(xs) == 3 else (xs[0] if xs else 1, 1)
+    dt = x["dtype"] if x else "float32"
+    w = dict(w_ih, shape=[1] + list(w_ih["shape"])) if w_ih else None
+    r = dict(w_hh, shape=[1] + list(w_hh["shape"])) if w_hh else None
+    gates = w_ih["shape"][0] if w_ih else 0
+    bias = ({"shape": [1, 2 * gates], "dtype": dt, "const": True}
+            if c.kw("has_biases", True) else None)
+    attrs: Dict[str, Any] = {"hidden_size": hidden,
+                             "direction": "reverse" if c.kw("reverse", False) else "forward"}
+    if op == "RNN":
+        attrs["activations"] = ["Relu" if mode == 0 else "Tanh"]
+    xi = {"shape": [seq, batch, xs[-1] if xs else 0], "dtype": dt}
+    y = {"shape": [seq, 1, batch, hidden], "dtype": dt}
+    return [(op, attrs, [xi, w, r, bias], [y])]
+
+
 #: aten op name (the overload packet's name) -> mapper
 MAPPERS: Dict[str, Callable[[Call], List[Layer]]] = {}
 for _k, _v in _UNARY.items():
@@ -696,5 +721,5 @@ MAPPERS.update({
     "_upsample_bilinear2d_aa": _resize, "upsample_bicubic2d": _resize, "_upsample_bicubic2d_aa": _resize,
     "flip": _flip, "roll": _flip,
     "nms": _nms, "roi_align": _roi_align,
-    "lstm": _rnn("LSTM"), "gru": _rnn("GRU"), "rnn_tanh": _rnn("RNN"), "rnn_relu": _rnn("RNN"),
+    "mkldnn_rnn_layer": _mkldnn_rnn_layer, "lstm": _rnn("LSTM"), "gru": _rnn("GRU"), "rnn_tanh": _rnn("RNN"), "rnn_relu": _rnn("RNN"),
 })
