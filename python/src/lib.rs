@@ -217,9 +217,7 @@ fn estimate(
 ) -> PyResult<String> {
     let options = || -> Result<Options, Error> {
         if let Some((k, v)) = dims.iter().find(|(_, v)| **v < 0) {
-            return Err(usage(format!(
-                "dims {k}={v}: not a non-negative integer"
-            )));
+            return Err(usage(format!("dims {k}={v}: not a non-negative integer")));
         }
         let full_attention = match attention {
             "masked" => false,
