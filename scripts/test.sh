@@ -36,8 +36,11 @@ if [[ $what == all || $what == python ]]; then
   if ! "${pip[@]}" torch torchvision transformers onnxscript; then
     echo "warning: torch could not be installed: the c3.torch tests will be skipped" >&2
   fi
-  # The package itself, built from python/ (a release build of the extension).
-  "${pip[@]}" ./python
+  # The package itself, from python/: an editable debug build (`pip install
+  # ./python` makes a release build, minutes longer on a small machine), whose
+  # dependencies `cargo test` has just compiled (python/.cargo/config.toml
+  # shares the target folder).
+  (cd python && VIRTUAL_ENV="$PWD/../$venv" "../$venv/bin/maturin" develop --quiet)
   # Run from python/tests so that `import c3` is the installed package.
   (cd python/tests && ../../"$venv"/bin/python -m pytest -q -rs .)
 fi

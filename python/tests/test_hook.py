@@ -247,3 +247,63 @@ def test_trace_round_trip_and_estimate(tmp_path):
     # conv1: 64 × 32 × 32 outputs of 3·7·7 products; without FMA, 2k − 1 each.
     assert conv1["flops"] == 64 * 32 * 32 * 147
     assert no_fma.layers[0]["flops"] == 64 * 32 * 32 * (2 * 147 - 1)
+
+
+def _coverage_models():
+    import torch
+    import torchvision
+
+    tv = torchvision.models
+    img = torch.randn(1, 3, 224, 224)
+    out = {
+        "deeplabv3_mobilenet_v3_large": (
+            lambda: tv.segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None),
+            (img,), {}, ["Resize", "Conv"]),
+        "fasterrcnn_mobilenet_v3_large_320_fpn": (
+            lambda: tv.detection.fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None),
+            ([torch.rand(3, 320, 320)],), {}, ["NonMaxSuppression", "RoiAlign", "TopK"]),
+        "ssdlite320_mobilenet_v3_large": (
+            lambda: tv.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None),
+            ([torch.rand(3, 320, 320)],), {}, ["NonMaxSuppression", "Unique"]),
+    }
+    try:
+        import transformers as tf
+    except ImportError:
+        return out
+    ids = torch.randint(0, 1000, (1, 16))
+    small = dict(vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2,
+                 encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                 decoder_ffn_dim=128, pad_token_id=0, bos_token_id=0, eos_token_id=0,
+                 decoder_start_token_id=0)
+    out["t5"] = (
+        lambda: tf.T5Model(tf.T5Config(vocab_size=1000, d_model=64, d_kv=16, d_ff=128,
+                                       num_layers=2, num_heads=4)),
+        (), {"input_ids": ids, "decoder_input_ids": ids}, ["MatMul", "Attention", "ReduceMean"])
+    out["bart"] = (lambda: tf.BartModel(tf.BartConfig(**small)), (), {"input_ids": ids},
+                   ["Attention", "LayerNormalization"])
+    out["whisper"] = (
+        lambda: tf.WhisperModel(tf.WhisperConfig(num_mel_bins=80, max_source_positions=50, **small)),
+        (), {"input_features": torch.randn(1, 80, 100), "decoder_input_ids": ids},
+        ["Conv", "Attention", "Gelu"])
+    return out
+
+
+COVERAGE = ["deeplabv3_mobilenet_v3_large", "fasterrcnn_mobilenet_v3_large_320_fpn",
+            "ssdlite320_mobilenet_v3_large", "t5", "bart", "whisper"]
+
+
+@pytest.mark.parametrize("name", COVERAGE)
+def test_every_aten_op_of_these_models_is_mapped(name):
+    import c3.torch
+
+    models = _coverage_models()
+    if name not in models:
+        pytest.skip("transformers is not installed")
+    make, args, kwargs, expected_ops = models[name]
+    report = c3.torch.estimate(make().eval(), *args, **kwargs)
+    assert report.unsupported == []
+    ops = {layer["op"] for layer in report.layers}
+    for op in expected_ops:
+        assert op in ops, (op, sorted(ops))
+    # Nothing counted twice or dropped: the total is the layers' sum.
+    assert report.total["flops"] == sum(layer["flops"] for layer in report.layers) > 0

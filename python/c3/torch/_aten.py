@@ -171,8 +171,21 @@ def _unary(op: str) -> Callable[[Call], List[Layer]]:
         attrs: Dict[str, Any] = {}
         if op == "LeakyRelu" and c.arg(1) is not None:
             attrs["alpha"] = float(c.arg(1))
-        if op == "Swish":
-            attrs = {}
+        if op == "Clip":
+            # Clip(X, min?, max?): the bounds given, as constant scalars.
+            scalar = {"shape": [], "dtype": c.y[0]["dtype"] if c.y[0] else "float32", "const": True}
+            if c.name.startswith(("relu6", "hardtanh")):
+                lo = hi = True
+            elif c.name.startswith("clamp_min"):
+                lo, hi = True, False
+            elif c.name.startswith("clamp_max"):
+                lo, hi = False, True
+            else:
+                lo, hi = c.arg(1) is not None, c.arg(2) is not None
+            ins: List[Optional[Tensor]] = [c.ti(0), scalar if lo else None]
+            if hi:
+                ins.append(scalar)
+            return [(op, attrs, ins, c.y)]
         return [(op, attrs, [c.ti(0)], c.y)]
     return f
 
@@ -192,8 +205,6 @@ def _binary(op: str) -> Callable[[Call], List[Layer]]:
             layers.append((op, {"direction": "LEFT" if "left" in c.name else "RIGHT"}, [a, b], c.y))
         else:
             layers.append((op, {}, [a, b], c.y))
-        if c.name == "ne":
-            pass
         return layers
     return f
 
@@ -423,11 +434,10 @@ def _adaptive_pool(kind: str) -> Callable[[Call], List[Layer]]:
 def _reduce(op: str) -> Callable[[Call], List[Layer]]:
     def f(c: Call) -> List[Layer]:
         x = c.ti(0)
+        if c.name in ("max", "min") and c.t(c.arg(1)) is not None:
+            # max.other / min.other: the elementwise maximum of two tensors
+            return [("Max" if c.name == "max" else "Min", {}, [x, c.ti(1)], c.y)]
         dim = c.kw("dim", c.arg(1) if not isinstance(c.arg(1), bool) else None)
-        if c.name in ("sum", "mean", "prod", "amax", "amin", "any", "all", "max", "min",
-                      "logsumexp", "std", "var", "var_mean", "std_mean", "norm",
-                      "linalg_vector_norm", "argmax", "argmin", "count_nonzero", "nansum"):
-            pass
         if not isinstance(dim, (list, tuple, int)) or isinstance(dim, bool):
             dim = None
         axes = _dims(dim, _rank(x))
@@ -473,6 +483,8 @@ def _cat(c: Call) -> List[Layer]:
     ts = [c.t(t) for t in (c.arg(0) or [])]
     ts = [t for t in ts if t is not None and 0 not in t["shape"]]
     y = c.y[0]
+    if not ts or y is None:
+        return []  # every piece empty: nothing to copy
     dim = c.arg(1, 0)
     axis = _axis(dim, _rank(y))
     if c.name == "stack":
@@ -568,6 +580,29 @@ def _flip(c: Call) -> List[Layer]:
     x = c.ti(0)
     return [("Slice", {}, [x, {"shape": [1], "dtype": "int64", "const": True},
                            {"shape": [1], "dtype": "int64", "const": True}], c.y)]
+
+
+def _index_fill(c: Call) -> List[Layer]:
+    """index_fill(self, dim, index, value): the indexed slices overwritten."""
+    x, idx = c.ti(0), c.ti(2)
+    if x is None or idx is None:
+        return []
+    dim = _axis(c.arg(1), _rank(x))
+    n = _numel_of(idx)
+    upd = dict(x, shape=[n if i == dim else s for i, s in enumerate(x["shape"])])
+    upd.pop("const", None)
+    return [("ScatterND", {}, [x, {"shape": [n, 1], "dtype": "int64"}, upd], c.y)]
+
+
+def _numel_of(t: Tensor) -> int:
+    n = 1
+    for s in t["shape"]:
+        n *= int(s)
+    return n
+
+
+def _unique(c: Call) -> List[Layer]:
+    return [("Unique", {"sorted": 1}, [c.ti(0)], c.outs[:1])]
 
 
 def _nonzero(c: Call) -> List[Layer]:
@@ -701,7 +736,9 @@ MAPPERS.update({
     "std_mean": _reduce("ReduceMean"), "argmax": _reduce("ArgMax"), "argmin": _reduce("ArgMin"),
     "count_nonzero": _reduce("ReduceSum"),
     "cumsum": _cumsum, "cumsum_": _cumsum, "topk": _topk, "sort": _sort, "argsort": _sort,
-    "nonzero": _nonzero, "one_hot": _one_hot,
+    "nonzero": _nonzero, "index_fill": _index_fill, "index_fill_": _index_fill,
+    "_unique": _unique, "_unique2": _unique, "unique_dim": _unique,
+    "unique_consecutive": _unique, "one_hot": _one_hot,
     "cat": _cat, "concat": _cat, "stack": _cat,
     "embedding": _gather("Gather"), "index_select": _gather("Gather"), "gather": _gather("GatherElements"),
     "index": _gather("Gather"),
