@@ -74,10 +74,30 @@ fn precision(flag: &str, v: Option<&str>) -> Result<Option<DType>, Error> {
 }
 
 /// What the model argument holds.
-enum Source<'a> {
-    Path(&'a str),
-    Onnx(&'a [u8]),
-    Trace(&'a [u8]),
+enum Source {
+    /// An ONNX file or a trace file, told apart by content as `c3 estimate` does.
+    Path(String),
+    /// The bytes of an ONNX model.
+    Onnx(Vec<u8>),
+    /// Trace JSON.
+    Trace(Vec<u8>),
+}
+
+/// Whether a file is an operator trace (its first non-blank byte is `{`).
+fn is_trace(path: &str) -> Result<bool, Error> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::Input {
+            path: path.to_string(),
+            message: "not a regular file".into(),
+        });
+    }
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(|e| Error::io(path, e))?;
+    Ok(head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
 /// The estimate options, as `c3.estimate` passes them.
@@ -102,23 +122,13 @@ fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error
     for p in &o.packs {
         rules.load_pack(p)?;
     }
-    let (mut graph, is_trace): (Graph, bool) = match source {
-        Source::Trace(bytes) => (c3::trace::parse_trace(bytes, name)?, true),
-        Source::Path(path) => {
-            let head = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-            if head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
-                (c3::trace::parse_trace(&head, path)?, true)
-            } else {
-                let model = c3::onnx::from_bytes(head.into(), path)?;
-                (infer(&model, o)?, false)
-            }
-        }
-        Source::Onnx(bytes) => {
-            let model = c3::onnx::from_bytes(bytes.to_vec().into(), name)?;
-            (infer(&model, o)?, false)
-        }
+    let (mut graph, trace): (Graph, bool) = match source {
+        Source::Trace(bytes) => (c3::trace::parse_trace(&bytes, name)?, true),
+        Source::Path(path) if is_trace(&path)? => (c3::trace::read_trace(&path)?, true),
+        Source::Path(path) => (infer(&c3::onnx::load(&path)?, o)?, false),
+        Source::Onnx(bytes) => (infer(&c3::onnx::from_bytes(bytes.into(), name)?, o)?, false),
     };
-    if is_trace && !o.inputs.is_empty() {
+    if trace && !o.inputs.is_empty() {
         return Err(usage("inputs= applies to ONNX models, not traces".into()));
     }
     graph.bind(&o.dims);
@@ -256,24 +266,16 @@ fn estimate(
         })
     };
     let options = options().map_err(to_py)?;
-    let (path, bytes): (Option<String>, Option<Vec<u8>>) = match kind {
-        "path" => (Some(model.extract()?), None),
-        "onnx" | "trace" => (None, Some(model.extract()?)),
+    let source = match kind {
+        "path" => Source::Path(model.extract()?),
+        "onnx" => Source::Onnx(model.extract()?),
+        "trace" => Source::Trace(model.extract()?),
         _ => return Err(UsageError::new_err(format!("unknown model kind {kind}"))),
     };
     let name = name.to_string();
-    let kind = kind.to_string();
     // The estimate holds no Python object: let other threads run meanwhile.
-    py.detach(move || {
-        let source = match (&path, &bytes) {
-            (Some(p), _) => Source::Path(p),
-            (None, Some(b)) if kind == "onnx" => Source::Onnx(b),
-            (None, Some(b)) => Source::Trace(b),
-            (None, None) => unreachable!("one of path and bytes is set above"),
-        };
-        run_estimate(source, &name, &options)
-    })
-    .map_err(to_py)
+    py.detach(move || run_estimate(source, &name, &options))
+        .map_err(to_py)
 }
 
 /// Runs a `c3` command line (without the program name) and returns what it
