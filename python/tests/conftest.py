@@ -1,10 +1,13 @@
 """Shared by the tests: whether torch is here, and say so when it is not."""
 
-import importlib.util
-
 import pytest
 
-HAVE_TORCH = importlib.util.find_spec("torch") is not None
+try:
+    import torch  # noqa: F401
+
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
 
 
 def pytest_report_header(config):
