@@ -307,3 +307,35 @@ def test_every_aten_op_of_these_models_is_mapped(name):
         assert op in ops, (op, sorted(ops))
     # Nothing counted twice or dropped: the total is the layers' sum.
     assert report.total["flops"] == sum(layer["flops"] for layer in report.layers) > 0
+
+
+@pytest.mark.parametrize("kernel", [
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_fused_attention_overrideable", "_scaled_dot_product_attention_math",
+])
+def test_every_attention_kernel(kernel):
+    """Each backend's aten op, called directly on meta tensors (the CUDA
+    kernels need no GPU there): one Attention layer, or for the math
+    kernel, which PyTorch decomposes, its products, scaling and softmax."""
+    import torch
+
+    import c3.torch
+
+    q = torch.empty(1, 4, 8, 16, device="meta")
+    k = torch.empty(1, 4, 8, 16, device="meta")
+    op = getattr(torch.ops.aten, kernel)
+    extra = (None, False) if "efficient" in kernel or "cudnn" in kernel else ()
+    with c3.torch.CostHook() as hook:
+        op(q, k, k, *extra, is_causal=True)
+    report = hook.report
+    assert report.unsupported == []
+    # Causal, 8 queries: 36 (query, key) pairs per head, d = 16; Q·Kᵀ and P·V
+    # 36·16 each, scaling and softmax 4·36 − 8, over 4 heads.
+    if "math" in kernel:
+        ops = [layer["op"] for layer in report.layers]
+        assert "MatMul" in ops and "Softmax" in ops
+    else:
+        (att,) = report.layers
+        assert att["op"] == "Attention" and att["params"]["causal"] == 1
+        assert att["flops"] == 4 * (2 * 36 * 16 + 4 * 36 - 8) == 5152

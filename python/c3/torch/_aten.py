@@ -718,6 +718,7 @@ MAPPERS.update({
     "cudnn_batch_norm": _batch_norm, "miopen_batch_norm": _batch_norm,
     "native_group_norm": _group_norm,
     "_softmax": _softmax("Softmax"), "softmax": _softmax("Softmax"),
+    "_safe_softmax": _softmax("Softmax"),
     "_log_softmax": _softmax("LogSoftmax"), "log_softmax": _softmax("LogSoftmax"),
     "max_pool1d": _max_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool,
     "max_pool2d_with_indices": _max_pool, "max_pool3d_with_indices": _max_pool,
