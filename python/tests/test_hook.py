@@ -54,6 +54,12 @@ def test_linear_2d_is_gemm_3d_is_matmul_and_add():
     (g,) = layers(hook, "Gemm")
     # M·N·K products plus M·N bias additions, FMA on.
     assert g["flops"] == 4 * 16 * 32 + 4 * 16
+    # chainer_computational_cost's way: the hook shows its own report.
+    import io
+
+    out = io.StringIO()
+    hook.show_report(unit=None, mode="csv", columns=["name", "type", "flops"], file=out)
+    assert out.getvalue().splitlines() == ["Layer,Op,FLOPs", "0,Gemm,2112", "total,,2112"]
     hook = run(torch.nn.Sequential(lin), torch.randn(2, 5, 32))
     (m,) = layers(hook, "MatMul")
     (a,) = layers(hook, "Add")
