@@ -140,3 +140,14 @@ def test_explain_devices_rules():
     assert gtx["bandwidth"] == 4.84e11
     rules = c3.rules()
     assert any(r["op"] == "Conv" for r in rules) and all("source" in r for r in rules)
+
+
+def test_symbolic_dims_are_bound_or_named():
+    trace = {"layers": [{"op": "Relu", "inputs": [{"shape": ["batch", 64]}],
+                         "outputs": [{"shape": ["batch", 64]}]}]}
+    # One max per element of the 8 × 64 input.
+    assert c3.estimate(trace, dims={"batch": 8}).total["flops"] == 8 * 64
+    with pytest.raises(c3.InputError, match=r"batch.*dims=\{'batch': N\}"):
+        c3.estimate(trace)
+    with pytest.raises(c3.UsageError, match="inputs= applies to ONNX models"):
+        c3.estimate(trace, dims={"batch": 8}, inputs={"x": "1x64"})
