@@ -1,0 +1,200 @@
+"""c3: the theoretical cost of a neural network's forward pass, layer by layer.
+
+FLOPs, bytes read and bytes written per layer, from YAML cost rules, for an
+ONNX model, an operator trace, or (with :mod:`c3.torch`) a PyTorch forward
+pass::
+
+    import c3
+    report = c3.estimate("model.onnx", dims={"batch": 1})
+    report.show_report(unit="G", mode="md")
+    report.total["flops"]
+
+The numbers are those of the ``c3`` command line (``c3 estimate --format
+json``): the Rust library runs inside this package, with its built-in rules
+and packs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from . import _c3
+from ._report import Report
+
+__all__ = [
+    "C3Error",
+    "InputError",
+    "UsageError",
+    "UnsupportedOpError",
+    "Report",
+    "estimate",
+    "explain",
+    "devices",
+    "rules",
+    "__version__",
+]
+
+__version__: str = _c3.__version__
+
+#: Base class of every error c3 raises; ``str(e)`` is the CLI's one-line message.
+C3Error = _c3.C3Error
+#: A model, trace or rule pack c3 cannot read or analyse (CLI exit code 2).
+InputError = _c3.InputError
+#: A bad option value: unknown device, unit, column, precision (CLI exit code 1).
+UsageError = _c3.UsageError
+#: Operators with no cost rule, raised when ``strict=True`` (CLI exit code 3).
+UnsupportedOpError = _c3.UnsupportedOpError
+
+Model = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Mapping[str, Any], Any]
+
+
+def _source(model: Model) -> "tuple[Any, str, str]":
+    """(payload, kind, name) for the Rust side: a path, ONNX bytes or trace JSON."""
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        return path, "path", path
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        data = bytes(model)
+        head = data.lstrip()[:1]
+        return data, ("trace" if head == b"{" else "onnx"), "<bytes>"
+    if isinstance(model, Mapping):
+        return json.dumps(model).encode(), "trace", "<trace>"
+    serialize = getattr(model, "SerializeToString", None)
+    if callable(serialize):  # an onnx.ModelProto, without importing onnx
+        return serialize(), "onnx", "<onnx.ModelProto>"
+    raise TypeError(
+        "model must be a path, bytes, an onnx.ModelProto or a trace dict, "
+        f"not {type(model).__name__}"
+    )
+
+
+def _shape_text(shape: Union[str, Sequence[int]]) -> List[int]:
+    if isinstance(shape, str):
+        return [int(d) for d in shape.replace("X", "x").replace(",", "x").split("x")]
+    return [int(d) for d in shape]
+
+
+def estimate(
+    model: Model,
+    *,
+    dims: Optional[Mapping[str, int]] = None,
+    inputs: Optional[Mapping[str, Union[str, Sequence[int]]]] = None,
+    rules: Union[str, Iterable[str]] = (),
+    device: Optional[str] = None,
+    measured: Optional[str] = None,
+    fma: bool = True,
+    attention: str = "masked",
+    if_branch: str = "larger",
+    weights: Optional[str] = None,
+    activations: Optional[str] = None,
+    strict: bool = False,
+) -> Report:
+    """Per-layer and per-operator-type costs of a model, as ``c3 estimate``.
+
+    Args:
+        model: a path to an ``.onnx`` file or a trace JSON file, the bytes of
+            either, an ``onnx.ModelProto``, or a trace as a dict
+            (``{"layers": [...]}``, the format ``c3.torch.trace`` writes).
+        dims: symbolic dimensions to bind, ``{"batch": 8}`` (``--dim``).
+        inputs: ONNX input shapes, ``{"images": [1, 3, 224, 224]}`` or
+            ``"1x3x224x224"`` (``--input``).
+        rules: rule packs, a folder or a built-in pack name (``"chainer"``);
+            later ones override earlier ones (``--rules``).
+        device: a device of :func:`devices` for roofline times (``--device``).
+        measured: a measured latency (``"2.4ms"``) to compare with the bounds.
+        fma: count a multiply-add as one FLOP (``False``: two, ``--no-fma``).
+        attention: ``"masked"`` counts the (query, key) pairs a causal mask
+            leaves, ``"full"`` the whole square.
+        if_branch: which If branch the totals count: larger, smaller, then, else.
+        weights, activations: what-if storage types (fp32, fp16, bf16, fp8,
+            int8, int4) for the constant tensors and the others.
+        strict: raise :class:`UnsupportedOpError` when a layer has no rule
+            instead of listing it in ``report.unsupported``.
+
+    Raises:
+        InputError: the model cannot be read or its shapes inferred.
+        UsageError: a bad option value.
+        UnsupportedOpError: with ``strict=True``, layers without a rule.
+    """
+    payload, kind, name = _source(model)
+    options: Dict[str, Any] = dict(
+        dims={str(k): int(v) for k, v in (dims or {}).items()},
+        inputs={str(k): _shape_text(v) for k, v in (inputs or {}).items()},
+        rules=[rules] if isinstance(rules, str) else [os.fspath(r) for r in rules],
+        device=device,
+        measured=measured,
+        fma=bool(fma),
+        attention=attention,
+        if_branch=if_branch,
+        weights=weights,
+        activations=activations,
+        strict=bool(strict),
+    )
+    text = _c3.estimate(
+        payload, kind, name, format="json", unit="none", digits=3, columns="all",
+        parts="both", **options,
+    )
+    meta = {"source": name, "kind": kind, "c3_version": __version__, **options}
+    return Report(json.loads(text), meta, (payload, kind, name, options))
+
+
+def explain(
+    op: str,
+    *,
+    inputs: Optional[Mapping[str, Union[str, Sequence[int], Sequence[Any]]]] = None,
+    attrs: Optional[Mapping[str, Any]] = None,
+    rules: Union[str, Iterable[str]] = (),
+    opset: Optional[int] = None,
+    fma: bool = True,
+    attention: str = "masked",
+) -> str:
+    """How ``op`` is counted, as ``c3 explain`` prints it.
+
+    With ``inputs`` (tensor shapes by the rule's pattern names, e.g.
+    ``{"X": [1, 3, 224, 224], "W": [64, 3, 7, 7], "Y": [1, 64, 112, 112]}``;
+    a string ``"1x3x224x224:float16"`` sets the dtype, a list of shapes gives
+    a variadic input) and ``attrs`` (``{"strides": [2, 2]}``), the rule is
+    evaluated step by step.
+    """
+    args = ["explain", op]
+    for pack in [rules] if isinstance(rules, str) else rules:
+        args += ["--rules", os.fspath(pack)]
+    for name, shape in (inputs or {}).items():
+        shapes = (
+            shape
+            if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (list, tuple, str))
+            else [shape]
+        )
+        for s in shapes:
+            text = s if isinstance(s, str) else ("x".join(str(int(d)) for d in s) or "scalar")
+            args += ["--in", f"{name}={text}"]
+    for name, value in (attrs or {}).items():
+        if isinstance(value, (list, tuple)):
+            text = "[" + ",".join(str(v) for v in value) + "]"
+        else:
+            text = str(int(value)) if isinstance(value, bool) else str(value)
+        args += ["--attr", f"{name}={text}"]
+    if opset is not None:
+        args += ["--opset", str(int(opset))]
+    if not fma:
+        args.append("--no-fma")
+    args += ["--attention", attention]
+    return _c3.cli(args)
+
+
+def devices(rules: Union[str, Iterable[str]] = ()) -> List[Dict[str, Any]]:
+    """The device catalog: ``[{"name", "peak_flops": {...}, "bandwidth", "source"}]``."""
+    args = ["devices", "--format", "json"]
+    for pack in [rules] if isinstance(rules, str) else rules:
+        args += ["--rules", os.fspath(pack)]
+    return json.loads(_c3.cli(args))
+
+
+def rules(packs: Union[str, Iterable[str]] = ()) -> List[Dict[str, Any]]:
+    """Every operator with a rule and where it comes from (``c3 rules list``)."""
+    args = ["rules", "list", "--format", "json"]
+    for pack in [packs] if isinstance(packs, str) else packs:
+        args += ["--rules", os.fspath(pack)]
+    return json.loads(_c3.cli(args))

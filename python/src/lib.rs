@@ -1,0 +1,295 @@
+//! `c3._c3`: the Rust side of the Python package. Two functions, no state:
+//! [`estimate`] runs the estimate pipeline on a model held in memory or on
+//! disk and returns the rendered report (JSON for `c3.Report`, or a table);
+//! [`cli`] runs any other `c3` command line and returns what it prints.
+//! Everything else (the `Report` class, the torch hook) is Python.
+
+use std::collections::BTreeMap;
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+use c3::error::Error;
+use c3::ir::DType;
+use c3::report::{self, Format, Parts, ReportOptions, Unit};
+use c3::rules::CountOptions;
+use c3::{EstimateOptions, Model};
+
+create_exception!(
+    _c3,
+    C3Error,
+    PyException,
+    "An error from c3, with the command line's one-line message."
+);
+create_exception!(
+    _c3,
+    InputError,
+    C3Error,
+    "A model, trace or rule file c3 cannot read or analyse (the CLI's exit code 2)."
+);
+create_exception!(
+    _c3,
+    UsageError,
+    C3Error,
+    "A bad option value: unknown device, unit, column, precision (the CLI's exit code 1)."
+);
+create_exception!(
+    _c3,
+    UnsupportedOpError,
+    C3Error,
+    "Operators without a cost rule, when `strict=True` (the CLI's exit code 3)."
+);
+
+/// The Python exception for a c3 error: its class follows the CLI's exit code.
+fn to_py(e: Error) -> PyErr {
+    let msg = keyword_names(&c3::error::one_line(&e.to_string()));
+    match e.exit_code() {
+        1 => UsageError::new_err(msg),
+        3 => UnsupportedOpError::new_err(msg),
+        _ => InputError::new_err(msg),
+    }
+}
+
+/// The command line's flags named in a message, as `c3.estimate`'s keywords:
+/// `--dim batch=N` becomes `dims={'batch': N}`, `--input x=1x3x224x224`
+/// becomes `inputs={'x': [1, 3, 224, 224]}`.
+fn keyword_names(msg: &str) -> String {
+    let mut dims = Vec::new();
+    let mut out = String::new();
+    let mut rest = msg;
+    while let Some(i) = rest.find("--dim ") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i + 6..];
+        let end = tail.find(' ').unwrap_or(tail.len());
+        match tail[..end].strip_suffix("=N") {
+            Some(name) => {
+                if dims.is_empty() {
+                    out.push('\u{0}');
+                }
+                dims.push(format!("'{name}': N"));
+                // The flags are listed one after another: drop the space.
+                rest = tail[end..].strip_prefix(' ').unwrap_or(&tail[end..]);
+            }
+            None => {
+                out.push_str("--dim ");
+                rest = tail;
+            }
+        }
+    }
+    out.push_str(rest);
+    let out = out.replacen('\u{0}', &format!("dims={{{}}} ", dims.join(", ")), 1);
+    out.replace(" )", ")")
+        .replace(" ;", ";")
+        .replace(
+            "--input NAME=1x3x224x224",
+            "inputs={'NAME': [1, 3, 224, 224]}",
+        )
+        .replace("--input applies", "inputs= applies")
+        .trim_end()
+        .to_string()
+}
+
+fn usage(msg: String) -> Error {
+    Error::Usage(msg)
+}
+
+/// A what-if precision name, as `--weights` and `--activations` take it.
+fn precision(flag: &str, v: Option<&str>) -> Result<Option<DType>, Error> {
+    let Some(v) = v else { return Ok(None) };
+    let t = match v.to_ascii_lowercase().as_str() {
+        "fp32" | "float32" => DType::Float32,
+        "fp16" | "float16" => DType::Float16,
+        "bf16" | "bfloat16" => DType::Bfloat16,
+        "fp8" | "float8" | "float8e4m3fn" => DType::Float8E4M3Fn,
+        "int8" => DType::Int8,
+        "int4" => DType::Int4,
+        _ => {
+            return Err(usage(format!(
+                "{flag} {v}: expected fp32, fp16, bf16, fp8, int8 or int4"
+            )));
+        }
+    };
+    Ok(Some(t))
+}
+
+/// What the model argument holds.
+enum Source {
+    /// An ONNX file or a trace file, told apart by content as `c3 estimate` does.
+    Path(String),
+    /// The bytes of an ONNX model or of trace JSON (told apart the same way).
+    Bytes(Vec<u8>),
+}
+
+/// The estimate options, as `c3.estimate` passes them.
+struct Options {
+    estimate: EstimateOptions,
+    strict: bool,
+    report: ReportOptions,
+}
+
+/// The chain of `c3 estimate`, through the library's facade: read, cost,
+/// check `strict`, render.
+fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error> {
+    let model = match source {
+        Source::Path(path) => Model::open(&path)?,
+        Source::Bytes(bytes) => Model::from_bytes(bytes, name)?,
+    };
+    let estimate = model.estimate(&o.estimate)?;
+    if o.strict
+        && let Some(ops) = estimate.unsupported_ops()
+    {
+        return Err(Error::Unsupported {
+            count: estimate.report.unsupported.len(),
+            ops,
+        });
+    }
+    Ok(estimate.render(&o.report))
+}
+
+/// Runs `c3 estimate` on a model and returns the rendered report.
+///
+/// `kind` says what `model` holds: "path" (a str: an ONNX file or a trace
+/// file), "onnx" (the bytes of a model) or "trace" (trace JSON, bytes).
+#[pyfunction]
+#[pyo3(signature = (model, kind, name, *, dims, inputs, rules, device, measured, fma,
+                    attention, if_branch, weights, activations, strict, format, unit,
+                    digits, columns, parts))]
+#[allow(clippy::too_many_arguments)]
+fn estimate(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    kind: &str,
+    name: &str,
+    dims: BTreeMap<String, i64>,
+    inputs: BTreeMap<String, Vec<u64>>,
+    rules: Vec<String>,
+    device: Option<String>,
+    measured: Option<String>,
+    fma: bool,
+    attention: &str,
+    if_branch: &str,
+    weights: Option<String>,
+    activations: Option<String>,
+    strict: bool,
+    format: &str,
+    unit: &str,
+    digits: usize,
+    columns: &str,
+    parts: &str,
+) -> PyResult<String> {
+    let options = || -> Result<Options, Error> {
+        if let Some((k, v)) = dims.iter().find(|(_, v)| **v < 0) {
+            return Err(usage(format!("dims {k}={v}: not a non-negative integer")));
+        }
+        let full_attention = match attention {
+            "masked" => false,
+            "full" => true,
+            _ => return Err(usage(format!("attention {attention}: masked or full"))),
+        };
+        if digits > 10 {
+            return Err(usage(format!("digits {digits}: must be 0 to 10")));
+        }
+        let measured_s = match &measured {
+            None => None,
+            Some(m) => Some(c3::cost::parse_duration(m).ok_or_else(|| {
+                usage(format!(
+                    "measured {m}: expected a duration like 2.4ms or 850us"
+                ))
+            })?),
+        };
+        Ok(Options {
+            estimate: EstimateOptions {
+                dims: dims.clone(),
+                inputs: inputs.clone(),
+                packs: rules.clone(),
+                count: CountOptions {
+                    fma,
+                    full_attention,
+                    branch: if_branch.parse().map_err(usage)?,
+                },
+                weights: precision("weights", weights.as_deref())?,
+                activations: precision("activations", activations.as_deref())?,
+                device: device.clone(),
+                measured_s,
+            },
+            strict,
+            report: ReportOptions {
+                format: format.parse::<Format>().map_err(usage)?,
+                unit: unit.parse::<Unit>().map_err(usage)?,
+                digits,
+                columns: report::parse_columns(columns).map_err(usage)?,
+                parts: match parts {
+                    "both" => Parts::Both,
+                    "layers" => Parts::Layers,
+                    "summary" => Parts::Summary,
+                    _ => return Err(usage(format!("parts {parts}: both, layers or summary"))),
+                },
+                ..ReportOptions::default()
+            },
+        })
+    };
+    let options = options().map_err(to_py)?;
+    let source = match kind {
+        "path" => Source::Path(model.extract()?),
+        "onnx" | "trace" => Source::Bytes(model.extract()?),
+        _ => return Err(UsageError::new_err(format!("unknown model kind {kind}"))),
+    };
+    let name = name.to_string();
+    // The estimate holds no Python object: let other threads run meanwhile.
+    py.detach(move || run_estimate(source, &name, &options))
+        .map_err(to_py)
+}
+
+/// Runs a `c3` command line (without the program name) and returns what it
+/// prints: `["devices", "--format", "json"]`, `["explain", "Conv"]`.
+#[pyfunction]
+fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+    use clap::Parser;
+    let argv = std::iter::once("c3".to_string()).chain(args);
+    let parsed =
+        c3::cli::Cli::try_parse_from(argv).map_err(|e| UsageError::new_err(one_line(&e)))?;
+    py.detach(move || c3::cli::run(parsed)).map_err(to_py)
+}
+
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("bad arguments");
+    c3::error::one_line(first.trim_start_matches("error: "))
+}
+
+#[pymodule]
+fn _c3(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_function(wrap_pyfunction!(estimate, m)?)?;
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
+    m.add("C3Error", py.get_type::<C3Error>())?;
+    m.add("InputError", py.get_type::<InputError>())?;
+    m.add("UsageError", py.get_type::<UsageError>())?;
+    m.add("UnsupportedOpError", py.get_type::<UnsupportedOpError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keyword_names;
+
+    #[test]
+    fn flags_in_messages_become_keywords() {
+        assert_eq!(
+            keyword_names("t: sizes unknown until bound: a, b; bind them with --dim a=N --dim b=N"),
+            "t: sizes unknown until bound: a, b; bind them with dims={'a': N, 'b': N}"
+        );
+        assert_eq!(
+            keyword_names(
+                "m: sizes unknown until bound: n; bind them with --dim n=N (or give an input's shape with --input NAME=1x3x224x224)"
+            ),
+            "m: sizes unknown until bound: n; bind them with dims={'n': N} (or give an input's shape with inputs={'NAME': [1, 3, 224, 224]})"
+        );
+        assert_eq!(keyword_names("no flags here"), "no flags here");
+    }
+}
