@@ -187,7 +187,14 @@ impl Model {
             }
             Source::Onnx(m) => crate::onnx::infer::to_graph(infer(m, dims, inputs, true)?),
         };
-        self.check_dims(dims, &graph)?;
+        let mut known = graph.symbols();
+        known.extend(graph.input_symbols.iter().cloned());
+        known.extend(graph.bounds.keys().cloned());
+        let declared = match &self.source {
+            Source::Onnx(m) => m.model.graph.as_ref(),
+            Source::Trace(_) => None,
+        };
+        check_dims(dims, known, declared)?;
         graph.bind(dims);
         let unbound = graph.unbound_symbols();
         if unbound.is_empty() {
@@ -221,41 +228,6 @@ impl Model {
         })
     }
 
-    /// Refuses a `--dim` for a name the model does not have (a typo would
-    /// otherwise be ignored), listing the names it has: the symbols its
-    /// inputs, outputs and value_info declare and those inference made up.
-    fn check_dims(&self, dims: &BTreeMap<String, i64>, graph: &Graph) -> Result<()> {
-        if dims.is_empty() {
-            return Ok(());
-        }
-        let mut known = graph.symbols();
-        known.extend(graph.input_symbols.iter().cloned());
-        known.extend(graph.bounds.keys().cloned());
-        if let Source::Onnx(m) = &self.source
-            && let Some(g) = &m.model.graph
-        {
-            declared_symbols(g, &mut known);
-        }
-        let unknown: Vec<&str> = dims
-            .keys()
-            .filter(|k| !known.contains(*k))
-            .map(String::as_str)
-            .collect();
-        if unknown.is_empty() {
-            return Ok(());
-        }
-        let has = if known.is_empty() {
-            "it has no symbolic dimensions".to_string()
-        } else {
-            let names: Vec<&str> = known.iter().map(String::as_str).collect();
-            format!("its symbols are {}", names.join(", "))
-        };
-        Err(Error::Usage(format!(
-            "--dim {}: the model has no dimension of that name; {has}",
-            unknown.join(", ")
-        )))
-    }
-
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
@@ -282,16 +254,31 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Shapes> {
-        match self.source {
-            Source::Onnx(model) => Ok(Shapes {
-                inferred: infer(&model, dims, inputs, false)?,
-                model: *model,
-            }),
-            Source::Trace(_) => Err(Error::Usage(format!(
-                "{}: shapes are inferred for ONNX models, not traces",
-                self.path
-            ))),
+        let model = match self.source {
+            Source::Onnx(model) => model,
+            Source::Trace(_) => {
+                return Err(Error::Usage(format!(
+                    "{}: shapes are inferred for ONNX models, not traces",
+                    self.path
+                )));
+            }
+        };
+        let inferred = infer(&model, dims, inputs, false)?;
+        let mut known: std::collections::BTreeSet<String> =
+            inferred.input_symbols.iter().cloned().collect();
+        known.extend(inferred.bounds.keys().cloned());
+        for (_, fact) in &inferred.values {
+            for d in fact.shape.iter().flatten() {
+                if let crate::ir::Dim::Sym(s) = d {
+                    known.extend(s.symbols());
+                }
+            }
         }
+        check_dims(dims, known, model.model.graph.as_ref())?;
+        Ok(Shapes {
+            inferred,
+            model: *model,
+        })
     }
 }
 
@@ -451,6 +438,40 @@ fn infer(
         nodes_only,
     };
     crate::onnx::infer::infer(model, &opts)
+}
+
+/// Refuses a `--dim` for a name the model does not have (a typo would
+/// otherwise be ignored), listing the names it has: the symbols its
+/// inputs, outputs and value_info declare and those inference made up.
+fn check_dims(
+    dims: &BTreeMap<String, i64>,
+    mut known: std::collections::BTreeSet<String>,
+    declared: Option<&crate::proto::GraphProto>,
+) -> Result<()> {
+    if dims.is_empty() {
+        return Ok(());
+    }
+    if let Some(g) = declared {
+        declared_symbols(g, &mut known);
+    }
+    let unknown: Vec<&str> = dims
+        .keys()
+        .filter(|k| !known.contains(*k))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let has = if known.is_empty() {
+        "it has no symbolic dimensions".to_string()
+    } else {
+        let names: Vec<&str> = known.iter().map(String::as_str).collect();
+        format!("its symbols are {}", names.join(", "))
+    };
+    Err(Error::Usage(format!(
+        "--dim {}: the model has no dimension of that name; {has}",
+        unknown.join(", ")
+    )))
 }
 
 /// The symbols a graph's inputs, outputs and value_info declare, and the

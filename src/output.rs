@@ -45,6 +45,9 @@ impl Kind {
 pub struct Output {
     /// The file written (a symbolic link's target); `None`: standard output.
     file: Option<PathBuf>,
+    /// A device or a pipe (`-o /dev/null`): written in place, as there is
+    /// no file to replace.
+    direct: bool,
     /// The path as given, for messages.
     shown: String,
 }
@@ -54,6 +57,7 @@ impl Output {
     pub fn stdout() -> Output {
         Output {
             file: None,
+            direct: false,
             shown: "standard output".into(),
         }
     }
@@ -82,6 +86,7 @@ impl Output {
             // Nothing there (or a dangling link, which is written through).
             return Ok(Output {
                 file: Some(path.to_path_buf()),
+                direct: false,
                 shown: target.to_string(),
             });
         };
@@ -92,8 +97,15 @@ impl Output {
                 )));
             }
         }
+        if meta.is_dir() {
+            return Err(usage("a folder, not a file".into()));
+        }
         if !meta.is_file() {
-            return Err(usage("not a regular file".into()));
+            return Ok(Output {
+                file: Some(path.to_path_buf()),
+                direct: true,
+                shown: target.to_string(),
+            });
         }
         if !force && !carries_mark(path, kind) {
             let what = match kind {
@@ -108,6 +120,7 @@ impl Output {
         let file = std::fs::canonicalize(path).map_err(|e| Error::io(target, e))?;
         Ok(Output {
             file: Some(file),
+            direct: false,
             shown: target.to_string(),
         })
     }
@@ -125,6 +138,11 @@ impl Output {
     pub fn write(&self, bytes: &[u8]) -> Result<()> {
         match &self.file {
             None => write_stdout(bytes),
+            Some(f) if self.direct => std::fs::OpenOptions::new()
+                .write(true)
+                .open(f)
+                .and_then(|mut out| out.write_all(bytes))
+                .map_err(|e| Error::io(&self.shown, e)),
             Some(f) => write_atomic(f, bytes, &self.shown),
         }
     }

@@ -420,3 +420,35 @@ fn clap_errors_are_one_line_and_help_is_not() {
     r.ok();
     assert_eq!(r.stdout, format!("c3 {}\n", env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+#[cfg(unix)]
+fn o_to_a_device_writes_in_place_and_o_to_a_folder_is_refused() {
+    // `-o /dev/null` (the benchmarks' idiom) writes to the device; it is
+    // not replaced by a file.
+    use std::os::unix::fs::FileTypeExt;
+    for cmd in ["estimate", "shapes", "annotate"] {
+        c3(&[cmd, RESNET, "-o", "/dev/null"]).ok();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(meta.file_type().is_char_device(), "{cmd}");
+    }
+    let dir = scratch("o_folder");
+    let err = c3_in(&dir, &["estimate", RESNET, "-o", "."])
+        .one_line_error(1)
+        .to_string();
+    assert!(err.contains("-o .: a folder, not a file"), "{err}");
+}
+
+#[test]
+fn shapes_refuses_a_dim_the_model_does_not_have() {
+    let err = c3(&["shapes", GPT, "--dim", "bach=1"])
+        .one_line_error(1)
+        .to_string();
+    assert!(
+        err.contains(
+            "--dim bach: the model has no dimension of that name; its symbols are batch, seq"
+        ),
+        "{err}"
+    );
+    c3(&["shapes", GPT, "--dim", "batch=1"]).ok();
+}
