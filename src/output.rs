@@ -252,8 +252,24 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.md");
         write_atomic(&path, b"one", "r.md").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let private = std::fs::Permissions::from_mode(0o600);
+            std::fs::set_permissions(&path, private).unwrap();
+        }
         write_atomic(&path, b"two", "r.md").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(
+                mode & 0o777,
+                0o600,
+                "the replaced file's permissions are kept"
+            );
+        }
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(left.len(), 1, "only r.md, no temporary file");
         std::fs::remove_dir_all(&dir).unwrap();

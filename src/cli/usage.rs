@@ -28,7 +28,15 @@ pub(super) fn clap_error(e: &clap::Error) -> i32 {
         .filter(|l| !l.is_empty())
         .filter(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
         .collect();
-    let line = parts.join(" ");
+    // `[possible values: ...]` completes the line before it; a `tip:` is a
+    // clause of its own.
+    let mut line = String::new();
+    for p in parts {
+        if !line.is_empty() {
+            line.push_str(if p.starts_with('[') { " " } else { "; " });
+        }
+        line.push_str(p);
+    }
     let line = line.strip_prefix("error: ").unwrap_or(&line);
     eprintln!("error: {}", crate::error::one_line(line));
     1
