@@ -392,6 +392,10 @@ fn flags_are_checked_before_the_model_is_read() {
             &["-o", "no/such/folder/r.md"],
             "the folder no/such/folder does not exist",
         ),
+        (
+            &["--rules", "no/such/pack"],
+            "--rules no/such/pack: no such folder",
+        ),
     ];
     for (flags, want) in cases {
         let mut args = vec!["estimate", missing];
