@@ -98,6 +98,9 @@ for m in "${models[@]}"; do
     *.onnx)
       run "$base.shapes.table" shapes "$m" "${dims[@]}" --format table
       run "$base.shapes.json" shapes "$m" "${dims[@]}" --format json
+      # c3 replaces no existing ONNX file without --force (which older
+      # builds do not know): start from none.
+      rm -f "$out/$base.annotated.onnx"
       "$c3" shapes "$m" "${dims[@]}" --format json -o "$out/$base.annotated.onnx" >/dev/null 2>&1
       ;;
   esac

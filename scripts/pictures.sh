@@ -39,7 +39,7 @@ small() { # SRC DEST WIDTH
 # 1. The HTML report of ResNet-50 on an H100, top of the page (the tables
 #    follow below it). The plain command-line screenshot needs no script:
 #    it shows the page as it is with JavaScript on.
-"$C3" estimate examples/onnx/light_resnet50.onnx --device h100 --format html -o "$WORK/report.html"
+"$C3" estimate examples/onnx/light_resnet50.onnx --device h100 --format html --force -o "$WORK/report.html"
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
   --user-data-dir="$WORK/chromium" --hide-scrollbars \
@@ -47,7 +47,7 @@ chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
 small "$WORK/report.png" "$OUT/report.png" 900
 
 # 2. Netron on the annotated model, a Conv node's properties open.
-"$C3" annotate examples/onnx/light_squeezenet.onnx --device h100 -o "$WORK/squeezenet.onnx"
+"$C3" annotate examples/onnx/light_squeezenet.onnx --device h100 --force -o "$WORK/squeezenet.onnx"
 "$VENV/bin/netron" --port 18080 --verbosity quiet "$WORK/squeezenet.onnx" &
 pids+=($!)
 sleep 3
@@ -55,7 +55,7 @@ sleep 3
 small "$WORK/netron.png" "$OUT/netron.png" 1000
 
 # 3. Model Explorer with the FLOPs of every node as node data.
-"$C3" estimate "$WORK/squeezenet.onnx" --device h100 --format model-explorer --metric flops \
+"$C3" estimate "$WORK/squeezenet.onnx" --device h100 --format model-explorer --metric flops --force \
   -o "$WORK/squeezenet.flops.json"
 "$VENV/bin/model-explorer" "$WORK/squeezenet.onnx" --extensions=model_explorer_onnx \
   --node_data_paths="$WORK/squeezenet.flops.json" --no_open_in_browser --skip_health_check \

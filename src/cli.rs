@@ -2,18 +2,25 @@
 //! so `--help` lists what each takes), each command dispatched to the
 //! library ([`crate::Model`], [`crate::report`]).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::{Error, Result};
-use crate::ir::{AttrValue, DEFAULT_OPSET, Dim, TensorFact};
+use crate::ir::{AttrValue, DEFAULT_OPSET, TensorFact};
 use crate::model::{EstimateOptions, Model, Precision};
+use crate::output::{self, Kind};
 use crate::report::explain::ExplainInput;
 use crate::report::model_explorer::Metric;
 use crate::report::{self, Column, Format, ListFormat, Parts, ReportOptions, Unit};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
+
+mod usage;
+mod values;
+mod write;
+use values::*;
+use write::{annotate, docs, output_of, shapes};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -56,11 +63,17 @@ pub enum Command {
 pub struct ShapesArgs {
     #[command(flatten)]
     pub source: ModelArgs,
-    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
-    pub format: ListFormat,
-    /// Write a copy of the model with the inferred shapes in its value_info.
+    /// The listing's format (default: table; with -o, no listing unless
+    /// a format is given).
+    #[arg(long, value_enum)]
+    pub format: Option<ListFormat>,
+    /// Write a copy of the model with the inferred shapes in its value_info
+    /// (`-` for standard output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<String>,
+    /// Replace an existing output file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug, Default)]
@@ -79,7 +92,8 @@ impl RuleArgs {
 
 #[derive(Args, Debug, Default)]
 pub struct ModelArgs {
-    /// An ONNX model (.onnx) or an operator trace (JSON).
+    /// An ONNX model (.onnx) or an operator trace (JSON); `-` reads
+    /// standard input.
     pub model: String,
     /// Bind a symbolic dimension everywhere, e.g. `--dim batch=8`.
     #[arg(long = "dim", value_name = "NAME=N", value_parser = parse_dim)]
@@ -121,19 +135,20 @@ pub struct EstimateArgs {
     /// Output format (default: table on a terminal, md otherwise).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// The figure `--format model-explorer` colours the nodes by.
-    #[arg(long, value_enum, default_value_t = Metric::Flops)]
-    pub metric: Metric,
+    /// The figure `--format model-explorer` colours the nodes by (default:
+    /// flops).
+    #[arg(long, value_enum)]
+    pub metric: Option<Metric>,
     /// Unit prefix (FLOPs by 1000, bytes by 1024).
-    #[arg(long, value_enum, default_value_t = Unit::Auto)]
-    pub unit: Unit,
-    /// Digits after the decimal point, 0 to 10.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(0..=10))]
-    pub digits: u8,
+    #[arg(long, value_enum)]
+    pub unit: Option<Unit>,
+    /// Digits after the decimal point, 0 to 10 (default: 3).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=10))]
+    pub digits: Option<u8>,
     /// Layer columns: comma list of name, op, flops, mread, mwrite, mrw,
     /// flops%, mread%, mwrite%, mrw%, inputs, outputs, params; or default, percent, all.
-    #[arg(long, default_value = "default", value_parser = parse_columns)]
-    pub columns: Columns,
+    #[arg(long, value_parser = parse_columns)]
+    pub columns: Option<Columns>,
     /// Only the per-operator-type summary.
     #[arg(long, conflicts_with = "layers")]
     pub summary: bool,
@@ -155,9 +170,13 @@ pub struct EstimateArgs {
     /// A measured latency (`2.4ms`, `850us`) to compare with the roofline bounds.
     #[arg(long, value_name = "TIME", requires = "device", value_parser = parse_measured)]
     pub measured: Option<f64>,
-    /// Write the report to a file instead of standard output.
+    /// Write the report to a file instead of standard output (`-`: standard
+    /// output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<String>,
+    /// Replace an existing output file c3 does not recognise as its own.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Args, Debug)]
@@ -189,9 +208,12 @@ pub struct DocsArgs {
     /// Fail when the file differs from what the rules render.
     #[arg(long)]
     pub check: bool,
-    /// The file to write or check.
+    /// The file to write or check (`-`: standard output).
     #[arg(short = 'o', long = "output", default_value = "DETAILS.md")]
     pub output: String,
+    /// Replace a file that does not carry c3's generated-by comment.
+    #[arg(long, conflicts_with = "check")]
+    pub force: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -214,17 +236,11 @@ pub enum RulesCommand {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 1 } else { 0 };
-        }
+        Err(e) => return usage::clap_error(&e),
     };
-    match run(cli) {
-        Ok(out) => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(out.as_bytes());
-            0
-        }
+    let done = run(cli).and_then(|out| output::write_stdout(out.as_bytes()));
+    match done {
+        Ok(()) => 0,
         Err(e) => {
             eprintln!("error: {}", crate::error::one_line(&e.to_string()));
             e.exit_code()
@@ -256,7 +272,7 @@ fn count_options(no_fma: bool, attention: Attention, branch: BranchChoice) -> Co
     }
 }
 
-fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
+pub(super) fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
     EstimateOptions {
         dims: a.source.dims.iter().cloned().collect(),
         inputs: a.source.inputs.iter().cloned().collect(),
@@ -270,28 +286,31 @@ fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
 }
 
 fn estimate(a: &EstimateArgs) -> Result<String> {
+    let out = output_of(&a.output, Kind::Report, a.force, &a.source.model)?;
     let format = match a.format {
         Some(f) => f,
-        None if std::io::stdout().is_terminal() && a.output.is_none() => Format::Table,
+        None if std::io::stdout().is_terminal() && out.is_stdout() => Format::Table,
         None => Format::Md,
     };
+    usage::check_report_flags(a, format)?;
     let opts = estimate_options(a);
+    opts.check()?;
     let model = Model::open(&a.source.model)?;
-    if a.metric == Metric::BoundS && a.device.is_none() {
-        return Err(Error::Usage("--metric bound_s needs --device".into()));
-    }
     let report_opts = ReportOptions {
         format,
-        unit: a.unit,
-        digits: a.digits.into(),
-        columns: a.columns.0.clone(),
+        unit: a.unit.unwrap_or(Unit::Auto),
+        digits: a.digits.unwrap_or(3).into(),
+        columns: match &a.columns {
+            Some(c) => c.0.clone(),
+            None => report::parse_columns("default").map_err(Error::Usage)?,
+        },
         parts: match (a.summary, a.layers) {
             (true, _) => Parts::Summary,
             (_, true) => Parts::Layers,
             _ => Parts::Both,
         },
         about: opts.about(&a.source.model),
-        metric: a.metric,
+        metric: a.metric.unwrap_or(Metric::Flops),
         node_ids: match format {
             Format::ModelExplorer => model.node_ids(&opts)?,
             _ => Default::default(),
@@ -309,25 +328,11 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
     // The process exits next: freeing a large model's graph and report
     // piece by piece would cost more than writing them.
     std::mem::forget(estimate);
-    match &a.output {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
-            Ok(String::new())
-        }
-        None => Ok(text),
+    if out.is_stdout() {
+        return Ok(text);
     }
-}
-
-fn annotate(a: &EstimateArgs) -> Result<String> {
-    let Some(out) = &a.output else {
-        return Err(Error::Usage("annotate needs -o OUT.onnx".into()));
-    };
-    let done = Model::open(&a.source.model)?.annotate(&estimate_options(a))?;
-    std::fs::write(out, &done.bytes).map_err(|e| Error::io(out, e))?;
-    Ok(format!(
-        "wrote {out}: costs on {} nodes, {} inferred value_info entries\n",
-        done.nodes, done.value_info
-    ))
+    out.write(text.as_bytes())?;
+    Ok(String::new())
 }
 
 fn explain(a: &ExplainArgs) -> Result<String> {
@@ -347,22 +352,6 @@ fn explain(a: &ExplainArgs) -> Result<String> {
     report::explain::explain(rule, &input)
 }
 
-fn docs(a: &DocsArgs) -> Result<String> {
-    let text = crate::docs::render(&RuleSet::builtin()?)?;
-    if a.check {
-        let current = std::fs::read_to_string(&a.output).map_err(|e| Error::io(&a.output, e))?;
-        if current != text {
-            return Err(Error::Stale(format!(
-                "{} is out of date with the rules: run `c3 docs -o {}` and commit it",
-                a.output, a.output
-            )));
-        }
-        return Ok(format!("{} is up to date\n", a.output));
-    }
-    std::fs::write(&a.output, &text).map_err(|e| Error::io(&a.output, e))?;
-    Ok(format!("wrote {}\n", a.output))
-}
-
 fn rules_check(dir: &str) -> Result<String> {
     let (ops, overridden) = RuleSet::check_pack(dir)?;
     Ok(format!(
@@ -370,61 +359,4 @@ fn rules_check(dir: &str) -> Result<String> {
         ops.len(),
         ops.join(", "),
     ))
-}
-
-fn shapes(a: &ShapesArgs) -> Result<String> {
-    let dims = a.source.dims.iter().cloned().collect();
-    let inputs = a.source.inputs.iter().cloned().collect();
-    let shapes = Model::open_onnx(&a.source.model)?.shapes(&dims, &inputs)?;
-    let mut note = String::new();
-    if let Some(out) = &a.output {
-        let n = shapes.write_model(out)?;
-        note = format!("wrote {out} with {n} inferred value_info entries\n");
-    }
-    Ok(note + &report::shapes::shapes(&shapes.inferred, a.format))
-}
-
-// ------------------------------------------------------------ value parsers
-
-fn split_kv(s: &str) -> std::result::Result<(&str, &str), String> {
-    s.split_once('=')
-        .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-        .ok_or_else(|| "expected NAME=VALUE".to_string())
-}
-
-fn parse_dim(s: &str) -> std::result::Result<(String, i64), String> {
-    let (k, v) = split_kv(s)?;
-    let n = v
-        .parse()
-        .ok()
-        .filter(|n: &i64| *n >= 0)
-        .ok_or_else(|| format!("{v} is not a non-negative integer"))?;
-    Ok((k.to_string(), n))
-}
-
-fn parse_input(s: &str) -> std::result::Result<(String, Vec<u64>), String> {
-    let (k, v) = split_kv(s)?;
-    let t = TensorFact::parse_text(v)?;
-    Ok((
-        k.to_string(),
-        t.shape.iter().filter_map(Dim::known).collect(),
-    ))
-}
-
-fn parse_tensor(s: &str) -> std::result::Result<(String, TensorFact), String> {
-    let (k, v) = split_kv(s)?;
-    Ok((k.to_string(), TensorFact::parse_text(v)?))
-}
-
-fn parse_attr_flag(s: &str) -> std::result::Result<(String, AttrValue), String> {
-    let (k, v) = split_kv(s)?;
-    Ok((k.to_string(), AttrValue::parse_text(v)))
-}
-
-fn parse_columns(s: &str) -> std::result::Result<Columns, String> {
-    report::parse_columns(s).map(Columns)
-}
-
-fn parse_measured(s: &str) -> std::result::Result<f64, String> {
-    crate::cost::parse_duration(s).ok_or_else(|| "expected a duration like 2.4ms or 850us".into())
 }

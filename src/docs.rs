@@ -103,6 +103,28 @@ fn patterns_latex(p: &[TensorPat]) -> String {
         .join(",\\ ")
 }
 
+/// `docs --check` reads at most this much of the file it compares.
+pub const MAX_DOCS_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The file `docs --check` compares, read with a bound (a `/proc` file or a
+/// device reports no size to trust).
+pub fn read_bounded(path: &str) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_DOCS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_DOCS_BYTES {
+        return Err(Error::Input {
+            path: path.to_string(),
+            message: format!("larger than the limit of {MAX_DOCS_BYTES} bytes"),
+        });
+    }
+    // Not UTF-8 cannot equal the rendered text: compare it as it is.
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Renders DETAILS.md for a rule set.
 pub fn render(rules: &RuleSet) -> Result<String> {
     let mut categories: Vec<Category> = Vec::new();

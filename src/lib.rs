@@ -46,6 +46,7 @@ pub mod fuzz;
 pub mod ir;
 pub mod model;
 pub mod onnx;
+pub mod output;
 pub mod proto;
 pub mod report;
 pub mod rules;

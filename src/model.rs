@@ -68,6 +68,32 @@ impl EstimateOptions {
     pub fn rules(&self) -> Result<RuleSet> {
         RuleSet::with_packs(&self.packs)
     }
+
+    /// Checks what can be checked without the model (the packs load, the
+    /// device is in the catalog), so that a bad option fails at once rather
+    /// than after a long analysis.
+    pub fn check(&self) -> Result<()> {
+        if self.device.is_none() && self.packs.is_empty() {
+            return Ok(()); // the built-in rules alone always load
+        }
+        let rules = self.rules()?;
+        if let Some(name) = &self.device {
+            find_device(&rules, name)?;
+        }
+        Ok(())
+    }
+}
+
+/// A device of the catalog by name or alias; an unknown one is a usage
+/// error listing the known ones.
+fn find_device<'a>(rules: &'a RuleSet, name: &str) -> Result<&'a crate::rules::devices::Device> {
+    rules.devices.find(name).ok_or_else(|| {
+        let names: Vec<&str> = rules.devices.iter().map(|d| d.key.as_str()).collect();
+        Error::Usage(format!(
+            "--device {name}: unknown device (known: {})",
+            names.join(", ")
+        ))
+    })
 }
 
 /// The costs of a model, and its roofline times when a device was given.
@@ -86,12 +112,15 @@ pub struct Shapes {
 
 impl Model {
     /// Reads an ONNX model (`.onnx`) or an operator trace (JSON; told apart by
-    /// its first byte).
+    /// its first byte); `-` reads either from standard input.
     pub fn open(path: &str) -> Result<Model> {
+        if path == STDIN {
+            return Model::from_bytes(read_stdin()?, STDIN_NAME);
+        }
         let source = if is_trace(path)? {
             Source::Trace(crate::trace::read_trace(path)?)
         } else {
-            Source::Onnx(Box::new(crate::onnx::load(path)?))
+            Source::Onnx(Box::new(crate::onnx::load(path).map_err(neither)?))
         };
         Ok(Model {
             path: path.to_string(),
@@ -99,8 +128,16 @@ impl Model {
         })
     }
 
-    /// Reads an ONNX model, whatever the file holds.
+    /// Reads an ONNX model, whatever the file holds; `-` reads standard
+    /// input.
     pub fn open_onnx(path: &str) -> Result<Model> {
+        if path == STDIN {
+            let bytes = Bytes::from(read_stdin()?);
+            return Ok(Model {
+                path: STDIN_NAME.to_string(),
+                source: Source::Onnx(Box::new(crate::onnx::from_bytes(bytes, STDIN_NAME)?)),
+            });
+        }
         Ok(Model {
             path: path.to_string(),
             source: Source::Onnx(Box::new(crate::onnx::load(path)?)),
@@ -111,10 +148,12 @@ impl Model {
     /// messages.
     pub fn from_bytes(bytes: impl Into<Bytes>, name: &str) -> Result<Model> {
         let bytes: Bytes = bytes.into();
-        let source = if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+        let source = if starts_like_json(&bytes) {
             Source::Trace(crate::trace::parse_trace(&bytes, name)?)
         } else {
-            Source::Onnx(Box::new(crate::onnx::from_bytes(bytes, name)?))
+            Source::Onnx(Box::new(
+                crate::onnx::from_bytes(bytes, name).map_err(neither)?,
+            ))
         };
         Ok(Model {
             path: name.to_string(),
@@ -151,6 +190,14 @@ impl Model {
             }
             Source::Onnx(m) => crate::onnx::infer::to_graph(infer(m, dims, inputs, true)?),
         };
+        let mut known = graph.symbols();
+        known.extend(graph.input_symbols.iter().cloned());
+        known.extend(graph.bounds.keys().cloned());
+        let declared = match &self.source {
+            Source::Onnx(m) => m.model.graph.as_ref(),
+            Source::Trace(_) => None,
+        };
+        check_dims(dims, known, declared)?;
         graph.bind(dims);
         let unbound = graph.unbound_symbols();
         if unbound.is_empty() {
@@ -193,13 +240,7 @@ impl Model {
         let roofline = match &opts.device {
             None => None,
             Some(name) => {
-                let device = rules.devices.find(name).ok_or_else(|| {
-                    let names: Vec<&str> = rules.devices.iter().map(|d| d.key.as_str()).collect();
-                    Error::Usage(format!(
-                        "--device {name}: unknown device (known: {})",
-                        names.join(", ")
-                    ))
-                })?;
+                let device = find_device(&rules, name)?;
                 Some(cost::roofline(&report, device, opts.measured_s))
             }
         };
@@ -216,16 +257,31 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Shapes> {
-        match self.source {
-            Source::Onnx(model) => Ok(Shapes {
-                inferred: infer(&model, dims, inputs, false)?,
-                model: *model,
-            }),
-            Source::Trace(_) => Err(Error::Usage(format!(
-                "{}: shapes are inferred for ONNX models, not traces",
-                self.path
-            ))),
+        let model = match self.source {
+            Source::Onnx(model) => model,
+            Source::Trace(_) => {
+                return Err(Error::Usage(format!(
+                    "{}: shapes are inferred for ONNX models, not traces",
+                    self.path
+                )));
+            }
+        };
+        let inferred = infer(&model, dims, inputs, false)?;
+        let mut known: std::collections::BTreeSet<String> =
+            inferred.input_symbols.iter().cloned().collect();
+        known.extend(inferred.bounds.keys().cloned());
+        for (_, fact) in &inferred.values {
+            for d in fact.shape.iter().flatten() {
+                if let crate::ir::Dim::Sym(s) = d {
+                    known.extend(s.symbols());
+                }
+            }
         }
+        check_dims(dims, known, model.model.graph.as_ref())?;
+        Ok(Shapes {
+            inferred,
+            model: *model,
+        })
     }
 }
 
@@ -361,10 +417,15 @@ impl Estimate {
 }
 
 impl Shapes {
-    /// Writes a copy of the model with the inferred shapes in its value_info;
-    /// returns how many entries were added.
+    /// Writes a copy of the model with the inferred shapes in its value_info
+    /// (atomically); returns how many entries were added.
     pub fn write_model(&self, path: &str) -> Result<usize> {
         crate::onnx::write::write_value_info(&self.model, &self.inferred, path)
+    }
+
+    /// The bytes of that copy, and how many entries were added.
+    pub fn model_bytes(&self) -> (Vec<u8>, usize) {
+        crate::onnx::write::with_value_info(&self.model, &self.inferred)
     }
 }
 
@@ -382,6 +443,140 @@ fn infer(
     crate::onnx::infer::infer(model, &opts)
 }
 
+/// Refuses a `--dim` for a name the model does not have (a typo would
+/// otherwise be ignored), listing the names it has: the symbols its
+/// inputs, outputs and value_info declare and those inference made up.
+fn check_dims(
+    dims: &BTreeMap<String, i64>,
+    mut known: std::collections::BTreeSet<String>,
+    declared: Option<&crate::proto::GraphProto>,
+) -> Result<()> {
+    if dims.is_empty() {
+        return Ok(());
+    }
+    if let Some(g) = declared {
+        declared_symbols(g, &mut known);
+    }
+    let unknown: Vec<&str> = dims
+        .keys()
+        .filter(|k| !known.contains(*k))
+        .map(String::as_str)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let has = if known.is_empty() {
+        "it has no symbolic dimensions".to_string()
+    } else {
+        let names: Vec<&str> = known.iter().map(String::as_str).collect();
+        format!("its symbols are {}", names.join(", "))
+    };
+    Err(Error::Usage(format!(
+        "--dim {}: the model has no dimension of that name; {has}",
+        unknown.join(", ")
+    )))
+}
+
+/// The symbols a graph's inputs, outputs and value_info declare, and the
+/// names inference gives an input's unnamed dimensions (`x_dim0`).
+fn declared_symbols(g: &crate::proto::GraphProto, out: &mut std::collections::BTreeSet<String>) {
+    for (i, v) in g
+        .input
+        .iter()
+        .chain(&g.output)
+        .chain(&g.value_info)
+        .enumerate()
+    {
+        let is_input = i < g.input.len();
+        let name = v.name.as_deref().unwrap_or("");
+        let Some(shape) = v
+            .r#type
+            .as_ref()
+            .and_then(|t| t.tensor_type.as_ref())
+            .and_then(|t| t.shape.as_ref())
+        else {
+            continue;
+        };
+        for (k, d) in shape.dim.iter().enumerate() {
+            match (d.dim_value, d.dim_param.as_deref()) {
+                (Some(v), _) if v >= 0 => {}
+                (None, Some(p)) if !p.is_empty() && p != "?" => {
+                    out.insert(p.to_string());
+                }
+                _ if is_input => {
+                    out.insert(format!("{name}_dim{k}"));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The model path that means standard input.
+pub const STDIN: &str = "-";
+/// How standard input is named in messages.
+const STDIN_NAME: &str = "<stdin>";
+/// Standard input is read into memory, at most this much (protobuf's own
+/// limit for one message; a trace has its smaller limit on top).
+pub const MAX_STDIN_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// Standard input, whole, refused past [`MAX_STDIN_BYTES`] while reading.
+fn read_stdin() -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_STDIN_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(STDIN_NAME, e))?;
+    let bad = |message: String| Error::Input {
+        path: STDIN_NAME.into(),
+        message,
+    };
+    if bytes.len() as u64 > MAX_STDIN_BYTES {
+        return Err(bad(format!(
+            "more than the limit of {MAX_STDIN_BYTES} bytes on standard input"
+        )));
+    }
+    if bytes.is_empty() {
+        return Err(bad("standard input is empty".into()));
+    }
+    if starts_like_json(&bytes) && bytes.len() as u64 > crate::trace::MAX_TRACE_BYTES {
+        return Err(bad(format!(
+            "trace is {} bytes, which exceeds the limit of {} bytes",
+            bytes.len(),
+            crate::trace::MAX_TRACE_BYTES
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Whether bytes start like JSON (an operator trace): `{` after blanks and
+/// an optional UTF-8 byte order mark.
+fn starts_like_json(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// A file that does not decode as ONNX and does not start like a trace is
+/// neither: say so, then what the ONNX decoder found.
+fn neither(e: Error) -> Error {
+    match e {
+        Error::Input { path, message }
+            if message.starts_with("not a valid ONNX model")
+                || message.starts_with("not an ONNX model") =>
+        {
+            Error::Input {
+                path,
+                message: format!(
+                    "neither an ONNX model nor an operator trace (JSON); as ONNX, {message}"
+                ),
+            }
+        }
+        e => e,
+    }
+}
+
 /// Whether a file is an operator trace (JSON) rather than an ONNX model.
 fn is_trace(path: &str) -> Result<bool> {
     use std::io::Read;
@@ -397,7 +592,7 @@ fn is_trace(path: &str) -> Result<bool> {
     let n = std::fs::File::open(path)
         .and_then(|mut f| f.read(&mut head))
         .map_err(|e| Error::io(path, e))?;
-    Ok(head[..n].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
+    Ok(starts_like_json(&head[..n]))
 }
 
 /// A what-if storage type for weights or activations (`--weights`,

@@ -95,6 +95,8 @@ impl<'de> Deserialize<'de> for TraceDim {
 
 /// Trace files larger than this are refused before they are read.
 pub const MAX_TRACE_BYTES: u64 = 256 * 1024 * 1024;
+/// The UTF-8 byte order mark, accepted before a trace's JSON.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// JSON nesting depth: serde_json's own limit, which refuses deeper input.
 pub const MAX_JSON_DEPTH: usize = 128;
 
@@ -120,12 +122,24 @@ pub fn read_trace(path: &str) -> Result<Graph> {
         std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(path, e))?;
         return parse_trace(&bytes, path);
     }
-    let file = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+    // A byte order mark some editors write first is skipped.
+    let mut head = Vec::with_capacity(UTF8_BOM.len());
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(&mut file, UTF8_BOM.len() as u64),
+        &mut head,
+    )
+    .map_err(|e| Error::io(path, e))?;
+    if head == UTF8_BOM {
+        head.clear();
+    }
+    let reader = std::io::Read::chain(std::io::Cursor::new(head), file);
+    let file = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, reader));
     from_file(file, path)
 }
 
 /// Parses trace JSON; `path` is only used in error messages.
 pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
+    let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
     from_file(serde_json::from_slice(bytes), path)
 }
 

@@ -12,6 +12,7 @@ mod decoder;
 mod fusion;
 mod fuzz;
 mod hostile;
+mod io;
 mod layout;
 mod networks;
 mod onnx_files;

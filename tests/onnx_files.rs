@@ -79,7 +79,8 @@ fn shapes_output_writes_value_info_and_keeps_the_original_bytes() {
     let out = dir.join("out.onnx");
     let (code, stdout, err) = c3(&["shapes", &path, "-o", out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
-    assert!(stdout.starts_with("wrote"), "{stdout}");
+    assert_eq!(stdout, "", "with -o, no listing unless --format asks");
+    assert!(err.starts_with("wrote"), "{err}");
     let written = std::fs::read(&out).unwrap();
     assert_eq!(
         &written[..bytes.len()],

@@ -99,7 +99,11 @@ fn annotate_puts_the_json_report_s_figures_on_the_nodes_and_keeps_every_original
     let src = example("light_squeezenet.onnx");
     let out = dir("annotate").join("annotated.onnx");
     let out_s = out.to_str().unwrap();
-    let status = c3(&["annotate", &src, "--device", "h100", "-o", out_s]);
+    let run = C3::new()
+        .args(["annotate", &src, "--device", "h100", "-o", out_s])
+        .run();
+    run.ok();
+    let status = run.stderr.clone();
     assert_eq!(
         status,
         format!("wrote {out_s}: costs on 66 nodes, 105 inferred value_info entries\n")
@@ -590,13 +594,17 @@ fn a_function_call_carries_the_sum_of_its_expanded_layers() {
     let src = d.join("calls.onnx");
     std::fs::write(&src, m.encode_to_vec()).unwrap();
     let out = d.join("annotated.onnx");
-    let status = c3(&[
-        "annotate",
-        src.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(status.contains("costs on 2 nodes"), "{status}");
+    let run = C3::new()
+        .args([
+            "annotate",
+            src.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .run();
+    run.ok();
+    // The status line goes to stderr, the data (none here) to stdout.
+    assert!(run.stderr.contains("costs on 2 nodes"), "{}", run.stderr);
     let meta = ModelMeta::decode(std::fs::read(&out).unwrap().as_slice()).unwrap();
     let nodes = meta.graph.unwrap().node;
     // Each Relu: 2,048 FLOPs, 8,192 bytes read and 8,192 written; the call

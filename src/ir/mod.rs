@@ -547,6 +547,13 @@ impl Graph {
         });
     }
 
+    /// Every symbol left in the graph's layers and subgraphs' run counts.
+    pub fn symbols(&self) -> BTreeSet<String> {
+        let mut all = BTreeSet::new();
+        self.for_each_node(&mut |n| symbols_of(n, &mut all));
+        all
+    }
+
     /// The symbols that keep the graph from being costed, in name order:
     /// the model inputs' unbound sizes wherever they reach (the others
     /// follow from them), else those left in the graph's own layers. (What

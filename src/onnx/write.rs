@@ -1,15 +1,24 @@
 //! Writing ONNX: a copy of a model with its inferred shapes.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ir::Dim;
 use crate::onnx::OnnxModel;
 use crate::onnx::infer::Inferred;
 
-/// Writes a copy of the model with every inferred node output in value_info.
-/// The entries go in a second serialized `ModelProto` appended to the file:
-/// protobuf merges it into the first, so the original bytes (weights
-/// included) are copied unchanged.
+/// Writes a copy of the model with every inferred node output in value_info
+/// (see [`with_value_info`]), atomically: a temporary file renamed into
+/// place. Returns how many entries were added.
 pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Result<usize> {
+    let (bytes, n) = with_value_info(model, inferred);
+    crate::output::write_atomic(std::path::Path::new(out), &bytes, out)?;
+    Ok(n)
+}
+
+/// A copy of the model with every inferred node output in value_info, and
+/// how many entries were added. The entries go in a second serialized
+/// `ModelProto` appended to the file: protobuf merges it into the first, so
+/// the original bytes (weights included) are copied unchanged.
+pub fn with_value_info(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
     use crate::proto::{
         Dimension, GraphProto, ModelProto, TensorShapeProto, TensorTypeProto, TypeProto,
         ValueInfoProto,
@@ -75,6 +84,5 @@ pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Re
     let mut bytes = Vec::with_capacity(model.bytes.len() + 64 * n);
     bytes.extend_from_slice(&model.bytes);
     bytes.extend_from_slice(&patch.encode_to_vec());
-    std::fs::write(out, bytes).map_err(|e| Error::io(out, e))?;
-    Ok(n)
+    (bytes, n)
 }

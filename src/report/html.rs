@@ -136,7 +136,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
     let mut out = String::with_capacity(4096 + 256 * report.layers.len());
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"c3\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <title>c3: {}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n\

@@ -26,6 +26,9 @@ pub struct C3 {
     args: Vec<OsString>,
     dir: PathBuf,
     kill_after: Duration,
+    stdin: Option<Vec<u8>>,
+    stdout_to: Option<PathBuf>,
+    stdout_limit: Option<u64>,
 }
 
 impl Default for C3 {
@@ -42,7 +45,29 @@ impl C3 {
             args: Vec::new(),
             dir: PathBuf::from(ROOT),
             kill_after: Duration::from_secs(300),
+            stdin: None,
+            stdout_to: None,
+            stdout_limit: None,
         }
+    }
+
+    /// Bytes fed to `c3` on standard input (otherwise it reads nothing).
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Standard output goes to this file (`/dev/full`) instead of a pipe.
+    pub fn stdout_to(mut self, path: impl AsRef<Path>) -> Self {
+        self.stdout_to = Some(path.as_ref().to_path_buf());
+        self
+    }
+
+    /// The reader of standard output goes away after `n` bytes, as `| head`
+    /// does.
+    pub fn stdout_closed_after(mut self, n: u64) -> Self {
+        self.stdout_limit = Some(n);
+        self
     }
 
     pub fn arg(mut self, a: impl AsRef<OsStr>) -> Self {
@@ -76,8 +101,15 @@ impl C3 {
         let mut child = Command::new(BIN)
             .args(&self.args)
             .current_dir(&self.dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(match &self.stdout_to {
+                Some(p) => Stdio::from(std::fs::OpenOptions::new().write(true).open(p).unwrap()),
+                None => Stdio::piped(),
+            })
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("{shown}: does not start: {e}"));
@@ -89,7 +121,17 @@ impl C3 {
                 String::from_utf8_lossy(&buf).into_owned()
             })
         };
-        let out = drain(Box::new(child.stdout.take().unwrap()));
+        if let (Some(bytes), Some(mut pipe)) = (self.stdin.clone(), child.stdin.take()) {
+            std::thread::spawn(move || {
+                let _ = std::io::Write::write_all(&mut pipe, &bytes);
+            });
+        }
+        let out: Box<dyn Read + Send> = match (child.stdout.take(), self.stdout_limit) {
+            (None, _) => Box::new(std::io::empty()),
+            (Some(o), None) => Box::new(o),
+            (Some(o), Some(n)) => Box::new(o.take(n)),
+        };
+        let out = drain(out);
         let err = drain(Box::new(child.stderr.take().unwrap()));
         let start = Instant::now();
         let status = loop {

@@ -1,0 +1,79 @@
+//! Usage errors as c3 prints every error: one line on stderr, exit code 1.
+
+use super::EstimateArgs;
+use crate::error::{Error, Result};
+use crate::report::Format;
+use crate::report::model_explorer::Metric;
+
+/// Prints a clap error as one line (its hints, such as the possible values,
+/// kept on it) and returns the exit code; `--help` and `--version` print
+/// as clap writes them and succeed.
+pub(super) fn clap_error(e: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            return 0;
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("error: a command is needed; `c3 --help` lists them");
+            return 1;
+        }
+        _ => {}
+    }
+    let text = e.render().to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .collect();
+    // `[possible values: ...]` completes the line before it; a `tip:` is a
+    // clause of its own.
+    let mut line = String::new();
+    for p in parts {
+        if !line.is_empty() {
+            line.push_str(if p.starts_with('[') { " " } else { "; " });
+        }
+        line.push_str(p);
+    }
+    let line = line.strip_prefix("error: ").unwrap_or(&line);
+    eprintln!("error: {}", crate::error::one_line(line));
+    1
+}
+
+/// Refuses report flags the chosen format cannot honour, naming them,
+/// before the model is read.
+pub(super) fn check_report_flags(a: &EstimateArgs, format: Format) -> Result<()> {
+    let shown = format!("{format:?}").to_lowercase();
+    let mut ignored = Vec::new();
+    let tabular = matches!(format, Format::Table | Format::Md | Format::Csv);
+    if a.columns.is_some() && !tabular {
+        ignored.push("--columns");
+    }
+    if a.unit.is_some() && !tabular {
+        ignored.push("--unit");
+    }
+    if a.digits.is_some() && !(tabular || format == Format::Html) {
+        ignored.push("--digits");
+    }
+    if a.metric.is_some() && format != Format::ModelExplorer {
+        ignored.push("--metric");
+    }
+    if !ignored.is_empty() {
+        let shown = if shown == "modelexplorer" {
+            "model-explorer".to_string()
+        } else {
+            shown
+        };
+        return Err(Error::Usage(format!(
+            "{} cannot be honoured by --format {shown}; drop {}",
+            ignored.join(", "),
+            if ignored.len() == 1 { "it" } else { "them" }
+        )));
+    }
+    if a.metric == Some(Metric::BoundS) && a.device.is_none() {
+        return Err(Error::Usage("--metric bound_s needs --device".into()));
+    }
+    Ok(())
+}
