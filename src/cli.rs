@@ -11,7 +11,9 @@ use crate::ir::{AttrValue, DEFAULT_OPSET, Dim, TensorFact};
 use crate::model::{EstimateOptions, Model, Precision};
 use crate::report::explain::ExplainInput;
 use crate::report::model_explorer::Metric;
-use crate::report::{self, Column, Format, ListFormat, Parts, ReportOptions, Unit};
+use crate::report::{
+    self, ColorChoice, Column, Format, ListFormat, Meta, Parts, ReportOptions, SortKey, Unit,
+};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
 
@@ -140,6 +142,15 @@ pub struct EstimateArgs {
     /// Only the per-layer report.
     #[arg(long)]
     pub layers: bool,
+    /// Sort the layer rows by a figure, largest first (the totals are kept).
+    #[arg(long, value_name = "COLUMN", value_enum)]
+    pub sort: Option<SortKey>,
+    /// Show only the first N layer rows (after --sort); the totals count all.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Colour the table: on a terminal without NO_COLOR (auto), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     /// Fail (exit code 3) when an operator has no rule.
     #[arg(long)]
     pub strict: bool,
@@ -239,12 +250,16 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Explain(a) => explain(&a),
         Command::Docs(a) => docs(&a),
         Command::Rules(RulesCommand::List { rules, format }) => {
-            Ok(report::catalog::rules_list(&rules.load()?, format))
+            let text = report::catalog::rules_list(&rules.load()?, format);
+            Ok(report::wrap_json_text(&Meta::listing(&rules.packs), "rules", text))
         }
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
         Command::Shapes(a) => shapes(&a),
         Command::Annotate(a) => annotate(&a),
-        Command::Devices { rules, format } => Ok(report::catalog::devices(&rules.load()?, format)),
+        Command::Devices { rules, format } => {
+            let text = report::catalog::devices(&rules.load()?, format);
+            Ok(report::wrap_json_text(&Meta::listing(&rules.packs), "devices", text))
+        }
     }
 }
 
@@ -270,9 +285,10 @@ fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
 }
 
 fn estimate(a: &EstimateArgs) -> Result<String> {
+    let terminal = std::io::stdout().is_terminal() && a.output.is_none();
     let format = match a.format {
         Some(f) => f,
-        None if std::io::stdout().is_terminal() && a.output.is_none() => Format::Table,
+        None if terminal => Format::Table,
         None => Format::Md,
     };
     let opts = estimate_options(a);
@@ -280,7 +296,10 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
     if a.metric == Metric::BoundS && a.device.is_none() {
         return Err(Error::Usage("--metric bound_s needs --device".into()));
     }
-    let report_opts = ReportOptions {
+    if let Some(k) = a.sort.filter(|k| k.needs_device() && a.device.is_none()) {
+        return Err(Error::Usage(format!("--sort {} needs --device", k.name())));
+    }
+    let mut report_opts = ReportOptions {
         format,
         unit: a.unit,
         digits: a.digits.into(),
@@ -296,8 +315,16 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
             Format::ModelExplorer => model.node_ids(&opts)?,
             _ => Default::default(),
         },
+        meta: None,
+        sort: a.sort,
+        top: a.top,
+        width: report::terminal_width(terminal),
+        color: format == Format::Table && a.color.wanted(terminal),
     };
     let estimate = model.estimate(&opts)?;
+    let mut meta = estimate.meta.clone();
+    meta.set("strict", a.strict);
+    report_opts.meta = Some(meta);
     if let Some(ops) = estimate.unsupported_ops() {
         let count = estimate.report.unsupported.len();
         if a.strict {
@@ -373,15 +400,22 @@ fn rules_check(dir: &str) -> Result<String> {
 }
 
 fn shapes(a: &ShapesArgs) -> Result<String> {
-    let dims = a.source.dims.iter().cloned().collect();
-    let inputs = a.source.inputs.iter().cloned().collect();
+    let dims: std::collections::BTreeMap<_, _> = a.source.dims.iter().cloned().collect();
+    let inputs: std::collections::BTreeMap<_, _> = a.source.inputs.iter().cloned().collect();
     let shapes = Model::open_onnx(&a.source.model)?.shapes(&dims, &inputs)?;
     let mut note = String::new();
     if let Some(out) = &a.output {
         let n = shapes.write_model(out)?;
         note = format!("wrote {out} with {n} inferred value_info entries\n");
     }
-    Ok(note + &report::shapes::shapes(&shapes.inferred, a.format))
+    let mut meta = Meta {
+        model: Some(a.source.model.clone()),
+        input: Some("onnx"),
+        ..Meta::default()
+    };
+    meta.set("dims", serde_json::json!(dims));
+    meta.set("inputs", serde_json::json!(inputs));
+    Ok(note + &report::shapes::shapes(&shapes.inferred, a.format, &meta))
 }
 
 // ------------------------------------------------------------ value parsers

@@ -76,6 +76,10 @@ pub struct Estimate {
     pub roofline: Option<Roofline>,
     /// The graph that was costed.
     pub graph: Graph,
+    /// The model and every option in force (JSON's `meta`).
+    pub meta: report::Meta,
+    /// The options in force as (label, value), for human formats.
+    pub about: Vec<(String, String)>,
 }
 
 /// Every value of an ONNX model with its inferred type and shape.
@@ -207,6 +211,8 @@ impl Model {
             report,
             roofline,
             graph,
+            meta: opts.meta(self),
+            about: opts.about(&self.path),
         })
     }
 
@@ -283,6 +289,35 @@ impl Model {
 }
 
 impl EstimateOptions {
+    /// JSON's `meta` for an estimate of `model` with these options.
+    pub fn meta(&self, model: &Model) -> report::Meta {
+        use serde_json::{Value, json};
+        let mut m = report::Meta {
+            model: Some(model.path.clone()),
+            input: Some(if model.is_trace() { "trace" } else { "onnx" }),
+            ..Default::default()
+        };
+        m.set("fma", self.count.fma);
+        m.set(
+            "attention",
+            if self.count.full_attention {
+                "full"
+            } else {
+                "masked"
+            },
+        );
+        m.set("if_branch", self.count.branch.name());
+        m.set("packs", self.packs.clone());
+        m.set("dims", json!(self.dims));
+        m.set("inputs", json!(self.inputs));
+        m.set("device", self.device.clone());
+        m.set("measured_s", self.measured_s);
+        let name = |t: Option<DType>| t.map_or(Value::Null, |t| Value::from(t.name()));
+        m.set("weights", name(self.weights));
+        m.set("activations", name(self.activations));
+        m
+    }
+
     /// The options in force as (label, value), for a report's header.
     pub fn about(&self, model: &str) -> Vec<(String, String)> {
         let mut v = vec![("model".to_string(), model.to_string())];
@@ -333,14 +368,25 @@ impl EstimateOptions {
 }
 
 impl Estimate {
-    /// The report in a format of [`ReportOptions`].
+    /// The report in a format of [`ReportOptions`]; the estimate's own
+    /// meta and options where `opts` gives none.
     pub fn render(&self, opts: &ReportOptions) -> String {
-        report::render(&self.report, opts, self.roofline.as_ref())
+        let mut opts = opts.clone();
+        if opts.meta.is_none() {
+            opts.meta = Some(self.meta.clone());
+        }
+        if opts.about.is_empty() {
+            opts.about = self.about.clone();
+        }
+        report::render(&self.report, &opts, self.roofline.as_ref())
     }
 
     /// The report as JSON text (what `--format json` prints).
     pub fn to_json(&self) -> String {
-        report::to_json(&self.report, self.roofline.as_ref())
+        self.render(&ReportOptions {
+            format: report::Format::Json,
+            ..ReportOptions::default()
+        })
     }
 
     /// The layers no rule counted, as `op (n)` by op, or `None` when every
