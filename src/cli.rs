@@ -251,14 +251,22 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Docs(a) => docs(&a),
         Command::Rules(RulesCommand::List { rules, format }) => {
             let text = report::catalog::rules_list(&rules.load()?, format);
-            Ok(report::wrap_json_text(&Meta::listing(&rules.packs), "rules", text))
+            Ok(report::wrap_json_text(
+                &Meta::listing(&rules.packs),
+                "rules",
+                text,
+            ))
         }
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
         Command::Shapes(a) => shapes(&a),
         Command::Annotate(a) => annotate(&a),
         Command::Devices { rules, format } => {
             let text = report::catalog::devices(&rules.load()?, format);
-            Ok(report::wrap_json_text(&Meta::listing(&rules.packs), "devices", text))
+            Ok(report::wrap_json_text(
+                &Meta::listing(&rules.packs),
+                "devices",
+                text,
+            ))
         }
     }
 }

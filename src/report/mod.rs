@@ -23,9 +23,9 @@ use crate::cost::{CostReport, Totals};
 use crate::ir::TensorFact;
 use crate::rules::value::show_value;
 
+pub use fit::{ColorChoice, terminal_width};
 pub use json::to_json;
 pub use meta::{Meta, wrap as wrap_json, wrap_text as wrap_json_text};
-pub use fit::{ColorChoice, terminal_width};
 pub use rows::{SortKey, layer_rows};
 
 /// The format of a cost report (`c3 estimate --format`).
@@ -736,7 +736,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             if let Some(note) = dropped {
                 let _ = writeln!(out, "{note}");
             }
-            if i == 0 && let Some(note) = &rows_note {
+            if i == 0
+                && let Some(note) = &rows_note
+            {
                 let _ = writeln!(out, "{note}");
             }
             out.push('\n');
@@ -773,7 +775,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
     }
     for (i, g) in grids.iter().enumerate() {
         let _ = writeln!(out, "### {}\n\n{}", g.title, markdown(g));
-        if i == 0 && let Some(note) = &rows_note {
+        if i == 0
+            && let Some(note) = &rows_note
+        {
             let _ = writeln!(out, "{note}\n");
         }
     }

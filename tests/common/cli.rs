@@ -26,6 +26,7 @@ pub struct C3 {
     args: Vec<OsString>,
     dir: PathBuf,
     kill_after: Duration,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl Default for C3 {
@@ -42,6 +43,7 @@ impl C3 {
             args: Vec::new(),
             dir: PathBuf::from(ROOT),
             kill_after: Duration::from_secs(300),
+            env: Vec::new(),
         }
     }
 
@@ -62,6 +64,14 @@ impl C3 {
         self
     }
 
+    /// Sets an environment variable for the run (`COLUMNS` and `NO_COLOR`
+    /// are otherwise unset, so the caller's terminal changes nothing).
+    pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((k.as_ref().to_os_string(), v.as_ref().to_os_string()));
+        self
+    }
+
     /// Kills `c3` and fails the test if it runs longer than `limit`.
     pub fn kill_after(mut self, limit: Duration) -> Self {
         self.kill_after = limit;
@@ -76,6 +86,9 @@ impl C3 {
         let mut child = Command::new(BIN)
             .args(&self.args)
             .current_dir(&self.dir)
+            .env_remove("COLUMNS")
+            .env_remove("NO_COLOR")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
