@@ -251,22 +251,14 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Docs(a) => docs(&a),
         Command::Rules(RulesCommand::List { rules, format }) => {
             let text = report::catalog::rules_list(&rules.load()?, format);
-            Ok(report::wrap_json_text(
-                &Meta::listing(&rules.packs),
-                "rules",
-                text,
-            ))
+            Ok(Meta::listing(&rules.packs).wrap_text("rules", text))
         }
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
         Command::Shapes(a) => shapes(&a),
         Command::Annotate(a) => annotate(&a),
         Command::Devices { rules, format } => {
             let text = report::catalog::devices(&rules.load()?, format);
-            Ok(report::wrap_json_text(
-                &Meta::listing(&rules.packs),
-                "devices",
-                text,
-            ))
+            Ok(Meta::listing(&rules.packs).wrap_text("devices", text))
         }
     }
 }
@@ -289,6 +281,7 @@ fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
         activations: a.activations.map(Precision::dtype),
         device: a.device.clone(),
         measured_s: a.measured,
+        strict: a.strict,
     }
 }
 
@@ -307,7 +300,7 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
     if let Some(k) = a.sort.filter(|k| k.needs_device() && a.device.is_none()) {
         return Err(Error::Usage(format!("--sort {} needs --device", k.name())));
     }
-    let mut report_opts = ReportOptions {
+    let report_opts = ReportOptions {
         format,
         unit: a.unit,
         digits: a.digits.into(),
@@ -330,9 +323,6 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
         color: format == Format::Table && a.color.wanted(terminal),
     };
     let estimate = model.estimate(&opts)?;
-    let mut meta = estimate.meta.clone();
-    meta.set("strict", a.strict);
-    report_opts.meta = Some(meta);
     if let Some(ops) = estimate.unsupported_ops() {
         let count = estimate.report.unsupported.len();
         if a.strict {
@@ -408,22 +398,15 @@ fn rules_check(dir: &str) -> Result<String> {
 }
 
 fn shapes(a: &ShapesArgs) -> Result<String> {
-    let dims: std::collections::BTreeMap<_, _> = a.source.dims.iter().cloned().collect();
-    let inputs: std::collections::BTreeMap<_, _> = a.source.inputs.iter().cloned().collect();
+    let dims = a.source.dims.iter().cloned().collect();
+    let inputs = a.source.inputs.iter().cloned().collect();
     let shapes = Model::open_onnx(&a.source.model)?.shapes(&dims, &inputs)?;
     let mut note = String::new();
     if let Some(out) = &a.output {
         let n = shapes.write_model(out)?;
         note = format!("wrote {out} with {n} inferred value_info entries\n");
     }
-    let mut meta = Meta {
-        model: Some(a.source.model.clone()),
-        input: Some("onnx"),
-        ..Meta::default()
-    };
-    meta.set("dims", serde_json::json!(dims));
-    meta.set("inputs", serde_json::json!(inputs));
-    Ok(note + &report::shapes::shapes(&shapes.inferred, a.format, &meta))
+    Ok(note + &report::shapes::shapes(&shapes.inferred, a.format, &shapes.meta))
 }
 
 // ------------------------------------------------------------ value parsers

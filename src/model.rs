@@ -61,6 +61,9 @@ pub struct EstimateOptions {
     pub device: Option<String>,
     /// A measured latency in seconds, compared with the roofline bounds.
     pub measured_s: Option<f64>,
+    /// An operator with no rule is an error ([`Error::Unsupported`]), not
+    /// a layer left out of the totals.
+    pub strict: bool,
 }
 
 impl EstimateOptions {
@@ -85,6 +88,8 @@ pub struct Estimate {
 /// Every value of an ONNX model with its inferred type and shape.
 pub struct Shapes {
     pub inferred: Inferred,
+    /// JSON's `meta`: the model, and the dims and inputs bound.
+    pub meta: report::Meta,
     model: OnnxModel,
 }
 
@@ -194,6 +199,12 @@ impl Model {
         let mut graph = self.graph(&opts.dims, &opts.inputs)?;
         graph.override_precision(opts.weights, opts.activations);
         let report = cost::estimate(&graph, &rules, opts.count)?;
+        if opts.strict
+            && let Some(ops) = unsupported_by_op(&report)
+        {
+            let count = report.unsupported.len();
+            return Err(Error::Unsupported { count, ops });
+        }
         let roofline = match &opts.device {
             None => None,
             Some(name) => {
@@ -223,10 +234,20 @@ impl Model {
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Shapes> {
         match self.source {
-            Source::Onnx(model) => Ok(Shapes {
-                inferred: infer(&model, dims, inputs, false)?,
-                model: *model,
-            }),
+            Source::Onnx(model) => {
+                let mut meta = report::Meta {
+                    model: Some(self.path),
+                    input: Some("onnx"),
+                    ..Default::default()
+                };
+                meta.set("dims", serde_json::json!(dims));
+                meta.set("inputs", serde_json::json!(inputs));
+                Ok(Shapes {
+                    inferred: infer(&model, dims, inputs, false)?,
+                    model: *model,
+                    meta,
+                })
+            }
             Source::Trace(_) => Err(Error::Usage(format!(
                 "{}: shapes are inferred for ONNX models, not traces",
                 self.path
@@ -315,6 +336,7 @@ impl EstimateOptions {
         let name = |t: Option<DType>| t.map_or(Value::Null, |t| Value::from(t.name()));
         m.set("weights", name(self.weights));
         m.set("activations", name(self.activations));
+        m.set("strict", self.strict);
         m
     }
 
@@ -392,17 +414,7 @@ impl Estimate {
     /// The layers no rule counted, as `op (n)` by op, or `None` when every
     /// layer was counted.
     pub fn unsupported_ops(&self) -> Option<String> {
-        if self.report.unsupported.is_empty() {
-            return None;
-        }
-        let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
-        for u in &self.report.unsupported {
-            *by_op
-                .entry(crate::ir::qualified(&u.domain, &u.op))
-                .or_default() += 1;
-        }
-        let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
-        Some(ops.join(", "))
+        unsupported_by_op(&self.report)
     }
 }
 
@@ -412,6 +424,21 @@ impl Shapes {
     pub fn write_model(&self, path: &str) -> Result<usize> {
         crate::onnx::write::write_value_info(&self.model, &self.inferred, path)
     }
+}
+
+/// The layers no rule counted, as `op (n)` by op.
+fn unsupported_by_op(report: &CostReport) -> Option<String> {
+    if report.unsupported.is_empty() {
+        return None;
+    }
+    let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
+    for u in &report.unsupported {
+        *by_op
+            .entry(crate::ir::qualified(&u.domain, &u.op))
+            .or_default() += 1;
+    }
+    let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
+    Some(ops.join(", "))
 }
 
 fn infer(

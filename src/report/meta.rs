@@ -65,11 +65,13 @@ pub fn wrap<T: Serialize>(meta: &Meta, key: &str, body: &T) -> String {
         + "\n"
 }
 
-/// A listing rendered as JSON text (an array) wrapped with its meta; text
-/// that is not JSON (a table) is returned as it is.
-pub fn wrap_text(meta: &Meta, key: &str, text: String) -> String {
-    match serde_json::from_str::<Value>(&text) {
-        Ok(body) => wrap(meta, key, &body),
-        Err(_) => text,
+impl Meta {
+    /// A listing rendered as JSON text (an array) as `{"meta", KEY}`; text
+    /// that is not JSON (a table) is returned as it is.
+    pub fn wrap_text(&self, key: &str, text: String) -> String {
+        match serde_json::from_str::<Value>(&text) {
+            Ok(body) => wrap(self, key, &body),
+            Err(_) => text,
+        }
     }
 }

@@ -25,7 +25,7 @@ use crate::rules::value::show_value;
 
 pub use fit::{ColorChoice, terminal_width};
 pub use json::to_json;
-pub use meta::{Meta, wrap as wrap_json, wrap_text as wrap_json_text};
+pub use meta::{Meta, wrap as wrap_json};
 pub use rows::{SortKey, layer_rows};
 
 /// The format of a cost report (`c3 estimate --format`).
