@@ -422,6 +422,9 @@ fn the_table_fits_80_columns() {
         "{out}"
     );
     assert!(out.contains("To fit 80 columns: left out "), "{out}");
+    // The notes and the roofline paragraph wrap at spaces too.
+    assert!(widest_line(out) <= 80, "{out}");
+    assert!(out.contains("\n  sum of per-layer bounds "), "{out}");
     // Every layer is still one row: 176 layers, the total, the header.
     let rows = out
         .lines()

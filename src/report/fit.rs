@@ -190,3 +190,42 @@ pub fn terminal_width(terminal: bool) -> Option<usize> {
         .and_then(|c| c.trim().parse().ok())
         .filter(|&w: &usize| w > 0)
 }
+
+/// Wraps the prose lines of a table report (notes, the roofline paragraph)
+/// at spaces to `width` columns, continuations indented two more spaces;
+/// the tables' own lines are left as they are.
+pub(super) fn wrap_prose(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let boxed = body.starts_with(['│', '┌', '└', '╞', '├', '\x1b']);
+        if boxed || width_of(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = body.len() - body.trim_start().len();
+        let more = " ".repeat(indent + 2);
+        let mut current = body[..indent].to_string();
+        let mut empty = true;
+        for word in body[indent..].split(' ') {
+            let room = width_of(&current) + 1 + width_of(word);
+            if !empty && room > width {
+                out.push_str(&current);
+                out.push('\n');
+                current = more.clone();
+                empty = true;
+            }
+            if !empty {
+                current.push(' ');
+            }
+            current.push_str(word);
+            empty = false;
+        }
+        out.push_str(&current);
+        out.push('\n');
+    }
+    out
+}

@@ -771,7 +771,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         {
             let _ = writeln!(out, "{line}");
         }
-        return out;
+        return fit::wrap_prose(&out, opts.width);
     }
     for (i, g) in grids.iter().enumerate() {
         let _ = writeln!(out, "### {}\n\n{}", g.title, markdown(g));
