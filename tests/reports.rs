@@ -188,6 +188,18 @@ fn a_precision_without_a_peak_says_what_it_fell_back_to() {
             .unwrap()
             .ends_with(",bf16 (as fp16)")
     );
+    // The HTML page lists it with the options.
+    let html = estimate(&[
+        "--device",
+        "gtx1080ti",
+        "--activations",
+        "bf16",
+        "--format",
+        "html",
+    ]);
+    assert!(html.ok().stdout.contains(
+        "timed at</th><td>bf16 layers timed at the fp16 peak 0.166 TFLOP/s (the device has no bf16 peak)"
+    ));
 }
 
 #[test]

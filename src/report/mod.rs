@@ -705,7 +705,15 @@ fn unsupported_lines(report: &CostReport) -> Vec<String> {
 pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
     match opts.format {
         Format::Json => return json::render(report, opts, roofline),
-        Format::Html => return html::render(report, opts, roofline),
+        Format::Html => {
+            // The page lists `about`: add the peaks used and any fallback.
+            let mut opts = opts.clone();
+            for g in roofline.map(|r| r.peaks.as_slice()).unwrap_or_default() {
+                let line = roofline::peak_line(g, opts.digits);
+                opts.about.push(("timed at".into(), line));
+            }
+            return html::render(report, &opts, roofline);
+        }
         Format::ModelExplorer => {
             return model_explorer::render(report, roofline, opts.metric, &opts.node_ids);
         }
