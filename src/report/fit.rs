@@ -98,7 +98,7 @@ pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Op
         }
         // Then the first column (layer or op names) is shortened.
         let over = now(&keep, &widths).saturating_sub(limit);
-        if over > 0 && widths[0] > MIN_NAME {
+        if over > 0 && keep.first() == Some(&0) && !g.numeric[0] && widths[0] > MIN_NAME {
             let max = widths[0].saturating_sub(over).max(MIN_NAME);
             widths[0] = max;
             name_max = Some(max);
