@@ -12,7 +12,9 @@ use crate::model::{EstimateOptions, Model, Precision};
 use crate::output::{self, Kind};
 use crate::report::explain::ExplainInput;
 use crate::report::model_explorer::Metric;
-use crate::report::{self, Column, Format, ListFormat, Parts, ReportOptions, Unit};
+use crate::report::{
+    self, ColorChoice, Column, Format, ListFormat, Meta, Parts, ReportOptions, SortKey, Unit,
+};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
 
@@ -155,6 +157,15 @@ pub struct EstimateArgs {
     /// Only the per-layer report.
     #[arg(long)]
     pub layers: bool,
+    /// Sort the layer rows by a figure, largest first (the totals are kept).
+    #[arg(long, value_name = "COLUMN", value_enum)]
+    pub sort: Option<SortKey>,
+    /// Show only the first N layer rows (after --sort); the totals count all.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Colour the table: on a terminal without NO_COLOR (auto), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     /// Fail (exit code 3) when an operator has no rule.
     #[arg(long)]
     pub strict: bool,
@@ -255,12 +266,16 @@ pub fn run(cli: Cli) -> Result<String> {
         Command::Explain(a) => explain(&a),
         Command::Docs(a) => docs(&a),
         Command::Rules(RulesCommand::List { rules, format }) => {
-            Ok(report::catalog::rules_list(&rules.load()?, format))
+            let text = report::catalog::rules_list(&rules.load()?, format);
+            Ok(Meta::listing(&rules.packs).wrap_text("rules", text))
         }
         Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
         Command::Shapes(a) => shapes(&a),
         Command::Annotate(a) => annotate(&a),
-        Command::Devices { rules, format } => Ok(report::catalog::devices(&rules.load()?, format)),
+        Command::Devices { rules, format } => {
+            let text = report::catalog::devices(&rules.load()?, format);
+            Ok(Meta::listing(&rules.packs).wrap_text("devices", text))
+        }
     }
 }
 
@@ -282,14 +297,16 @@ pub(super) fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
         activations: a.activations.map(Precision::dtype),
         device: a.device.clone(),
         measured_s: a.measured,
+        strict: a.strict,
     }
 }
 
 fn estimate(a: &EstimateArgs) -> Result<String> {
     let out = output_of(&a.output, Kind::Report, a.force, &a.source.model)?;
+    let terminal = std::io::stdout().is_terminal() && out.is_stdout();
     let format = match a.format {
         Some(f) => f,
-        None if std::io::stdout().is_terminal() && out.is_stdout() => Format::Table,
+        None if terminal => Format::Table,
         None => Format::Md,
     };
     usage::check_report_flags(a, format)?;
@@ -315,13 +332,15 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
             Format::ModelExplorer => model.node_ids(&opts)?,
             _ => Default::default(),
         },
+        meta: None,
+        sort: a.sort,
+        top: a.top,
+        width: report::terminal_width(terminal),
+        color: format == Format::Table && a.color.wanted(terminal),
     };
     let estimate = model.estimate(&opts)?;
     if let Some(ops) = estimate.unsupported_ops() {
         let count = estimate.report.unsupported.len();
-        if a.strict {
-            return Err(Error::Unsupported { count, ops });
-        }
         eprintln!("warning: {count} layer(s) are not counted (see the unsupported list): {ops}");
     }
     let text = estimate.render(&report_opts);

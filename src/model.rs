@@ -61,6 +61,9 @@ pub struct EstimateOptions {
     pub device: Option<String>,
     /// A measured latency in seconds, compared with the roofline bounds.
     pub measured_s: Option<f64>,
+    /// An operator with no rule is an error ([`Error::Unsupported`]), not
+    /// a layer left out of the totals.
+    pub strict: bool,
 }
 
 impl EstimateOptions {
@@ -102,11 +105,17 @@ pub struct Estimate {
     pub roofline: Option<Roofline>,
     /// The graph that was costed.
     pub graph: Graph,
+    /// The model and every option in force (JSON's `meta`).
+    pub meta: report::Meta,
+    /// The options in force as (label, value), for human formats.
+    pub about: Vec<(String, String)>,
 }
 
 /// Every value of an ONNX model with its inferred type and shape.
 pub struct Shapes {
     pub inferred: Inferred,
+    /// JSON's `meta`: the model, and the dims and inputs bound.
+    pub meta: report::Meta,
     model: OnnxModel,
 }
 
@@ -237,6 +246,12 @@ impl Model {
         let mut graph = self.graph(&opts.dims, &opts.inputs)?;
         graph.override_precision(opts.weights, opts.activations);
         let report = cost::estimate(&graph, &rules, opts.count)?;
+        if opts.strict
+            && let Some(ops) = unsupported_by_op(&report)
+        {
+            let count = report.unsupported.len();
+            return Err(Error::Unsupported { count, ops });
+        }
         let roofline = match &opts.device {
             None => None,
             Some(name) => {
@@ -248,6 +263,8 @@ impl Model {
             report,
             roofline,
             graph,
+            meta: opts.meta(self),
+            about: opts.about(&self.path),
         })
     }
 
@@ -278,9 +295,17 @@ impl Model {
             }
         }
         check_dims(dims, known, model.model.graph.as_ref())?;
+        let mut meta = report::Meta {
+            model: Some(self.path),
+            input: Some("onnx"),
+            ..Default::default()
+        };
+        meta.set("dims", serde_json::json!(dims));
+        meta.set("inputs", serde_json::json!(inputs));
         Ok(Shapes {
             inferred,
             model: *model,
+            meta,
         })
     }
 }
@@ -339,6 +364,36 @@ impl Model {
 }
 
 impl EstimateOptions {
+    /// JSON's `meta` for an estimate of `model` with these options.
+    pub fn meta(&self, model: &Model) -> report::Meta {
+        use serde_json::{Value, json};
+        let mut m = report::Meta {
+            model: Some(model.path.clone()),
+            input: Some(if model.is_trace() { "trace" } else { "onnx" }),
+            ..Default::default()
+        };
+        m.set("fma", self.count.fma);
+        m.set(
+            "attention",
+            if self.count.full_attention {
+                "full"
+            } else {
+                "masked"
+            },
+        );
+        m.set("if_branch", self.count.branch.name());
+        m.set("packs", self.packs.clone());
+        m.set("dims", json!(self.dims));
+        m.set("inputs", json!(self.inputs));
+        m.set("device", self.device.clone());
+        m.set("measured_s", self.measured_s);
+        let name = |t: Option<DType>| t.map_or(Value::Null, |t| Value::from(t.name()));
+        m.set("weights", name(self.weights));
+        m.set("activations", name(self.activations));
+        m.set("strict", self.strict);
+        m
+    }
+
     /// The options in force as (label, value), for a report's header.
     pub fn about(&self, model: &str) -> Vec<(String, String)> {
         let mut v = vec![("model".to_string(), model.to_string())];
@@ -389,30 +444,31 @@ impl EstimateOptions {
 }
 
 impl Estimate {
-    /// The report in a format of [`ReportOptions`].
+    /// The report in a format of [`ReportOptions`]; the estimate's own
+    /// meta and options where `opts` gives none.
     pub fn render(&self, opts: &ReportOptions) -> String {
-        report::render(&self.report, opts, self.roofline.as_ref())
+        let mut opts = opts.clone();
+        if opts.meta.is_none() {
+            opts.meta = Some(self.meta.clone());
+        }
+        if opts.about.is_empty() {
+            opts.about = self.about.clone();
+        }
+        report::render(&self.report, &opts, self.roofline.as_ref())
     }
 
     /// The report as JSON text (what `--format json` prints).
     pub fn to_json(&self) -> String {
-        report::to_json(&self.report, self.roofline.as_ref())
+        self.render(&ReportOptions {
+            format: report::Format::Json,
+            ..ReportOptions::default()
+        })
     }
 
     /// The layers no rule counted, as `op (n)` by op, or `None` when every
     /// layer was counted.
     pub fn unsupported_ops(&self) -> Option<String> {
-        if self.report.unsupported.is_empty() {
-            return None;
-        }
-        let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
-        for u in &self.report.unsupported {
-            *by_op
-                .entry(crate::ir::qualified(&u.domain, &u.op))
-                .or_default() += 1;
-        }
-        let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
-        Some(ops.join(", "))
+        unsupported_by_op(&self.report)
     }
 }
 
@@ -427,6 +483,21 @@ impl Shapes {
     pub fn model_bytes(&self) -> (Vec<u8>, usize) {
         crate::onnx::write::with_value_info(&self.model, &self.inferred)
     }
+}
+
+/// The layers no rule counted, as `op (n)` by op.
+fn unsupported_by_op(report: &CostReport) -> Option<String> {
+    if report.unsupported.is_empty() {
+        return None;
+    }
+    let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
+    for u in &report.unsupported {
+        *by_op
+            .entry(crate::ir::qualified(&u.domain, &u.op))
+            .or_default() += 1;
+    }
+    let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
+    Some(ops.join(", "))
 }
 
 fn infer(

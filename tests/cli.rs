@@ -120,7 +120,8 @@ fn pack_overriding_relu_moves_the_total_by_exactly_its_change() {
     ])
     .json();
     let entry = |op: &str| {
-        list.as_array()
+        list["rules"]
+            .as_array()
             .unwrap()
             .iter()
             .find(|e| e["op"] == op)
@@ -142,7 +143,9 @@ fn rules_list_json_describes_every_builtin_rule() {
     let r = c3(&["rules", "list", "--format", "json"]);
     r.ok();
     let list = r.json();
-    let list = list.as_array().expect("a JSON array");
+    // Issue 13: the list follows `meta`.
+    assert_eq!(list["meta"]["options"]["packs"], serde_json::json!([]));
+    let list = list["rules"].as_array().expect("a JSON array");
     let rules = c3::rules::RuleSet::builtin().unwrap();
     assert_eq!(list.len(), rules.iter().count());
     let mut seen = std::collections::BTreeSet::new();
@@ -478,7 +481,8 @@ fn output_file_and_columns() {
     r.ok();
     let text = std::fs::read_to_string(out).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("Layer,FLOPs,FLOPs %"));
+    // CSV headers are the --columns names (issue 13).
+    assert_eq!(lines.next(), Some("name,flops,flops%"));
     assert_eq!(
         lines.next(),
         Some("Convolution2DFunction-1,118013952,3.038")

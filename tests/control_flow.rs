@@ -357,7 +357,7 @@ fn the_table_lists_runs_and_what_is_not_counted() {
     let (code, out, err) = c3_on(&m, "loop_table", &["estimate", "--format", "csv"]);
     assert_eq!(code, 0, "{err}");
     let header = out.lines().next().unwrap();
-    assert!(header.starts_with("Layer,Op,Runs,"), "{header}");
+    assert!(header.starts_with("name,op,runs,"), "{header}");
     assert!(out.contains("Loop-1/body/MatMul-1,MatMul,5,"), "{out}");
 }
 

@@ -20,6 +20,7 @@ mod original_suite;
 mod pictures;
 mod properties;
 mod report_formats;
+mod reports;
 mod roofline;
 mod rule_coverage;
 mod rules_elementwise;

@@ -377,8 +377,9 @@ fn the_html_page_holds_every_layer_fetches_nothing_and_nests() {
     }
     // One table row per layer without JavaScript (plus the header row);
     // the summary table has one per op type (7) plus its header; the
-    // options table 5 rows (model, fma, attention, if branch, device).
-    assert_eq!(counts["tr"], (66 + 1) + (7 + 1) + 5);
+    // options table 6 rows (model, fma, attention, if branch, device, and
+    // the one peak the layers were timed at).
+    assert_eq!(counts["tr"], (66 + 1) + (7 + 1) + 6);
     // The roofline: one line per distinct peak plus the bandwidth roof.
     assert!(html.contains("<h2>Roofline</h2>"));
     // The light and the dark theme follow the system.

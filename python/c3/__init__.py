@@ -136,8 +136,12 @@ def estimate(
         payload, kind, name, format="json", unit="none", digits=3, columns="all",
         parts="both", **options,
     )
-    meta = {"source": name, "kind": kind, "c3_version": __version__, **options}
-    return Report(json.loads(text), meta, (payload, kind, name, options))
+    data = json.loads(text)
+    # The report's own meta (version, model, input kind, options in force),
+    # with what only Python knows: where the model came from.
+    meta = {**data.pop("meta", {}), "source": name, "kind": kind, **options}
+    meta.setdefault("c3_version", __version__)
+    return Report(data, meta, (payload, kind, name, options))
 
 
 def explain(
@@ -189,7 +193,7 @@ def devices(rules: Union[str, Iterable[str]] = ()) -> List[Dict[str, Any]]:
     args = ["devices", "--format", "json"]
     for pack in [rules] if isinstance(rules, str) else rules:
         args += ["--rules", os.fspath(pack)]
-    return json.loads(_c3.cli(args))
+    return json.loads(_c3.cli(args))["devices"]
 
 
 def rules(packs: Union[str, Iterable[str]] = ()) -> List[Dict[str, Any]]:
@@ -197,4 +201,4 @@ def rules(packs: Union[str, Iterable[str]] = ()) -> List[Dict[str, Any]]:
     args = ["rules", "list", "--format", "json"]
     for pack in [packs] if isinstance(packs, str) else packs:
         args += ["--rules", os.fspath(pack)]
-    return json.loads(_c3.cli(args))
+    return json.loads(_c3.cli(args))["rules"]

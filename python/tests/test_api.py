@@ -74,9 +74,10 @@ def test_show_report_modes_units_columns():
     r = c3.estimate(relu_trace(2000))
     out = io.StringIO()
     r.show_report(mode="csv", file=out)
-    # unit=None: exact integers: 2000 maxima, 2000 float32 read and written.
+    # unit=None: exact integers: 2000 maxima, 2000 float32 read and written;
+    # CSV is the command line's: one table, the column names as headers.
     assert out.getvalue().splitlines() == [
-        "Layer,Op,FLOPs,MemRead (B),MemWrite (B),MemR+W (B)",
+        "name,op,flops,mread,mwrite,mrw",
         "act,Relu,2000,8000,8000,16000",
         "total,,2000,8000,8000,16000",
     ]

@@ -75,5 +75,8 @@ pub(super) fn check_report_flags(a: &EstimateArgs, format: Format) -> Result<()>
     if a.metric == Some(Metric::BoundS) && a.device.is_none() {
         return Err(Error::Usage("--metric bound_s needs --device".into()));
     }
+    if let Some(k) = a.sort.filter(|k| k.needs_device() && a.device.is_none()) {
+        return Err(Error::Usage(format!("--sort {} needs --device", k.name())));
+    }
     Ok(())
 }

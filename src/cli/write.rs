@@ -78,7 +78,11 @@ pub(super) fn shapes(a: &ShapesArgs) -> Result<String> {
     let shapes = Model::open_onnx(&a.source.model)?.shapes(&dims, &inputs)?;
     let Some(target) = &a.output else {
         let format = a.format.unwrap_or(ListFormat::Table);
-        return Ok(report::shapes::shapes(&shapes.inferred, format));
+        return Ok(report::shapes::shapes(
+            &shapes.inferred,
+            format,
+            &shapes.meta,
+        ));
     };
     let (bytes, n) = shapes.model_bytes();
     out.write(&bytes)?;
@@ -87,6 +91,6 @@ pub(super) fn shapes(a: &ShapesArgs) -> Result<String> {
     }
     eprintln!("wrote {target} with {n} inferred value_info entries");
     Ok(a.format
-        .map(|f| report::shapes::shapes(&shapes.inferred, f))
+        .map(|f| report::shapes::shapes(&shapes.inferred, f, &shapes.meta))
         .unwrap_or_default())
 }

@@ -14,7 +14,7 @@ use crate::ir::{Assumed, Dim, Graph, Node, TensorFact};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};
 use fusion::FusedGroup;
-pub use roofline::{Bound, LayerTime, Roofline, parse_duration, roofline};
+pub use roofline::{Bound, LayerTime, PeakGroup, Roofline, parse_duration, roofline};
 
 /// The cost of one layer.
 #[derive(Debug, Clone, PartialEq)]

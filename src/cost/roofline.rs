@@ -10,6 +10,8 @@ use crate::rules::devices::{Device, precision_of};
 pub enum Bound {
     Compute,
     Memory,
+    /// A layer with no work (no operations, no bytes moved): no bound.
+    None,
 }
 
 impl Bound {
@@ -17,6 +19,7 @@ impl Bound {
         match self {
             Bound::Compute => "compute",
             Bound::Memory => "memory",
+            Bound::None => "none",
         }
     }
 }
@@ -26,6 +29,9 @@ impl Bound {
 pub struct LayerTime {
     /// The precision whose peak was used.
     pub precision: &'static str,
+    /// The precision the layer's type asked for; differs from `precision`
+    /// when the device has no peak for it.
+    pub asked: &'static str,
     pub compute_s: f64,
     pub memory_s: f64,
     pub bound_s: f64,
@@ -49,6 +55,31 @@ pub struct Roofline {
     pub additive_s: f64,
     /// A measured latency to compare with, if given.
     pub measured_s: Option<f64>,
+    /// The peaks the layers were timed at, one group per (asked, used)
+    /// precision, in the order they first appear.
+    pub peaks: Vec<PeakGroup>,
+}
+
+/// Layers timed at one peak.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeakGroup {
+    /// The precision the layers' types asked for.
+    pub asked: &'static str,
+    /// The precision whose peak was used (the device's fallback when it has
+    /// none for `asked`).
+    pub used: &'static str,
+    /// Operations per second.
+    pub peak: f64,
+    pub layers: usize,
+    /// The group's compute time.
+    pub compute_s: f64,
+}
+
+impl PeakGroup {
+    /// Whether the device had no peak for the asked precision.
+    pub fn fell_back(&self) -> bool {
+        self.asked != self.used
+    }
 }
 
 impl Roofline {
@@ -62,6 +93,7 @@ impl Roofline {
 pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -> Roofline {
     let mut layers = Vec::with_capacity(report.layers.len());
     let (mut compute_s, mut memory_s, mut bound_s) = (0.0, 0.0, 0.0);
+    let mut peaks: Vec<PeakGroup> = Vec::new();
     for l in &report.layers {
         let dtype = l
             .inputs
@@ -69,21 +101,41 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
             .flatten()
             .next()
             .map_or(DType::Float32, |t| t.dtype);
-        let (peak, precision) = device.peak_for(precision_of(dtype));
+        let asked = precision_of(dtype);
+        let (peak, precision) = device.peak_for(asked);
         // Integer operations run at the same precision's peak (a quantized
         // layer's inputs are integers, so that is its integer peak).
         let c = (l.flops as f64 + l.iops as f64) / peak;
         let m = l.mrw() as f64 / device.bandwidth;
-        let (b, bound) = if c >= m {
+        let (b, bound) = if l.flops == 0 && l.iops == 0 && l.mrw() == 0 {
+            (0.0, Bound::None)
+        } else if c >= m {
             (c, Bound::Compute)
         } else {
             (m, Bound::Memory)
         };
+        match peaks
+            .iter_mut()
+            .find(|g| g.asked == asked && g.used == precision)
+        {
+            Some(g) => {
+                g.layers += 1;
+                g.compute_s += c;
+            }
+            None => peaks.push(PeakGroup {
+                asked,
+                used: precision,
+                peak,
+                layers: 1,
+                compute_s: c,
+            }),
+        }
         compute_s += c;
         memory_s += m;
         bound_s += b;
         layers.push(LayerTime {
             precision,
+            asked,
             compute_s: c,
             memory_s: m,
             bound_s: b,
@@ -99,6 +151,7 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
         bound_s,
         additive_s: compute_s + memory_s,
         measured_s,
+        peaks,
     }
 }
 

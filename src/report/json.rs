@@ -13,6 +13,8 @@ use crate::cost::{LayerTime, Roofline};
 use crate::ir::qualified;
 use crate::ir::{Dim, TensorFact};
 
+use super::{Meta, Parts, ReportOptions, SortKey, layer_rows};
+
 struct DimJ<'a>(&'a Dim);
 
 impl Serialize for DimJ<'_> {
@@ -91,6 +93,7 @@ impl Serialize for LayerJ<'_> {
         m.serialize_entry("runs", &l.runs)?;
         if let Some(t) = self.time {
             m.serialize_entry("precision", t.precision)?;
+            m.serialize_entry("precision_asked", t.asked)?;
             m.serialize_entry("compute_s", &num(t.compute_s))?;
             m.serialize_entry("memory_s", &num(t.memory_s))?;
             m.serialize_entry("bound_s", &num(t.bound_s))?;
@@ -162,6 +165,18 @@ struct DeviceJ<'a> {
     name: &'a str,
     description: &'a str,
     bandwidth: f64,
+    /// The peaks the layers were timed at, one per (asked, used) precision.
+    peaks: Vec<PeakJ>,
+}
+
+#[derive(Serialize)]
+struct PeakJ {
+    precision_asked: &'static str,
+    precision: &'static str,
+    fell_back: bool,
+    peak: f64,
+    layers: usize,
+    compute_s: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -187,8 +202,13 @@ struct SkippedJ<'a> {
 
 #[derive(Serialize)]
 struct Doc<'a> {
-    layers: Vec<LayerJ<'a>>,
-    summary: Vec<SummaryJ<'a>>,
+    meta: Meta,
+    /// Left out with `--summary`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    layers: Option<Vec<LayerJ<'a>>>,
+    /// Left out with `--layers`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary: Option<Vec<SummaryJ<'a>>>,
     total: TotalJ,
     unsupported: Vec<UnsupportedJ<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -236,24 +256,46 @@ fn fusion<'a>(report: &'a CostReport, g: &'a FusedGroup) -> FusionJ<'a> {
     }
 }
 
+/// The report as JSON with no meta options (the library's plain form).
 pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
+    render(report, &ReportOptions::default(), roofline)
+}
+
+/// The report as JSON: `meta`, the parts asked for (`--summary`,
+/// `--layers`), the layer rows `--sort` and `--top` chose, and the totals
+/// over every layer.
+pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
     let t = &report.total;
     let measured = roofline.and_then(|r| r.measured_s);
+    let mut meta = opts.meta.clone().unwrap_or_default();
+    meta.set(
+        "parts",
+        match opts.parts {
+            Parts::Both => "both",
+            Parts::Layers => "layers",
+            Parts::Summary => "summary",
+        },
+    );
+    meta.set("sort", opts.sort.map(SortKey::name));
+    meta.set("top", opts.top);
     let doc = Doc {
-        layers: report
-            .layers
-            .iter()
-            .enumerate()
-            .map(|(i, l)| LayerJ {
-                l,
-                time: roofline.and_then(|r| r.layers.get(i)),
-            })
-            .collect(),
-        summary: report
-            .summary
-            .iter()
-            .map(|s| summary_row(qualified(&s.domain, &s.op), &s.totals))
-            .collect(),
+        meta,
+        layers: (opts.parts != Parts::Summary).then(|| {
+            layer_rows(report, roofline, opts.sort, opts.top)
+                .into_iter()
+                .map(|i| LayerJ {
+                    l: &report.layers[i],
+                    time: roofline.and_then(|r| r.layers.get(i)),
+                })
+                .collect()
+        }),
+        summary: (opts.parts != Parts::Layers).then(|| {
+            report
+                .summary
+                .iter()
+                .map(|s| summary_row(qualified(&s.domain, &s.op), &s.totals))
+                .collect()
+        }),
         total: TotalJ {
             flops: t.flops,
             iops: t.iops,
@@ -284,6 +326,18 @@ pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
             name: &r.device.key,
             description: &r.device.name,
             bandwidth: r.device.bandwidth,
+            peaks: r
+                .peaks
+                .iter()
+                .map(|g| PeakJ {
+                    precision_asked: g.asked,
+                    precision: g.used,
+                    fell_back: g.fell_back(),
+                    peak: g.peak,
+                    layers: g.layers,
+                    compute_s: num(g.compute_s),
+                })
+                .collect(),
         }),
         fusions: report.fusions.iter().map(|g| fusion(report, g)).collect(),
         skipped_branches: report

@@ -6,22 +6,27 @@
 
 pub mod catalog;
 pub mod explain;
+mod fit;
 pub mod html;
 mod json;
+mod meta;
 pub mod model_explorer;
+mod roofline;
+mod rows;
 pub mod shapes;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
-
-use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 
 use crate::cost::Roofline;
 use crate::cost::{CostReport, Totals};
 use crate::ir::TensorFact;
 use crate::rules::value::show_value;
 
+pub use fit::{ColorChoice, terminal_width};
 pub use json::to_json;
+pub use meta::{Meta, wrap as wrap_json};
+pub use rows::{SortKey, layer_rows};
 
 /// The format of a cost report (`c3 estimate --format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -236,6 +241,16 @@ pub struct ReportOptions {
     pub metric: model_explorer::Metric,
     /// How Model Explorer knows the model's nodes.
     pub node_ids: model_explorer::NodeIds,
+    /// JSON's `meta`: the model and the options in force.
+    pub meta: Option<Meta>,
+    /// Sort the layer rows by this figure, largest first.
+    pub sort: Option<SortKey>,
+    /// Show only the first N layer rows (after sorting).
+    pub top: Option<usize>,
+    /// The terminal's width in columns: the table is fitted to it.
+    pub width: Option<usize>,
+    /// Colour the table (a terminal that wants it).
+    pub color: bool,
 }
 
 impl Default for ReportOptions {
@@ -249,6 +264,11 @@ impl Default for ReportOptions {
             about: Vec::new(),
             metric: model_explorer::Metric::default(),
             node_ids: model_explorer::NodeIds::default(),
+            meta: None,
+            sort: None,
+            top: None,
+            width: None,
+            color: false,
         }
     }
 }
@@ -257,6 +277,8 @@ impl Default for ReportOptions {
 struct Grid {
     title: String,
     header: Vec<String>,
+    /// Machine names of the columns: CSV's header.
+    keys: Vec<String>,
     /// Right-aligned (numeric) columns.
     numeric: Vec<bool>,
     rows: Vec<Vec<String>>,
@@ -332,6 +354,28 @@ impl Scaler {
             Column::Inputs => "Inputs".into(),
             Column::Outputs => "Outputs".into(),
             Column::Params => "Params".into(),
+        }
+    }
+
+    /// A column's CSV name: its `--columns` name, with the unit when the
+    /// numbers are scaled (`flops_G`, `mread_MiB`).
+    fn key(&self, c: Column) -> String {
+        let name = COLUMN_NAMES
+            .iter()
+            .find(|n| n.1 == c)
+            .map_or("", |n| n.0)
+            .to_string();
+        let power = match c {
+            Column::Flops | Column::Iops => self.flops_power,
+            Column::Mread | Column::Mwrite | Column::Mrw => self.bytes_power,
+            _ => 0,
+        };
+        if self.unit == Unit::None || power == 0 {
+            name
+        } else if matches!(c, Column::Flops | Column::Iops) {
+            format!("{name}_{}", PREFIXES[power])
+        } else {
+            format!("{name}_{}B", bytes_prefix(power))
         }
     }
 
@@ -466,8 +510,10 @@ fn layer_grid(
                 }),
             }
         };
+    let shown = layer_rows(report, roofline, opts.sort, opts.top);
     let mut rows = Vec::new();
-    for l in &report.layers {
+    for &i in &shown {
+        let l = &report.layers[i];
         let t = Totals {
             layers: 1,
             flops: l.flops,
@@ -490,14 +536,16 @@ fn layer_grid(
     let mut grid = Grid {
         title: "Layers".into(),
         header: cols.iter().map(|&c| s.header(c)).collect(),
+        keys: cols.iter().map(|&c| s.key(c)).collect(),
         numeric: cols.iter().map(|&c| is_numeric(c)).collect(),
         rows,
     };
     if !report.fusions.is_empty() {
         grid.header.push("Fused".into());
+        grid.keys.push("fused".into());
         grid.numeric.push(false);
-        for (row, l) in grid.rows.iter_mut().zip(&report.layers) {
-            row.push(l.fused.clone().unwrap_or_default());
+        for (row, &i) in grid.rows.iter_mut().zip(&shown) {
+            row.push(report.layers[i].fused.clone().unwrap_or_default());
         }
         if let Some(total) = grid.rows.last_mut() {
             total.push(String::new());
@@ -515,8 +563,19 @@ fn layer_grid(
             ]
             .map(String::from),
         );
+        grid.keys.extend(
+            [
+                "compute_us",
+                "memory_us",
+                "bound_us",
+                "bound",
+                "flop_per_byte",
+            ]
+            .map(String::from),
+        );
         grid.numeric.extend([true, true, true, false, true]);
-        for (row, t) in grid.rows.iter_mut().zip(&r.layers) {
+        for (row, &i) in grid.rows.iter_mut().zip(&shown) {
+            let t = &r.layers[i];
             row.extend([
                 us(t.compute_s),
                 us(t.memory_s),
@@ -534,6 +593,23 @@ fn layer_grid(
                 String::new(),
                 String::new(),
             ]);
+        }
+        // CSV has no paragraph below the table: each row names its peak.
+        if opts.format == Format::Csv {
+            grid.header.push("Precision".into());
+            grid.keys.push("precision".into());
+            grid.numeric.push(false);
+            for (row, &i) in grid.rows.iter_mut().zip(&shown) {
+                let t = &r.layers[i];
+                row.push(if t.asked == t.precision {
+                    t.precision.to_string()
+                } else {
+                    format!("{} (as {})", t.asked, t.precision)
+                });
+            }
+            if let Some(total) = grid.rows.last_mut() {
+                total.push(String::new());
+            }
         }
     }
     grid
@@ -578,43 +654,6 @@ pub fn human_time(seconds: f64, digits: usize) -> String {
     format!("{v:.digits$} {unit}")
 }
 
-/// The roofline paragraph printed after the tables.
-fn roofline_lines(r: &Roofline, digits: usize) -> Vec<String> {
-    let t = |v: f64| human_time(v, digits);
-    let d = &r.device;
-    let fp32 = d
-        .peak
-        .get("fp32")
-        .map_or(String::new(), |p| format!("fp32 {:.1} TFLOP/s, ", p / 1e12));
-    let mut lines = vec![
-        format!(
-            "Roofline on {} ({}{:.1} GB/s):",
-            d.name,
-            fp32,
-            d.bandwidth / 1e9
-        ),
-        format!("  compute {}, memory {}", t(r.compute_s), t(r.memory_s)),
-        format!(
-            "  sum of per-layer bounds {}; additive estimate (all compute + all memory) {}",
-            t(r.bound_s),
-            t(r.additive_s)
-        ),
-    ];
-    if let (Some(m), Some(eb), Some(ea)) = (
-        r.measured_s,
-        r.efficiency(r.bound_s),
-        r.efficiency(r.additive_s),
-    ) {
-        lines.push(format!(
-            "  measured {}: the bound is {:.1}% of it, the additive estimate {:.1}%",
-            t(m),
-            100.0 * eb,
-            100.0 * ea
-        ));
-    }
-    lines
-}
-
 fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
     let mut metrics = vec![Column::Flops, Column::Mread, Column::Mwrite, Column::Mrw];
     if report.total.iops > 0 {
@@ -643,8 +682,11 @@ fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
     rows.push(row("total".into(), &report.total));
     let mut header = vec!["Op".to_string(), "# Layers".to_string()];
     header.extend(metrics.iter().chain(&pcts).map(|&c| s.header(c)));
+    let mut keys = vec!["op".to_string(), "layers".to_string()];
+    keys.extend(metrics.iter().chain(&pcts).map(|&c| s.key(c)));
     Grid {
         title: "Summary by operator type".into(),
+        keys,
         numeric: (0..header.len()).map(|i| i > 0).collect(),
         header,
         rows,
@@ -662,12 +704,21 @@ fn unsupported_lines(report: &CostReport) -> Vec<String> {
 /// Renders the report in the chosen format, with roofline times if given.
 pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
     match opts.format {
-        Format::Json => return to_json(report, roofline),
-        Format::Html => return html::render(report, opts, roofline),
+        Format::Json => return json::render(report, opts, roofline),
+        Format::Html => {
+            // The page lists `about`: add the peaks used and any fallback.
+            let mut opts = opts.clone();
+            for g in roofline.map(|r| r.peaks.as_slice()).unwrap_or_default() {
+                let line = roofline::peak_line(g, opts.digits);
+                opts.about.push(("timed at".into(), line));
+            }
+            return html::render(report, &opts, roofline);
+        }
         Format::ModelExplorer => {
             return model_explorer::render(report, roofline, opts.metric, &opts.node_ids);
         }
-        _ => {}
+        Format::Csv => return csv_report(report, opts, roofline),
+        Format::Table | Format::Md => {}
     }
     let s = Scaler::new(opts, &report.total);
     let mut grids = Vec::new();
@@ -677,138 +728,109 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
     if opts.parts != Parts::Layers {
         grids.push(summary_grid(report, &s));
     }
+    let shown = layer_rows(report, roofline, opts.sort, opts.top).len();
+    let rows_note = (opts.parts != Parts::Summary)
+        .then(|| rows::rows_note(report.layers.len(), shown, opts.sort))
+        .flatten();
     let unsupported = unsupported_lines(report);
     let skipped = skipped_lines(report, &s);
+    let options = roofline::options_line(&opts.about);
     let mut out = String::new();
-    match opts.format {
-        Format::Table => {
-            for g in &grids {
-                let _ = writeln!(out, "{}", g.title);
-                let _ = writeln!(out, "{}\n", table(g));
+    if opts.format == Format::Table {
+        for (i, g) in grids.iter().enumerate() {
+            let _ = writeln!(out, "{}", fit::title(&g.title, opts.color));
+            let (t, dropped) = fit::fitted(g, opts.width, opts.color);
+            let _ = writeln!(out, "{t}");
+            if let Some(note) = dropped {
+                let _ = writeln!(out, "{note}");
             }
-            if !unsupported.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "Unsupported operators (not counted): {}",
-                    unsupported.len()
-                );
-                for u in &unsupported {
-                    let _ = writeln!(out, "  {u}");
-                }
-            }
-            if !skipped.is_empty() {
-                let _ = writeln!(out, "If branches not counted: {}", skipped.len());
-                for b in &skipped {
-                    let _ = writeln!(out, "  {b}");
-                }
-            }
-            if let Some(line) = assumed_line(report) {
-                let _ = writeln!(out, "{line}");
-            }
-            if let Some(line) = fusion_line(report) {
-                let _ = writeln!(out, "{line}");
-            }
-            for line in roofline
-                .map(|r| roofline_lines(r, opts.digits))
-                .unwrap_or_default()
+            if i == 0
+                && let Some(note) = &rows_note
             {
-                let _ = writeln!(out, "{line}");
+                let _ = writeln!(out, "{note}");
+            }
+            out.push('\n');
+        }
+        if !unsupported.is_empty() {
+            let _ = writeln!(
+                out,
+                "Unsupported operators (not counted): {}",
+                unsupported.len()
+            );
+            for u in &unsupported {
+                let _ = writeln!(out, "  {u}");
             }
         }
-        Format::Md => {
-            for g in &grids {
-                let _ = writeln!(out, "### {}\n\n{}", g.title, markdown(g));
-            }
-            if !unsupported.is_empty() {
-                let _ = writeln!(out, "### Unsupported operators (not counted)\n");
-                for u in &unsupported {
-                    let _ = writeln!(out, "- {u}");
-                }
-            }
-            if !skipped.is_empty() {
-                let _ = writeln!(out, "### If branches not counted\n");
-                for b in &skipped {
-                    let _ = writeln!(out, "- {b}");
-                }
-            }
-            if let Some(line) = assumed_line(report) {
-                let _ = writeln!(out, "\n{line}");
-            }
-            if let Some(line) = fusion_line(report) {
-                let _ = writeln!(out, "\n{line}");
-            }
-            if let Some(r) = roofline {
-                let lines = roofline_lines(r, opts.digits);
-                let _ = writeln!(out, "\n### {}\n", lines[0].trim_end_matches(':'));
-                for line in &lines[1..] {
-                    let _ = writeln!(out, "- {}", line.trim());
-                }
+        if !skipped.is_empty() {
+            let _ = writeln!(out, "If branches not counted: {}", skipped.len());
+            for b in &skipped {
+                let _ = writeln!(out, "  {b}");
             }
         }
-        Format::Csv => {
-            for (i, g) in grids.iter().enumerate() {
-                if i > 0 {
-                    out.push('\n');
-                }
-                out.push_str(&csv(g));
-            }
-            if !report.unsupported.is_empty() {
-                out.push_str("\nunsupported,op\n");
-                for u in &report.unsupported {
-                    let _ = writeln!(
-                        out,
-                        "{},{}",
-                        csv_field(&u.name),
-                        csv_field(&crate::ir::qualified(&u.domain, &u.op))
-                    );
-                }
-            }
-            if !report.assumed.is_empty() {
-                out.push_str("\nassumed_size,value,op\n");
-                for a in &report.assumed {
-                    let _ = writeln!(
-                        out,
-                        "{},{},{}",
-                        csv_field(&a.symbol),
-                        a.value,
-                        csv_field(&a.op)
-                    );
-                }
-            }
-            if !report.skipped.is_empty() {
-                out.push_str("\nskipped_branch,layers,flops,mrw,reason\n");
-                for b in &report.skipped {
-                    let _ = writeln!(
-                        out,
-                        "{},{},{},{},{}",
-                        csv_field(&format!("{}/{}", b.node, b.branch)),
-                        b.layers.len(),
-                        b.totals.flops,
-                        b.totals.mrw,
-                        csv_field(&b.reason)
-                    );
-                }
-            }
+        for line in [assumed_line(report), fusion_line(report), options]
+            .into_iter()
+            .flatten()
+        {
+            let _ = writeln!(out, "{line}");
         }
-        Format::Json | Format::Html | Format::ModelExplorer => unreachable!("handled above"),
+        for line in roofline
+            .map(|r| roofline::roofline_lines(r, opts.digits))
+            .unwrap_or_default()
+        {
+            let _ = writeln!(out, "{line}");
+        }
+        return fit::wrap_prose(&out, opts.width);
+    }
+    for (i, g) in grids.iter().enumerate() {
+        let _ = writeln!(out, "### {}\n\n{}", g.title, markdown(g));
+        if i == 0
+            && let Some(note) = &rows_note
+        {
+            let _ = writeln!(out, "{note}\n");
+        }
+    }
+    if !unsupported.is_empty() {
+        let _ = writeln!(out, "### Unsupported operators (not counted)\n");
+        for u in &unsupported {
+            let _ = writeln!(out, "- {u}");
+        }
+    }
+    if !skipped.is_empty() {
+        let _ = writeln!(out, "### If branches not counted\n");
+        for b in &skipped {
+            let _ = writeln!(out, "- {b}");
+        }
+    }
+    for line in [assumed_line(report), fusion_line(report), options]
+        .into_iter()
+        .flatten()
+    {
+        let _ = writeln!(out, "\n{line}");
+    }
+    if let Some(r) = roofline {
+        let lines = roofline::roofline_lines(r, opts.digits);
+        let _ = writeln!(out, "\n### {}\n", lines[0].trim_end_matches(':'));
+        for line in &lines[1..] {
+            let _ = writeln!(out, "- {}", line.trim());
+        }
     }
     out
 }
 
-fn table(g: &Grid) -> Table {
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(g.header.clone());
-    for r in &g.rows {
-        t.add_row(r.clone());
+/// CSV: exactly one table (the layers, or the summary with `--summary`)
+/// with machine column names; exact integers unless a unit is asked for.
+fn csv_report(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
+    let mut opts = opts.clone();
+    if opts.unit == Unit::Auto {
+        opts.unit = Unit::None;
     }
-    for (i, numeric) in g.numeric.iter().enumerate() {
-        if *numeric && let Some(col) = t.column_mut(i) {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    t
+    let s = Scaler::new(&opts, &report.total);
+    let g = if opts.parts == Parts::Summary {
+        summary_grid(report, &s)
+    } else {
+        layer_grid(report, &opts, &s, roofline)
+    };
+    csv(&g)
 }
 
 /// Appends `cell`, escaping the `|` that would end a Markdown table cell.
@@ -858,7 +880,7 @@ fn csv_field(s: &str) -> String {
 
 fn csv(g: &Grid) -> String {
     let mut out = String::with_capacity(48 * (g.rows.len() + 1) * g.header.len().max(1));
-    for r in std::iter::once(&g.header).chain(&g.rows) {
+    for r in std::iter::once(&g.keys).chain(&g.rows) {
         for (i, c) in r.iter().enumerate() {
             if i > 0 {
                 out.push(',');

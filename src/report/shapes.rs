@@ -3,7 +3,7 @@
 use crate::ir::{DType, Dim};
 use crate::onnx::infer::Inferred;
 
-use super::ListFormat;
+use super::{ListFormat, Meta};
 
 fn dim_json(d: &Dim) -> serde_json::Value {
     match d {
@@ -12,8 +12,9 @@ fn dim_json(d: &Dim) -> serde_json::Value {
     }
 }
 
-/// Every value of the main graph, in definition order.
-pub fn shapes(inferred: &Inferred, format: ListFormat) -> String {
+/// Every value of the main graph, in definition order; JSON starts with
+/// `meta`.
+pub fn shapes(inferred: &Inferred, format: ListFormat, meta: &Meta) -> String {
     match format {
         ListFormat::Json => {
             let mut tensors = serde_json::Map::new();
@@ -26,9 +27,7 @@ pub fn shapes(inferred: &Inferred, format: ListFormat) -> String {
                     }),
                 );
             }
-            serde_json::to_string_pretty(&serde_json::json!({ "tensors": tensors }))
-                .expect("JSON values always serialize")
-                + "\n"
+            super::meta::wrap(meta, "tensors", &tensors)
         }
         ListFormat::Table => {
             let mut t = comfy_table::Table::new();

@@ -29,6 +29,7 @@ pub struct C3 {
     stdin: Option<Vec<u8>>,
     stdout_to: Option<PathBuf>,
     stdout_limit: Option<u64>,
+    env: Vec<(OsString, OsString)>,
 }
 
 impl Default for C3 {
@@ -48,6 +49,7 @@ impl C3 {
             stdin: None,
             stdout_to: None,
             stdout_limit: None,
+            env: Vec::new(),
         }
     }
 
@@ -87,6 +89,14 @@ impl C3 {
         self
     }
 
+    /// Sets an environment variable for the run (`COLUMNS` and `NO_COLOR`
+    /// are otherwise unset, so the caller's terminal changes nothing).
+    pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((k.as_ref().to_os_string(), v.as_ref().to_os_string()));
+        self
+    }
+
     /// Kills `c3` and fails the test if it runs longer than `limit`.
     pub fn kill_after(mut self, limit: Duration) -> Self {
         self.kill_after = limit;
@@ -101,6 +111,9 @@ impl C3 {
         let mut child = Command::new(BIN)
             .args(&self.args)
             .current_dir(&self.dir)
+            .env_remove("COLUMNS")
+            .env_remove("NO_COLOR")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()
             } else {

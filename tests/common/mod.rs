@@ -12,6 +12,7 @@ use c3::rules::{CountOptions, Evaluation, RuleSet};
 
 pub mod cli;
 pub mod onnx;
+pub mod schema;
 
 /// Bytes per float32 element: the original tool counted elements, c3 bytes.
 pub const F32: u64 = 4;

@@ -123,7 +123,9 @@ pub(super) fn node_uses(n: &NodeProto, depth: usize, work: &Cell<u64>) -> Vec<St
     out
 }
 
-/// Node indices in an order where every value is defined before use.
+/// Node indices in an order where every value is defined before use: the
+/// file's order wherever it is already valid (the ready node earliest in the
+/// file goes first), so reports list layers as Netron and profilers do.
 pub(super) fn topo_order(
     g: &GraphProto,
     scope: &Scope,
@@ -165,14 +167,17 @@ pub(super) fn topo_order(
         }
     }
     let mut pending: Vec<usize> = deps.iter().map(Vec::len).collect();
-    let mut ready: VecDeque<usize> = (0..g.node.len()).filter(|&i| pending[i] == 0).collect();
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..g.node.len())
+        .filter(|&i| pending[i] == 0)
+        .map(std::cmp::Reverse)
+        .collect();
     let mut order = Vec::with_capacity(g.node.len());
-    while let Some(i) = ready.pop_front() {
+    while let Some(std::cmp::Reverse(i)) = ready.pop() {
         order.push(i);
         for &u in &users[i] {
             pending[u] -= 1;
             if pending[u] == 0 {
-                ready.push_back(u);
+                ready.push(std::cmp::Reverse(u));
             }
         }
     }

@@ -1,0 +1,231 @@
+//! The table format on a terminal: fitted to its width (columns of least
+//! interest left out with a note, long names shortened, and only then cells
+//! wrapped), with modest colour when the terminal wants it.
+
+use comfy_table::{Attribute, Cell, CellAlignment, ContentArrangement, Table, presets};
+
+use super::Grid;
+
+/// Columns a narrow terminal leaves out, first to last (matched by the start
+/// of their header). Names, ops, FLOPs, total traffic and the bound stay.
+const DROP_ORDER: &[&str] = &[
+    "Params",
+    "Inputs",
+    "Outputs",
+    "MemRead %",
+    "MemWrite %",
+    "FLOP/B",
+    "Compute (",
+    "Memory (",
+    "MemRead",
+    "MemWrite",
+    "Runs",
+    "Fused",
+    "FLOPs %",
+    "MemR+W %",
+    "IOPs",
+    "# Layers",
+];
+
+/// The shortest a shortened name gets.
+const MIN_NAME: usize = 12;
+
+fn width_of(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// The width a table of these columns takes: each cell padded by one space
+/// on each side, and a border between and around columns.
+fn table_width(widths: &[usize]) -> usize {
+    widths.iter().map(|w| w + 3).sum::<usize>() + 1
+}
+
+/// `…` and the end of `s`, `max` characters in all (a path's last parts say
+/// most about a layer).
+fn shorten(s: &str, max: usize) -> String {
+    let n = width_of(s);
+    if n <= max {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n - (max - 1)).collect();
+    format!("…{tail}")
+}
+
+/// The grid's title, bold when colouring.
+pub(super) fn title(text: &str, color: bool) -> String {
+    if color {
+        format!("\x1b[1m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// The grid as a table no wider than `width` (when given), and the note
+/// saying what was left out or shortened to fit.
+pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Option<String>) {
+    let mut keep: Vec<usize> = (0..g.header.len()).collect();
+    let mut widths: Vec<usize> = (0..g.header.len())
+        .map(|c| {
+            g.rows
+                .iter()
+                .map(|r| r.get(c).map_or(0, |s| width_of(s)))
+                .chain([width_of(&g.header[c])])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut notes = Vec::new();
+    let mut name_max = None;
+    if let Some(limit) = width {
+        let now = |keep: &[usize], widths: &[usize]| {
+            table_width(&keep.iter().map(|&c| widths[c]).collect::<Vec<_>>())
+        };
+        let mut dropped = Vec::new();
+        for prefix in DROP_ORDER {
+            if now(&keep, &widths) <= limit {
+                break;
+            }
+            keep.retain(|&c| {
+                let out = g.header[c].starts_with(prefix);
+                if out {
+                    dropped.push(g.header[c].clone());
+                }
+                !out
+            });
+        }
+        if !dropped.is_empty() {
+            notes.push(format!("left out {}", dropped.join(", ")));
+        }
+        // Then the first column (layer or op names) is shortened.
+        let over = now(&keep, &widths).saturating_sub(limit);
+        if over > 0 && keep.first() == Some(&0) && !g.numeric[0] && widths[0] > MIN_NAME {
+            let max = widths[0].saturating_sub(over).max(MIN_NAME);
+            widths[0] = max;
+            name_max = Some(max);
+            notes.push("shortened long names with …".into());
+        }
+    }
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if color {
+        t.enforce_styling();
+    }
+    let cell = |s: &str, bold: bool| {
+        let c = Cell::new(s);
+        if bold && color {
+            c.add_attribute(Attribute::Bold)
+        } else {
+            c
+        }
+    };
+    t.set_header(keep.iter().map(|&c| cell(&g.header[c], true)));
+    let last = g.rows.len().saturating_sub(1);
+    for (i, r) in g.rows.iter().enumerate() {
+        t.add_row(keep.iter().map(|&c| {
+            let text = r.get(c).map_or("", String::as_str);
+            match name_max {
+                Some(max) if c == 0 => cell(&shorten(text, max), i == last),
+                _ => cell(text, i == last),
+            }
+        }));
+    }
+    for (i, &c) in keep.iter().enumerate() {
+        if g.numeric[c]
+            && let Some(col) = t.column_mut(i)
+        {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    // Still too wide: let comfy-table wrap cells rather than the terminal
+    // wrap every row.
+    if let Some(limit) = width
+        && table_width(&keep.iter().map(|&c| widths[c]).collect::<Vec<_>>()) > limit
+    {
+        t.set_content_arrangement(ContentArrangement::Dynamic)
+            .set_width(u16::try_from(limit).unwrap_or(u16::MAX));
+        notes.push("wrapped cells".into());
+    }
+    let note = (!notes.is_empty()).then(|| {
+        format!(
+            "To fit {} columns: {} (--format md or a wider terminal shows all).",
+            width.unwrap_or(0),
+            notes.join("; ")
+        )
+    });
+    (t.to_string(), note)
+}
+
+/// `--color`: when the table is coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour output going to a terminal (`terminal`) or not.
+    pub fn wanted(self, terminal: bool) -> bool {
+        match self {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+/// The width to fit the table to: the terminal's when output goes to one,
+/// else `COLUMNS` when set, else none (a file takes any width).
+pub fn terminal_width(terminal: bool) -> Option<usize> {
+    if terminal && let Some(w) = Table::new().width() {
+        return Some(usize::from(w));
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&w: &usize| w > 0)
+}
+
+/// Wraps the prose lines of a table report (notes, the roofline paragraph)
+/// at spaces to `width` columns, continuations indented two more spaces;
+/// the tables' own lines are left as they are.
+pub(super) fn wrap_prose(text: &str, width: Option<usize>) -> String {
+    let Some(width) = width else {
+        return text.to_string();
+    };
+    let mut out = String::with_capacity(text.len() + 64);
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let boxed = body.starts_with(['│', '┌', '└', '╞', '├', '\x1b']);
+        if boxed || width_of(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = body.len() - body.trim_start().len();
+        let more = " ".repeat(indent + 2);
+        let mut current = body[..indent].to_string();
+        let mut empty = true;
+        for word in body[indent..].split(' ') {
+            let room = width_of(&current) + 1 + width_of(word);
+            if !empty && room > width {
+                out.push_str(&current);
+                out.push('\n');
+                current = more.clone();
+                empty = true;
+            }
+            if !empty {
+                current.push(' ');
+            }
+            current.push_str(word);
+            empty = false;
+        }
+        out.push_str(&current);
+        out.push('\n');
+    }
+    out
+}
