@@ -332,12 +332,7 @@ fn annotate(a: &EstimateArgs) -> Result<String> {
 
 fn explain(a: &ExplainArgs) -> Result<String> {
     let rules = a.rules.load()?;
-    let rule = rules.find(&a.op).ok_or_else(|| {
-        Error::Usage(format!(
-            "no rule for operator '{}' (`c3 rules list` shows every rule)",
-            a.op
-        ))
-    })?;
+    let rule = report::explain::find_rule(&rules, &a.op)?;
     let input = ExplainInput {
         tensors: a.tensors.clone(),
         attrs: a.attrs.clone(),

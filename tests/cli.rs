@@ -330,10 +330,12 @@ fn explain_errors_are_usage_errors() {
         "{}",
         r.stderr
     );
-    let r = c3(&["explain", "Relu", "--in", "X=1x3"]);
+    // Y is inferred from X, so only a missing X leaves it unknown.
+    let r = c3(&["explain", "Conv", "--in", "W=64x3x7x7"]);
     r.code(1);
     assert!(
-        r.stderr.contains("output Y needs a shape: add --in Y=..."),
+        r.stderr
+            .contains("output Y is inferred from the inputs: add --in X=..."),
         "{}",
         r.stderr
     );
