@@ -203,9 +203,10 @@ pub enum RulesCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
-    /// Validate a rule pack folder without a model.
+    /// Validate a rule pack without a model; reports every error in it.
     Check {
-        /// The pack folder.
+        /// The pack: a folder, a rule file, or a built-in pack's name.
+        #[arg(value_name = "PACK")]
         dir: String,
     },
 }
@@ -358,13 +359,31 @@ fn docs(a: &DocsArgs) -> Result<String> {
     Ok(format!("wrote {}\n", a.output))
 }
 
-fn rules_check(dir: &str) -> Result<String> {
-    let (ops, overridden) = RuleSet::check_pack(dir)?;
-    Ok(format!(
-        "{dir}: ok, {} rule(s): {} ({overridden} override built-in rules)\n",
-        ops.len(),
-        ops.join(", "),
-    ))
+fn rules_check(spec: &str) -> Result<String> {
+    let check = RuleSet::check_pack(spec)?;
+    if !check.errors.is_empty() {
+        for e in &check.errors {
+            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
+        }
+        return Err(Error::Input {
+            path: spec.to_string(),
+            message: format!("{} error(s) in this pack", check.errors.len()),
+        });
+    }
+    let mut parts = vec![match check.ops.len() {
+        0 => "0 rule(s)".to_string(),
+        n => format!(
+            "{n} rule(s): {} ({} override built-in rules)",
+            check.ops.join(", "),
+            check.overridden
+        ),
+    }];
+    for (what, names) in [("fusion", &check.fusions), ("device", &check.devices)] {
+        if !names.is_empty() {
+            parts.push(format!("{} {what}(s): {}", names.len(), names.join(", ")));
+        }
+    }
+    Ok(format!("{spec}: ok, {}\n", parts.join("; ")))
 }
 
 fn shapes(a: &ShapesArgs) -> Result<String> {

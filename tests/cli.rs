@@ -295,6 +295,10 @@ fn explain_prints_the_rule_and_evaluates_it() {
         "W=64x3x7x7",
         "--in",
         "Y=1x64x112x112",
+        "--attr",
+        "strides=2,2",
+        "--attr",
+        "pads=3,3,3,3",
     ]);
     assert!(
         r.stdout

@@ -80,3 +80,65 @@ fn explain_takes_a_domain_either_way_and_suggests_names() {
     let e = c3(&["explain", "xyzzy"]).one_line_error(1).to_string();
     assert!(!e.contains("did you mean"), "{e}");
 }
+
+/// A rule of the `Activation` category with the given formulas.
+fn rule(op: &str, flops: &str, mread: &str) -> String {
+    format!(
+        "{op}:\n  summary: s\n  category: Activation\n  doc: d\n  inputs: \"X\"\n  outputs: \"Y\"\n  flops: \"{flops}\"\n  mread: \"{mread}\"\n  mwrite: 0\n"
+    )
+}
+
+#[test]
+fn rules_check_reports_every_error_of_a_pack() {
+    let dir = crate::common::cli::scratch("conventions", "rules_check_all");
+    // Two bad rules in one file, a third in another; a good rule between.
+    std::fs::write(
+        dir.join("a.yaml"),
+        rule("Relu", "|Z|", "0") + &rule("Sigmoid", "|X|", "|Q|") + &rule("Tanh", "|X|", "|X|"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("b.yaml"), rule("Elu", "|X| +", "0")).unwrap();
+    let r = C3::new().args(["rules", "check"]).arg(&dir).run();
+    r.code(2);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", r.stderr);
+    assert!(
+        lines[0].ends_with("a.yaml:7:11: unknown tensor 'Z' in `|Z|`"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with("a.yaml:17:11: unknown tensor 'Q' in `|Q|`"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].contains("b.yaml:7:16: syntax error"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[3].ends_with(": 3 error(s) in this pack"),
+        "{}",
+        lines[3]
+    );
+}
+
+#[test]
+fn rules_check_takes_the_built_in_pack_names() {
+    // chainer.yaml overrides ten built-in rules.
+    let r = c3(&["rules", "check", "chainer"]);
+    r.ok();
+    assert!(
+        r.stdout.starts_with("chainer: ok, 10 rule(s): Conv, Gemm,"),
+        "{}",
+        r.stdout
+    );
+    for pack in ["naive", "fused"] {
+        c3(&["rules", "check", pack]).ok();
+    }
+    let e = c3(&["rules", "check", "no_such_pack"])
+        .one_line_error(1)
+        .to_string();
+    assert!(e.contains("built-in packs: naive, fused, chainer"), "{e}");
+}
