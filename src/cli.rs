@@ -9,16 +9,18 @@ use clap::{Args, Parser, Subcommand};
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, Dim, TensorFact};
 use crate::model::{EstimateOptions, Model, Precision};
-use crate::report::explain::ExplainInput;
 use crate::report::model_explorer::Metric;
 use crate::report::{self, Column, Format, ListFormat, Parts, ReportOptions, Unit};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
 
+mod reference;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "c3",
     version,
+    propagate_version = true,
     about = "Theoretical FLOPs and memory traffic of a neural network's forward pass, from declarative rules"
 )]
 pub struct Cli {
@@ -43,7 +45,14 @@ pub enum Command {
     /// (Netron shows them) and the inferred shapes in value_info; takes the
     /// options of `estimate` (-o is required).
     Annotate(EstimateArgs),
-    /// The device catalog for roofline estimates.
+    /// Shell completions for c3, from the same flag definitions as --help.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// c3's manual page (roff), from the same flag definitions as --help.
+    Man,
+    /// The device catalog for roofline estimates, with each device's aliases.
     Devices {
         #[command(flatten)]
         rules: RuleArgs,
@@ -237,19 +246,25 @@ pub fn main() -> i32 {
 pub fn run(cli: Cli) -> Result<String> {
     match cli.command {
         Command::Estimate(a) => estimate(&a),
-        Command::Explain(a) => explain(&a),
+        Command::Explain(a) => reference::explain(&a),
         Command::Docs(a) => docs(&a),
         Command::Rules(RulesCommand::List { rules, format }) => {
             Ok(report::catalog::rules_list(&rules.load()?, format))
         }
-        Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
+        Command::Rules(RulesCommand::Check { dir }) => reference::rules_check(&dir),
+        Command::Completions { shell } => reference::completions(shell),
+        Command::Man => reference::man(),
         Command::Shapes(a) => shapes(&a),
         Command::Annotate(a) => annotate(&a),
         Command::Devices { rules, format } => Ok(report::catalog::devices(&rules.load()?, format)),
     }
 }
 
-fn count_options(no_fma: bool, attention: Attention, branch: BranchChoice) -> CountOptions {
+pub(crate) fn count_options(
+    no_fma: bool,
+    attention: Attention,
+    branch: BranchChoice,
+) -> CountOptions {
     CountOptions {
         fma: !no_fma,
         full_attention: attention == Attention::Full,
@@ -307,9 +322,10 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
         eprintln!("warning: {count} layer(s) are not counted (see the unsupported list): {ops}");
     }
     let text = estimate.render(&report_opts);
-    // The process exits next: freeing a large model's graph and report
-    // piece by piece would cost more than writing them.
-    std::mem::forget(estimate);
+    // Freeing a large model's graph and report piece by piece costs more
+    // than writing them: another thread does it while the output is
+    // written, and the binary exits without waiting for it.
+    std::thread::spawn(move || drop(estimate));
     match &a.output {
         Some(path) => {
             std::fs::write(path, text).map_err(|e| Error::io(path, e))?;
@@ -331,18 +347,6 @@ fn annotate(a: &EstimateArgs) -> Result<String> {
     ))
 }
 
-fn explain(a: &ExplainArgs) -> Result<String> {
-    let rules = a.rules.load()?;
-    let rule = report::explain::find_rule(&rules, &a.op)?;
-    let input = ExplainInput {
-        tensors: a.tensors.clone(),
-        attrs: a.attrs.clone(),
-        opset: a.opset,
-        count: count_options(a.no_fma, a.attention, BranchChoice::Larger),
-    };
-    report::explain::explain(rule, &input)
-}
-
 fn docs(a: &DocsArgs) -> Result<String> {
     let text = crate::docs::render(&RuleSet::builtin()?)?;
     if a.check {
@@ -357,33 +361,6 @@ fn docs(a: &DocsArgs) -> Result<String> {
     }
     std::fs::write(&a.output, &text).map_err(|e| Error::io(&a.output, e))?;
     Ok(format!("wrote {}\n", a.output))
-}
-
-fn rules_check(spec: &str) -> Result<String> {
-    let check = RuleSet::check_pack(spec)?;
-    if !check.errors.is_empty() {
-        for e in &check.errors {
-            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
-        }
-        return Err(Error::Input {
-            path: spec.to_string(),
-            message: format!("{} error(s) in this pack", check.errors.len()),
-        });
-    }
-    let mut parts = vec![match check.ops.len() {
-        0 => "0 rule(s)".to_string(),
-        n => format!(
-            "{n} rule(s): {} ({} override built-in rules)",
-            check.ops.join(", "),
-            check.overridden
-        ),
-    }];
-    for (what, names) in [("fusion", &check.fusions), ("device", &check.devices)] {
-        if !names.is_empty() {
-            parts.push(format!("{} {what}(s): {}", names.len(), names.join(", ")));
-        }
-    }
-    Ok(format!("{spec}: ok, {}\n", parts.join("; ")))
 }
 
 fn shapes(a: &ShapesArgs) -> Result<String> {

@@ -1,0 +1,66 @@
+//! The commands that need no model: `explain`, `rules check`,
+//! `completions` and `man`.
+
+use clap::CommandFactory;
+
+use super::{Cli, ExplainArgs, count_options};
+use crate::error::{Error, Result};
+use crate::report;
+use crate::report::explain::ExplainInput;
+use crate::rules::RuleSet;
+use crate::rules::rule::BranchChoice;
+
+pub(super) fn explain(a: &ExplainArgs) -> Result<String> {
+    let rules = a.rules.load()?;
+    let rule = report::explain::find_rule(&rules, &a.op)?;
+    let input = ExplainInput {
+        tensors: a.tensors.clone(),
+        attrs: a.attrs.clone(),
+        opset: a.opset,
+        count: count_options(a.no_fma, a.attention, BranchChoice::Larger),
+    };
+    report::explain::explain(rule, &input)
+}
+
+pub(super) fn rules_check(spec: &str) -> Result<String> {
+    let check = RuleSet::check_pack(spec)?;
+    if !check.errors.is_empty() {
+        for e in &check.errors {
+            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
+        }
+        return Err(Error::Input {
+            path: spec.to_string(),
+            message: format!("{} error(s) in this pack", check.errors.len()),
+        });
+    }
+    let mut parts = vec![match check.ops.len() {
+        0 => "0 rule(s)".to_string(),
+        n => format!(
+            "{n} rule(s): {} ({} override built-in rules)",
+            check.ops.join(", "),
+            check.overridden
+        ),
+    }];
+    for (what, names) in [("fusion", &check.fusions), ("device", &check.devices)] {
+        if !names.is_empty() {
+            parts.push(format!("{} {what}(s): {}", names.len(), names.join(", ")));
+        }
+    }
+    Ok(format!("{spec}: ok, {}\n", parts.join("; ")))
+}
+
+/// A completion script for `shell`.
+pub(super) fn completions(shell: clap_complete::Shell) -> Result<String> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "c3", &mut out);
+    String::from_utf8(out).map_err(|e| Error::Usage(format!("completions: {e}")))
+}
+
+/// The manual page, in roff (`c3 man > c3.1; man ./c3.1`).
+pub(super) fn man() -> Result<String> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut out)
+        .map_err(|e| Error::io("man", e))?;
+    String::from_utf8(out).map_err(|e| Error::Usage(format!("man: {e}")))
+}
