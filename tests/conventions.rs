@@ -142,3 +142,99 @@ fn rules_check_takes_the_built_in_pack_names() {
         .to_string();
     assert!(e.contains("built-in packs: naive, fused, chainer"), "{e}");
 }
+
+#[test]
+fn completions_and_man_come_from_the_flag_definitions() {
+    for (shell, marker) in [
+        ("bash", "_c3()"),
+        ("zsh", "#compdef c3"),
+        ("fish", "complete -c c3"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let r = c3(&["completions", shell]);
+        r.ok();
+        assert!(r.stdout.contains(marker), "{shell}: {}", r.stdout);
+        // Every subcommand and a flag of each are offered.
+        for word in ["estimate", "explain", "devices", "--no-fma", "--attr"] {
+            assert!(r.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let e = c3(&["completions", "tcsh"]);
+    e.code(1);
+    let r = c3(&["man"]);
+    r.ok();
+    assert!(r.stdout.contains(".TH c3 1"), "{}", r.stdout);
+    assert!(r.stdout.contains("completions"), "{}", r.stdout);
+}
+
+#[test]
+fn every_subcommand_has_version() {
+    let want = format!("{}\n", env!("CARGO_PKG_VERSION"));
+    for cmd in [
+        &["--version"][..],
+        &["estimate", "--version"],
+        &["explain", "--version"],
+        &["rules", "check", "--version"],
+        &["devices", "--version"],
+        &["man", "--version"],
+    ] {
+        let r = c3(cmd);
+        r.ok();
+        assert!(r.stdout.starts_with("c3"), "{cmd:?}: {}", r.stdout);
+        assert!(r.stdout.ends_with(&want), "{cmd:?}: {}", r.stdout);
+    }
+}
+
+#[test]
+fn devices_show_their_aliases() {
+    let r = c3(&["devices"]);
+    r.ok();
+    // rules/devices.yaml: a100-40gb is also a100, a100-40, a100-sxm4-40gb.
+    let flat: String = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("v100-sxm2, v100sxm"), "{}", r.stdout);
+    let j = c3(&["devices", "--format", "json"]).json();
+    let a100 = j
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "a100-40gb")
+        .unwrap();
+    assert_eq!(
+        a100["aliases"],
+        serde_json::json!(["a100", "a100-40", "a100-sxm4-40gb"])
+    );
+}
+
+#[test]
+fn symbolic_shapes_read_as_lists() {
+    // The GPT decoder's input is int64 [batch, seq].
+    let r = c3(&["shapes", "examples/onnx/gpt_decoder_dynamo.onnx"]);
+    r.ok();
+    assert!(r.stdout.contains("[batch, seq]"), "{}", r.stdout);
+    // Known sizes keep the compact form.
+    assert!(r.stdout.contains("512x64"), "{}", r.stdout);
+}
+
+#[test]
+fn input_errors_on_ir3_models_list_the_real_inputs() {
+    use crate::common::onnx::{build, c3_on, float, node, weights};
+    // IR 3 lists the initializer W among the graph's inputs.
+    let g = build::GraphBuilder::new()
+        .input(float("x", &[1, 4]))
+        .input(float("W", &[4, 2]))
+        .initializer(weights("W", &[4, 2]))
+        .node(node("MatMul", &["x", "W"], &["y"]))
+        .output(float("y", &[1, 2]))
+        .build();
+    let mut m = build::model(g, 17);
+    m.ir_version = Some(3);
+    let (code, _, err) = c3_on(&m, "ir3_inputs", &["estimate", "--input", "nope=1x4"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--input nope: the model has no input of that name (inputs: x)"),
+        "{err}"
+    );
+    // The initializer is no input to give a shape to either.
+    let (code, _, err) = c3_on(&m, "ir3_inputs", &["estimate", "--input", "W=4x2"]);
+    assert_eq!(code, 1, "{err}");
+}
