@@ -7,7 +7,7 @@ use std::io::{IsTerminal, Write};
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::{Error, Result};
-use crate::ir::{AttrValue, DEFAULT_OPSET, Dim, TensorFact};
+use crate::ir::{Dim, TensorFact};
 use crate::model::{EstimateOptions, Model, Precision};
 use crate::report::model_explorer::Metric;
 use crate::report::{self, Column, Format, ListFormat, Parts, ReportOptions, Unit};
@@ -15,6 +15,8 @@ use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
 
 mod reference;
+
+pub use reference::ExplainArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -167,30 +169,6 @@ pub struct EstimateArgs {
     /// Write the report to a file instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<String>,
-}
-
-#[derive(Args, Debug)]
-pub struct ExplainArgs {
-    /// Operator name (`Conv`, or `domain::Op`).
-    pub op: String,
-    #[command(flatten)]
-    pub rules: RuleArgs,
-    /// A tensor's shape by its pattern name, e.g. `--in X=1x3x224x224`
-    /// (`:float16` after the shape sets the dtype; repeat a variadic name).
-    #[arg(long = "in", value_name = "NAME=SHAPE", value_parser = parse_tensor)]
-    pub tensors: Vec<(String, TensorFact)>,
-    /// An attribute, e.g. `--attr strides=2,2` or `--attr mode=linear`.
-    #[arg(long = "attr", value_name = "NAME=VALUE", value_parser = parse_attr_flag)]
-    pub attrs: Vec<(String, AttrValue)>,
-    /// Opset version of the operator's domain.
-    #[arg(long, default_value_t = DEFAULT_OPSET)]
-    pub opset: i64,
-    /// Count a multiply-add as two FLOPs instead of one.
-    #[arg(long)]
-    pub no_fma: bool,
-    /// Attention: `masked` (the default) or `full`, as for `c3 estimate`.
-    #[arg(long, value_enum, default_value_t = Attention::Masked)]
-    pub attention: Attention,
 }
 
 #[derive(Args, Debug)]
@@ -377,7 +355,7 @@ fn shapes(a: &ShapesArgs) -> Result<String> {
 
 // ------------------------------------------------------------ value parsers
 
-fn split_kv(s: &str) -> std::result::Result<(&str, &str), String> {
+pub(crate) fn split_kv(s: &str) -> std::result::Result<(&str, &str), String> {
     s.split_once('=')
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
         .ok_or_else(|| "expected NAME=VALUE".to_string())
@@ -400,16 +378,6 @@ fn parse_input(s: &str) -> std::result::Result<(String, Vec<u64>), String> {
         k.to_string(),
         t.shape.iter().filter_map(Dim::known).collect(),
     ))
-}
-
-fn parse_tensor(s: &str) -> std::result::Result<(String, TensorFact), String> {
-    let (k, v) = split_kv(s)?;
-    Ok((k.to_string(), TensorFact::parse_text(v)?))
-}
-
-fn parse_attr_flag(s: &str) -> std::result::Result<(String, AttrValue), String> {
-    let (k, v) = split_kv(s)?;
-    Ok((k.to_string(), AttrValue::parse_text(v)))
 }
 
 fn parse_columns(s: &str) -> std::result::Result<Columns, String> {

@@ -1,14 +1,41 @@
 //! The commands that need no model: `explain`, `rules check`,
 //! `completions` and `man`.
 
-use clap::CommandFactory;
+use clap::{Args, CommandFactory};
 
-use super::{Cli, ExplainArgs, count_options};
+use super::{Attention, Cli, RuleArgs, count_options, split_kv};
 use crate::error::{Error, Result};
+use crate::ir::{AttrValue, DEFAULT_OPSET, TensorFact};
 use crate::report;
 use crate::report::explain::ExplainInput;
 use crate::rules::RuleSet;
 use crate::rules::rule::BranchChoice;
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Operator name (`Conv`, `com.microsoft::Attention` or
+    /// `com.microsoft.Attention`).
+    pub op: String,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    /// A tensor's shape by its pattern name, e.g. `--in X=1x3x224x224`
+    /// (`:float16` after the shape sets the dtype; repeat a variadic name).
+    /// Outputs are inferred from the inputs when left out.
+    #[arg(long = "in", value_name = "NAME=SHAPE", value_parser = parse_tensor)]
+    pub tensors: Vec<(String, TensorFact)>,
+    /// An attribute, e.g. `--attr strides=2,2` or `--attr mode=linear`.
+    #[arg(long = "attr", value_name = "NAME=VALUE", value_parser = parse_attr_flag)]
+    pub attrs: Vec<(String, AttrValue)>,
+    /// Opset version of the operator's domain.
+    #[arg(long, default_value_t = DEFAULT_OPSET)]
+    pub opset: i64,
+    /// Count a multiply-add as two FLOPs instead of one.
+    #[arg(long)]
+    pub no_fma: bool,
+    /// Attention: `masked` (the default) or `full`, as for `c3 estimate`.
+    #[arg(long, value_enum, default_value_t = Attention::Masked)]
+    pub attention: Attention,
+}
 
 pub(super) fn explain(a: &ExplainArgs) -> Result<String> {
     let rules = a.rules.load()?;
@@ -63,4 +90,14 @@ pub(super) fn man() -> Result<String> {
         .render(&mut out)
         .map_err(|e| Error::io("man", e))?;
     String::from_utf8(out).map_err(|e| Error::Usage(format!("man: {e}")))
+}
+
+fn parse_tensor(s: &str) -> std::result::Result<(String, TensorFact), String> {
+    let (k, v) = split_kv(s)?;
+    Ok((k.to_string(), TensorFact::parse_text(v)?))
+}
+
+fn parse_attr_flag(s: &str) -> std::result::Result<(String, AttrValue), String> {
+    let (k, v) = split_kv(s)?;
+    Ok((k.to_string(), AttrValue::parse_text(v)))
 }
