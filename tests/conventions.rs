@@ -38,6 +38,20 @@ fn explain_infers_the_outputs_with_the_models_shape_inference() {
     let r = c3(&["explain", "Gemm", "--in", "A=2x3", "--in", "B=3x5"]);
     r.ok();
     assert!(r.stdout.contains("  mwrite = 40 bytes\n"), "{}", r.stdout);
+    // MaxPool 2x2, stride 1, on 8x8: Y = 1x3x7x7 = 147 outputs, 3 compares
+    // each = 441 flops; the optional Indices is not asked for, so only Y's
+    // 147 * 4 bytes are written.
+    let r = c3(&[
+        "explain",
+        "MaxPool",
+        "--in",
+        "X=1x3x8x8",
+        "--attr",
+        "kernel_shape=2,2",
+    ]);
+    r.ok();
+    assert!(r.stdout.contains("  flops  = 441\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("  mwrite = 588 bytes\n"), "{}", r.stdout);
 }
 
 #[test]

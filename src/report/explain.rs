@@ -265,6 +265,11 @@ fn infer_outputs(
         .find(|(i, p)| !p.optional && !p.variadic && outputs.get(*i).is_none_or(Option::is_none))
         .map(|(_, p)| p.name.clone());
     let shape_fn = crate::shape::registry(&rule.domain, &rule.op);
+    // Outputs all variadic (If, Loop, Split): their number is the caller's,
+    // so there is nothing to infer; the rule counts those given.
+    if rule.outputs.iter().all(|p| p.variadic) {
+        return Ok(outputs);
+    }
     let (Some(f), None) = (shape_fn, &missing_input) else {
         return match missing_output {
             None => Ok(outputs),
@@ -306,12 +311,17 @@ fn infer_outputs(
         ))
     })?;
     outputs.resize(n_out, None);
+    let all_optional = rule.outputs.iter().all(|p| p.optional || p.variadic);
     for (i, fact) in ctx.outputs.iter().enumerate() {
         let name = rule.outputs.get(i).map_or("output", |p| p.name.as_str());
         let inferred = match (&fact.shape, fact.dtype) {
             (Some(shape), Some(dtype)) => Some(TensorFact::new(dtype, shape.clone())),
             _ => None,
         };
+        // An optional output nobody asked for (MaxPool's Indices) stays
+        // absent, as in a model whose node does not list it; when all are
+        // optional (LSTM), the first one is the result a node lists.
+        let wanted = rule.outputs.get(i).is_some_and(|p| !p.optional) || (i == 0 && all_optional);
         match (&outputs[i], inferred) {
             (Some(given), Some(inferred)) if given.shape != inferred.shape => {
                 return Err(Error::Usage(format!(
@@ -321,7 +331,7 @@ fn infer_outputs(
                     given.shape_string()
                 )));
             }
-            (None, Some(inferred)) => outputs[i] = Some(inferred),
+            (None, Some(inferred)) if wanted => outputs[i] = Some(inferred),
             _ => {}
         }
     }
