@@ -27,6 +27,11 @@ fn explain_infers_the_outputs_with_the_models_shape_inference() {
         "pads=3,3,3,3",
     ]);
     r.ok();
+    assert!(
+        r.stdout.contains("  Y = 1x64x112x112 float32 (inferred)\n"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("  flops  = 118013952\n"), "{}", r.stdout);
     // 64 * 112 * 112 float32 outputs written: 802816 * 4 bytes.
     assert!(

@@ -36,6 +36,18 @@ pub fn explain(rule: &CostRule, input: &ExplainInput) -> Result<String> {
         "\nEvaluated (fma {}):\n",
         if input.count.fma { "on" } else { "off" }
     ));
+    for (p, t) in rule.outputs.iter().zip(&node.outputs) {
+        if let Some(t) = t
+            && !input.tensors.iter().any(|(n, _)| *n == p.name)
+        {
+            out.push_str(&format!(
+                "  {} = {} {} (inferred)\n",
+                p.name,
+                t.shape_string(),
+                t.dtype
+            ));
+        }
+    }
     for (n, v) in &ev.bindings {
         out.push_str(&format!("  {n} = {}\n", show_value(v)));
     }
