@@ -1,5 +1,7 @@
 //! `c3 explain`: how a rule counts an operator, and, given shapes and
-//! attributes, its evaluation step by step.
+//! attributes, its evaluation step by step. Outputs left out are inferred
+//! by the operator's shape function (the registry that models use), which
+//! also refuses inputs that contradict the operator.
 
 use std::collections::BTreeMap;
 
@@ -190,6 +192,15 @@ fn node_of(rule: &CostRule, input: &ExplainInput) -> Result<Node> {
 /// The rule for an operator as a person names it: `Conv`, `conv`,
 /// `com.microsoft::Attention` or `com.microsoft.Attention`. An unknown name
 /// is an error that suggests the nearest one.
+///
+/// ```
+/// use c3::report::explain::find_rule;
+/// let rules = c3::rules::RuleSet::builtin().unwrap();
+/// let a = find_rule(&rules, "com.microsoft.Attention").unwrap();
+/// assert_eq!(a.qualified_name(), "com.microsoft::Attention");
+/// let e = find_rule(&rules, "Conx").unwrap_err().to_string();
+/// assert!(e.contains("did you mean 'Conv'?"));
+/// ```
 pub fn find_rule<'a>(rules: &'a RuleSet, name: &str) -> Result<&'a CostRule> {
     if let Some(r) = rules.find(name) {
         return Ok(r);
