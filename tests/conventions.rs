@@ -257,3 +257,35 @@ fn input_errors_on_ir3_models_list_the_real_inputs() {
     let (code, _, err) = c3_on(&m, "ir3_inputs", &["estimate", "--input", "W=4x2"]);
     assert_eq!(code, 1, "{err}");
 }
+
+#[test]
+fn the_library_facade_gives_what_the_command_line_prints() {
+    // What examples/estimate.rs does, checked against `c3 estimate`.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/onnx/light_resnet50.onnx"
+    );
+    let model = c3::Model::open(path).unwrap();
+    let opts = c3::EstimateOptions {
+        device: Some("a100".into()),
+        ..c3::EstimateOptions::default()
+    };
+    let estimate = model.estimate(&opts).unwrap();
+    let cli = c3(&["estimate", path, "--format", "json", "--device", "a100"]).json();
+    let total = &estimate.report.total;
+    assert_eq!(cli["total"]["flops"].as_u64(), Some(total.flops));
+    assert_eq!(cli["total"]["mread"].as_u64(), Some(total.mread));
+    assert_eq!(cli["total"]["mwrite"].as_u64(), Some(total.mwrite));
+    let roofline = estimate.roofline.as_ref().unwrap();
+    assert_eq!(roofline.device.key, "a100-40gb");
+    // The sum of per-layer bounds lies between the larger of the two totals
+    // and their sum (the additive estimate).
+    assert!(roofline.bound_s >= roofline.compute_s.max(roofline.memory_s));
+    assert!(roofline.bound_s <= roofline.additive_s);
+    let text = estimate.render(&c3::ReportOptions {
+        format: c3::report::Format::Md,
+        parts: c3::report::Parts::Summary,
+        ..c3::ReportOptions::default()
+    });
+    assert!(text.contains("| Conv | 53 |"), "{text}");
+}
