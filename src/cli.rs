@@ -7,10 +7,8 @@ use std::io::IsTerminal;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::{Error, Result};
-use crate::ir::{AttrValue, DEFAULT_OPSET, TensorFact};
 use crate::model::{EstimateOptions, Model, Precision};
 use crate::output::{self, Kind};
-use crate::report::explain::ExplainInput;
 use crate::report::model_explorer::Metric;
 use crate::report::{
     self, ColorChoice, Column, Format, ListFormat, Meta, Parts, ReportOptions, SortKey, Unit,
@@ -18,9 +16,11 @@ use crate::report::{
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
 
+mod reference;
 mod usage;
 mod values;
 mod write;
+pub use reference::ExplainArgs;
 use values::*;
 use write::{annotate, docs, output_of, shapes};
 
@@ -28,6 +28,7 @@ use write::{annotate, docs, output_of, shapes};
 #[command(
     name = "c3",
     version,
+    propagate_version = true,
     about = "Theoretical FLOPs and memory traffic of a neural network's forward pass, from declarative rules"
 )]
 pub struct Cli {
@@ -52,7 +53,14 @@ pub enum Command {
     /// (Netron shows them) and the inferred shapes in value_info; takes the
     /// options of `estimate` (-o is required).
     Annotate(EstimateArgs),
-    /// The device catalog for roofline estimates.
+    /// Shell completions for c3, from the same flag definitions as --help.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// c3's manual page (roff), from the same flag definitions as --help.
+    Man,
+    /// The device catalog for roofline estimates, with each device's aliases.
     Devices {
         #[command(flatten)]
         rules: RuleArgs,
@@ -191,30 +199,6 @@ pub struct EstimateArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ExplainArgs {
-    /// Operator name (`Conv`, or `domain::Op`).
-    pub op: String,
-    #[command(flatten)]
-    pub rules: RuleArgs,
-    /// A tensor's shape by its pattern name, e.g. `--in X=1x3x224x224`
-    /// (`:float16` after the shape sets the dtype; repeat a variadic name).
-    #[arg(long = "in", value_name = "NAME=SHAPE", value_parser = parse_tensor)]
-    pub tensors: Vec<(String, TensorFact)>,
-    /// An attribute, e.g. `--attr strides=2,2` or `--attr mode=linear`.
-    #[arg(long = "attr", value_name = "NAME=VALUE", value_parser = parse_attr_flag)]
-    pub attrs: Vec<(String, AttrValue)>,
-    /// Opset version of the operator's domain.
-    #[arg(long, default_value_t = DEFAULT_OPSET)]
-    pub opset: i64,
-    /// Count a multiply-add as two FLOPs instead of one.
-    #[arg(long)]
-    pub no_fma: bool,
-    /// Attention: `masked` (the default) or `full`, as for `c3 estimate`.
-    #[arg(long, value_enum, default_value_t = Attention::Masked)]
-    pub attention: Attention,
-}
-
-#[derive(Args, Debug)]
 pub struct DocsArgs {
     /// Fail when the file differs from what the rules render.
     #[arg(long)]
@@ -236,14 +220,23 @@ pub enum RulesCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
-    /// Validate a rule pack folder without a model.
+    /// Validate a rule pack without a model; reports every error in it.
     Check {
-        /// The pack folder.
+        /// The pack: a folder, a rule file, or a built-in pack's name.
+        #[arg(value_name = "PACK")]
         dir: String,
     },
 }
 
 /// Runs the command line and returns the process exit code.
+/// Runs a command line given as arguments (without the program name) and
+/// returns what it prints on standard output; `--help` is a usage error.
+pub fn run_args(args: Vec<String>) -> Result<String> {
+    let argv = std::iter::once("c3".to_string()).chain(args);
+    let cli = Cli::try_parse_from(argv).map_err(|e| Error::Usage(usage::clap_line(&e)))?;
+    run(cli)
+}
+
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -263,13 +256,15 @@ pub fn main() -> i32 {
 pub fn run(cli: Cli) -> Result<String> {
     match cli.command {
         Command::Estimate(a) => estimate(&a),
-        Command::Explain(a) => explain(&a),
+        Command::Explain(a) => reference::explain(&a),
         Command::Docs(a) => docs(&a),
         Command::Rules(RulesCommand::List { rules, format }) => {
             let text = report::catalog::rules_list(&rules.load()?, format);
             Ok(Meta::listing(&rules.packs).wrap_text("rules", text))
         }
-        Command::Rules(RulesCommand::Check { dir }) => rules_check(&dir),
+        Command::Rules(RulesCommand::Check { dir }) => reference::rules_check(&dir),
+        Command::Completions { shell } => reference::completions(shell),
+        Command::Man => reference::man(),
         Command::Shapes(a) => shapes(&a),
         Command::Annotate(a) => annotate(&a),
         Command::Devices { rules, format } => {
@@ -279,7 +274,11 @@ pub fn run(cli: Cli) -> Result<String> {
     }
 }
 
-fn count_options(no_fma: bool, attention: Attention, branch: BranchChoice) -> CountOptions {
+pub(crate) fn count_options(
+    no_fma: bool,
+    attention: Attention,
+    branch: BranchChoice,
+) -> CountOptions {
     CountOptions {
         fma: !no_fma,
         full_attention: attention == Attention::Full,
@@ -344,38 +343,13 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
         eprintln!("warning: {count} layer(s) are not counted (see the unsupported list): {ops}");
     }
     let text = estimate.render(&report_opts);
-    // The process exits next: freeing a large model's graph and report
-    // piece by piece would cost more than writing them.
-    std::mem::forget(estimate);
+    // Freeing a large model's graph and report piece by piece costs more
+    // than writing them: another thread does it while the output is
+    // written, and the binary exits without waiting for it.
+    std::thread::spawn(move || drop(estimate));
     if out.is_stdout() {
         return Ok(text);
     }
     out.write(text.as_bytes())?;
     Ok(String::new())
-}
-
-fn explain(a: &ExplainArgs) -> Result<String> {
-    let rules = a.rules.load()?;
-    let rule = rules.find(&a.op).ok_or_else(|| {
-        Error::Usage(format!(
-            "no rule for operator '{}' (`c3 rules list` shows every rule)",
-            a.op
-        ))
-    })?;
-    let input = ExplainInput {
-        tensors: a.tensors.clone(),
-        attrs: a.attrs.clone(),
-        opset: a.opset,
-        count: count_options(a.no_fma, a.attention, BranchChoice::Larger),
-    };
-    report::explain::explain(rule, &input)
-}
-
-fn rules_check(dir: &str) -> Result<String> {
-    let (ops, overridden) = RuleSet::check_pack(dir)?;
-    Ok(format!(
-        "{dir}: ok, {} rule(s): {} ({overridden} override built-in rules)\n",
-        ops.len(),
-        ops.join(", "),
-    ))
 }

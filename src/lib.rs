@@ -36,11 +36,13 @@
 //! assert_eq!(report.layers[0].name, "Relu-1");
 //! ```
 
-#[doc(hidden)]
-pub mod cli;
+mod cli;
 pub mod cost;
 pub mod docs;
 pub mod error;
+/// The fuzz targets' entry points: only with the `fuzzing` feature (the
+/// fuzz crate and the tests turn it on), not part of the library's API.
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
 pub mod ir;
@@ -58,3 +60,19 @@ pub use error::{Error, Result};
 pub use ir::dim;
 pub use model::{Estimate, EstimateOptions, Model, Shapes};
 pub use report::ReportOptions;
+
+/// Runs the `c3` command line on the process's arguments, writes its output
+/// and errors, and returns the exit code: the whole of the `c3` binary.
+/// The flags themselves are not public API; call [`Model`] from code.
+pub fn run_cli() -> i32 {
+    cli::main()
+}
+
+/// Runs a `c3` command line given as arguments, without the program name
+/// (`["devices", "--format", "json"]`), and returns what it prints on
+/// standard output: how language bindings reach `explain`, `devices` and
+/// `rules list`. A bad argument is an [`Error::Usage`] with the one-line
+/// message the binary prints.
+pub fn run_args(args: Vec<String>) -> Result<String> {
+    cli::run_args(args)
+}

@@ -5,5 +5,5 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
-    std::process::exit(c3::cli::main());
+    std::process::exit(c3::run_cli());
 }

@@ -298,6 +298,10 @@ fn explain_prints_the_rule_and_evaluates_it() {
         "W=64x3x7x7",
         "--in",
         "Y=1x64x112x112",
+        "--attr",
+        "strides=2,2",
+        "--attr",
+        "pads=3,3,3,3",
     ]);
     assert!(
         r.stdout
@@ -333,10 +337,12 @@ fn explain_errors_are_usage_errors() {
         "{}",
         r.stderr
     );
-    let r = c3(&["explain", "Relu", "--in", "X=1x3"]);
+    // Y is inferred from X, so only a missing X leaves it unknown.
+    let r = c3(&["explain", "Conv", "--in", "W=64x3x7x7"]);
     r.code(1);
     assert!(
-        r.stderr.contains("output Y needs a shape: add --in Y=..."),
+        r.stderr
+            .contains("output Y is inferred from the inputs: add --in X=..."),
         "{}",
         r.stderr
     );

@@ -8,6 +8,7 @@ mod common;
 
 mod cli;
 mod control_flow;
+mod conventions;
 mod decoder;
 mod fusion;
 mod fuzz;

@@ -236,20 +236,7 @@ fn estimate(
 /// prints: `["devices", "--format", "json"]`, `["explain", "Conv"]`.
 #[pyfunction]
 fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
-    use clap::Parser;
-    let argv = std::iter::once("c3".to_string()).chain(args);
-    let parsed =
-        c3::cli::Cli::try_parse_from(argv).map_err(|e| UsageError::new_err(one_line(&e)))?;
-    py.detach(move || c3::cli::run(parsed)).map_err(to_py)
-}
-
-fn one_line(e: &clap::Error) -> String {
-    let text = e.render().to_string();
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("bad arguments");
-    c3::error::one_line(first.trim_start_matches("error: "))
+    py.detach(move || c3::run_args(args)).map_err(to_py)
 }
 
 #[pymodule]

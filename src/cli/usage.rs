@@ -21,6 +21,13 @@ pub(super) fn clap_error(e: &clap::Error) -> i32 {
         }
         _ => {}
     }
+    eprintln!("error: {}", clap_line(e));
+    1
+}
+
+/// A clap error as the one line c3 prints after `error: `: the message,
+/// its possible values, its tip, without the usage and help pointers.
+pub(super) fn clap_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
     let parts: Vec<&str> = text
         .lines()
@@ -38,8 +45,7 @@ pub(super) fn clap_error(e: &clap::Error) -> i32 {
         line.push_str(p);
     }
     let line = line.strip_prefix("error: ").unwrap_or(&line);
-    eprintln!("error: {}", crate::error::one_line(line));
-    1
+    crate::error::one_line(line)
 }
 
 /// Refuses report flags the chosen format cannot honour, naming them,

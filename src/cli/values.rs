@@ -5,7 +5,7 @@ use super::Columns;
 use crate::ir::{AttrValue, Dim, TensorFact};
 use crate::report;
 
-fn split_kv(s: &str) -> std::result::Result<(&str, &str), String> {
+pub(super) fn split_kv(s: &str) -> std::result::Result<(&str, &str), String> {
     s.split_once('=')
         .filter(|(k, v)| !k.is_empty() && !v.is_empty())
         .ok_or_else(|| "expected NAME=VALUE".to_string())

@@ -257,21 +257,32 @@ impl TensorFact {
         )
     }
 
-    /// `1x3x224x224`, symbols by name; a scalar is `scalar`.
+    /// The shape as people read it: see [`shape_string`].
     pub fn shape_string(&self) -> String {
         shape_string(&self.shape)
     }
 }
 
+/// A shape as every human-readable output shows it: `1x3x224x224` when
+/// every size is known, `[batch, seq, 512]` when a symbol is in it
+/// (`batchxseqx512` would not read), `scalar` for rank 0.
+///
+/// ```
+/// use c3::ir::{Dim, shape_string};
+/// assert_eq!(shape_string(&[Dim::Known(1), Dim::Known(3)]), "1x3");
+/// let s = [Dim::symbol("batch"), Dim::symbol("seq"), Dim::Known(512)];
+/// assert_eq!(shape_string(&s), "[batch, seq, 512]");
+/// ```
 pub fn shape_string(shape: &[Dim]) -> String {
     if shape.is_empty() {
         return "scalar".to_string();
     }
-    shape
-        .iter()
-        .map(Dim::to_string)
-        .collect::<Vec<_>>()
-        .join("x")
+    let dims: Vec<String> = shape.iter().map(Dim::to_string).collect();
+    if shape.iter().all(|d| d.known().is_some()) {
+        dims.join("x")
+    } else {
+        format!("[{}]", dims.join(", "))
+    }
 }
 
 /// An attribute value with ONNX's attribute kinds collapsed to what formulas use.

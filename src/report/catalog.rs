@@ -71,9 +71,18 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
         }
         ListFormat::Table => {
             let mut t = comfy_table::Table::new();
+            // On a terminal, wrap the names and aliases to its width.
             t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
+                .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
                 .set_header(vec![
-                    "Device", "Name", "FP32", "FP16", "BF16", "FP8", "INT8", "GB/s",
+                    "Device",
+                    "Name (aliases)",
+                    "FP32",
+                    "FP16",
+                    "BF16",
+                    "FP8",
+                    "INT8",
+                    "GB/s",
                 ]);
             for d in rules.devices.iter() {
                 let tf = |p: &str| {
@@ -82,7 +91,11 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
                 };
                 t.add_row(vec![
                     d.key.clone(),
-                    d.name.clone(),
+                    if d.aliases.is_empty() {
+                        d.name.clone()
+                    } else {
+                        format!("{} ({})", d.name, d.aliases.join(", "))
+                    },
                     tf("fp32"),
                     tf("fp16"),
                     tf("bf16"),

@@ -1,13 +1,18 @@
 //! `c3 explain`: how a rule counts an operator, and, given shapes and
-//! attributes, its evaluation step by step.
+//! attributes, its evaluation step by step. Outputs left out are inferred
+//! by the operator's shape function (the registry that models use), which
+//! also refuses inputs that contradict the operator.
 
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, Node, TensorFact, domain_shown};
+use crate::proto::{AttributeProto, GraphProto, TensorProto};
 use crate::rules::ast::TensorPat;
 use crate::rules::value::show_value;
-use crate::rules::{CostRule, CountOptions, render};
+use crate::rules::{CostRule, CountOptions, RuleSet, render};
+use crate::shape::Fact;
+use crate::shape::ctx::{InferCtx, ShapeError, SubgraphInfer, Symbols, TensorDecoder};
 
 /// What to evaluate a rule on: tensors by their pattern name (a variadic
 /// name repeated) and attributes, as `c3 explain --in/--attr` give them.
@@ -33,6 +38,18 @@ pub fn explain(rule: &CostRule, input: &ExplainInput) -> Result<String> {
         "\nEvaluated (fma {}):\n",
         if input.count.fma { "on" } else { "off" }
     ));
+    for (p, t) in rule.outputs.iter().zip(&node.outputs) {
+        if let Some(t) = t
+            && !input.tensors.iter().any(|(n, _)| *n == p.name)
+        {
+            out.push_str(&format!(
+                "  {} = {} {} (inferred)\n",
+                p.name,
+                t.shape_string(),
+                t.dtype
+            ));
+        }
+    }
     for (n, v) in &ev.bindings {
         out.push_str(&format!("  {n} = {}\n", show_value(v)));
     }
@@ -159,14 +176,7 @@ fn node_of(rule: &CostRule, input: &ExplainInput) -> Result<Node> {
         }
         attrs.insert(k.clone(), v.clone());
     }
-    for (i, p) in rule.outputs.iter().enumerate() {
-        if !p.optional && !p.variadic && outputs.get(i).is_none_or(Option::is_none) {
-            return Err(Error::Usage(format!(
-                "output {} needs a shape: add --in {}=... (c3 explain does not infer shapes yet)",
-                p.name, p.name
-            )));
-        }
-    }
+    let outputs = infer_outputs(rule, input, &inputs, outputs)?;
     Ok(Node {
         name: rule.op.clone(),
         op: rule.op.clone(),
@@ -177,4 +187,233 @@ fn node_of(rule: &CostRule, input: &ExplainInput) -> Result<Node> {
         outputs,
         bodies: Vec::new(),
     })
+}
+
+/// The rule for an operator as a person names it: `Conv`, `conv`,
+/// `com.microsoft::Attention` or `com.microsoft.Attention`. An unknown name
+/// is an error that suggests the nearest one.
+///
+/// ```
+/// use c3::report::explain::find_rule;
+/// let rules = c3::rules::RuleSet::builtin().unwrap();
+/// let a = find_rule(&rules, "com.microsoft.Attention").unwrap();
+/// assert_eq!(a.qualified_name(), "com.microsoft::Attention");
+/// let e = find_rule(&rules, "Conx").unwrap_err().to_string();
+/// assert!(e.contains("did you mean 'Conv'?"));
+/// ```
+pub fn find_rule<'a>(rules: &'a RuleSet, name: &str) -> Result<&'a CostRule> {
+    if let Some(r) = rules.find(name) {
+        return Ok(r);
+    }
+    // `domain.Op`: op names hold no dot, so the last one ends the domain.
+    if !name.contains("::")
+        && let Some((domain, op)) = name.rsplit_once('.')
+        && let Some(r) = rules.find(&format!("{domain}::{op}"))
+    {
+        return Ok(r);
+    }
+    let hint = nearest(rules, name).map_or(String::new(), |n| format!("; did you mean '{n}'?"));
+    Err(Error::Usage(format!(
+        "no rule for operator '{name}'{hint} (`c3 rules list` shows every rule)"
+    )))
+}
+
+/// The rule name closest to `name` in edits (case aside), if one is close
+/// enough to be a typo: at most a third of the name's letters, and 1 at least.
+fn nearest(rules: &RuleSet, name: &str) -> Option<String> {
+    let mut want = name.to_ascii_lowercase();
+    if !want.contains("::")
+        && let Some((domain, op)) = want.rsplit_once('.')
+    {
+        want = format!("{domain}::{op}");
+    }
+    let short = want.rsplit("::").next().unwrap_or(&want).to_string();
+    let limit = (short.chars().count() / 3).max(1);
+    rules
+        .iter()
+        .map(|r| {
+            let q = r.qualified_name();
+            let full = edits(&want, &q.to_ascii_lowercase());
+            let bare = if want.contains("::") {
+                usize::MAX
+            } else {
+                edits(&short, &r.op.to_ascii_lowercase())
+            };
+            (full.min(bare), q)
+        })
+        .filter(|(d, _)| *d <= limit)
+        .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.len().cmp(&b.1.len())))
+        .map(|(_, q)| q)
+}
+
+/// Levenshtein distance: insertions, deletions and substitutions.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// The outputs the rule is evaluated on: those given, the others inferred
+/// by the same shape functions as a model's nodes. When every required input
+/// is given, inference also checks them: shapes that contradict the operator
+/// (a 3-d X for a 2-d kernel), or a given output that differs from the
+/// inferred one, are errors.
+fn infer_outputs(
+    rule: &CostRule,
+    input: &ExplainInput,
+    inputs: &[Option<TensorFact>],
+    mut outputs: Vec<Option<TensorFact>>,
+) -> Result<Vec<Option<TensorFact>>> {
+    let missing_input = rule
+        .inputs
+        .iter()
+        .enumerate()
+        .find(|(i, p)| !p.optional && !p.variadic && inputs.get(*i).is_none_or(Option::is_none))
+        .map(|(_, p)| p.name.clone());
+    let missing_output = rule
+        .outputs
+        .iter()
+        .enumerate()
+        .find(|(i, p)| !p.optional && !p.variadic && outputs.get(*i).is_none_or(Option::is_none))
+        .map(|(_, p)| p.name.clone());
+    let shape_fn = crate::shape::registry(&rule.domain, &rule.op);
+    // Outputs all variadic (If, Loop, Split): their number is the caller's,
+    // so there is nothing to infer; the rule counts those given.
+    if rule.outputs.iter().all(|p| p.variadic) {
+        return Ok(outputs);
+    }
+    let (Some(f), None) = (shape_fn, &missing_input) else {
+        return match missing_output {
+            None => Ok(outputs),
+            Some(name) => Err(Error::Usage(match missing_input {
+                Some(i) if shape_fn.is_some() => format!(
+                    "output {name} is inferred from the inputs: add --in {i}=... (or --in {name}=...)"
+                ),
+                _ => format!("output {name} needs a shape: add --in {name}=..."),
+            })),
+        };
+    };
+    let attrs: Vec<AttributeProto> = input.attrs.iter().map(|(k, v)| attribute(k, v)).collect();
+    let facts: Vec<Option<Fact>> = inputs
+        .iter()
+        .map(|t| t.as_ref().map(|t| Fact::new(t.dtype, t.shape.clone())))
+        .collect();
+    let n_out = rule
+        .outputs
+        .iter()
+        .filter(|p| !p.variadic)
+        .count()
+        .max(outputs.len());
+    let symbols = Symbols::default();
+    let mut ctx = InferCtx::new(
+        &rule.op,
+        &rule.domain,
+        input.opset,
+        &attrs,
+        facts,
+        n_out,
+        &NoBodies,
+        &NoBodies,
+        &symbols,
+    );
+    f(&mut ctx).map_err(|e| {
+        Error::Usage(format!(
+            "{}: the shapes given do not fit: {e}",
+            rule.qualified_name()
+        ))
+    })?;
+    outputs.resize(n_out, None);
+    let all_optional = rule.outputs.iter().all(|p| p.optional || p.variadic);
+    for (i, fact) in ctx.outputs.iter().enumerate() {
+        let name = rule.outputs.get(i).map_or("output", |p| p.name.as_str());
+        let inferred = match (&fact.shape, fact.dtype) {
+            (Some(shape), Some(dtype)) => Some(TensorFact::new(dtype, shape.clone())),
+            _ => None,
+        };
+        // An optional output nobody asked for (MaxPool's Indices) stays
+        // absent, as in a model whose node does not list it; when all are
+        // optional (LSTM), the first one is the result a node lists.
+        let wanted = rule.outputs.get(i).is_some_and(|p| !p.optional) || (i == 0 && all_optional);
+        match (&outputs[i], inferred) {
+            (Some(given), Some(inferred)) if given.shape != inferred.shape => {
+                return Err(Error::Usage(format!(
+                    "--in {name}: {} gives {name} the shape {}, not {}",
+                    rule.qualified_name(),
+                    inferred.shape_string(),
+                    given.shape_string()
+                )));
+            }
+            (None, Some(inferred)) if wanted => outputs[i] = Some(inferred),
+            _ => {}
+        }
+    }
+    if let Some((_, p)) =
+        rule.outputs.iter().enumerate().find(|(i, p)| {
+            !p.optional && !p.variadic && outputs.get(*i).is_none_or(Option::is_none)
+        })
+    {
+        return Err(Error::Usage(format!(
+            "output {0} cannot be inferred from these inputs: add --in {0}=...",
+            p.name
+        )));
+    }
+    // Optional outputs nobody asked for stay absent, as in a model.
+    while outputs.last().is_some_and(Option::is_none) {
+        outputs.pop();
+    }
+    Ok(outputs)
+}
+
+/// `--attr` as the ONNX attribute a shape function reads.
+fn attribute(name: &str, v: &AttrValue) -> AttributeProto {
+    // ONNX AttributeType codes.
+    let mut a = AttributeProto {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    match v {
+        // `--attr alpha=1` types a float attribute as a whole number: it
+        // is held as both, and the shape function reads the one it wants.
+        AttrValue::Int(i) => (a.r#type, a.i, a.f) = (Some(2), Some(*i), Some(*i as f32)),
+        AttrValue::Float(f) => (a.r#type, a.f) = (Some(1), Some(*f as f32)),
+        AttrValue::Str(s) => (a.r#type, a.s) = (Some(3), Some(s.clone().into_bytes().into())),
+        AttrValue::Ints(v) => (a.r#type, a.ints) = (Some(7), v.clone()),
+        AttrValue::Floats(v) => {
+            (a.r#type, a.floats) = (Some(6), v.iter().map(|&f| f as f32).collect());
+        }
+        AttrValue::Strs(v) => {
+            a.r#type = Some(8);
+            a.strings = v.iter().map(|s| s.clone().into_bytes().into()).collect();
+        }
+    }
+    a
+}
+
+/// `c3 explain` evaluates one operator alone: no subgraph, no tensor
+/// attribute to read.
+struct NoBodies;
+
+impl SubgraphInfer for NoBodies {
+    fn infer(&self, _: &GraphProto, _: &[Fact]) -> Result<Vec<Fact>, ShapeError> {
+        Err(ShapeError("c3 explain does not infer subgraphs".into()))
+    }
+}
+
+impl TensorDecoder for NoBodies {
+    fn fact_of(&self, _: &TensorProto) -> Result<Fact, ShapeError> {
+        Err(ShapeError(
+            "c3 explain does not read tensor attributes".into(),
+        ))
+    }
 }

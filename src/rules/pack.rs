@@ -334,18 +334,24 @@ impl RuleSet {
         text: &str,
         builtin: bool,
     ) -> Result<Vec<String>, RuleError> {
-        let src = SourceFile::new(path, text, builtin);
-        let def: RuleFileDef = serde_saphyr::from_str(text).map_err(|e| yaml_error(&src, &e))?;
+        let (rules, mut errors) = compile_source(path, text, builtin)?;
+        if !errors.is_empty() {
+            return Err(errors.swap_remove(0));
+        }
+        Ok(self.insert_all(rules))
+    }
+
+    /// Puts compiled rules in the set; returns their qualified names.
+    fn insert_all(&mut self, rules: Vec<CostRule>) -> Vec<String> {
         let mut ops = Vec::new();
-        for (op, rule_def) in &def.0 {
-            let rule = CostRule::compile(op, rule_def, &src)?;
+        for rule in rules {
             ops.push(rule.qualified_name());
             self.rules
                 .entry(rule.domain.clone())
                 .or_default()
                 .insert(rule.op.clone(), Entry::compiled(rule));
         }
-        Ok(ops)
+        ops
     }
 
     /// The built-in rules with packs loaded over them, in order.
@@ -357,18 +363,56 @@ impl RuleSet {
         Ok(set)
     }
 
-    /// Loads a pack folder over the built-in rules to check it (`c3 rules
-    /// check`): the ops it defines, and how many of them override a
-    /// built-in rule.
-    pub fn check_pack(dir: &str) -> Result<(Vec<String>, usize), Error> {
-        let mut set = Self::builtin()?;
-        if !Path::new(dir).is_dir() {
-            return Err(Error::Usage(format!("{dir}: not a folder")));
+    /// Loads a pack over the built-in rules to check it (`c3 rules check`):
+    /// a folder, a rule file or a built-in pack's name. Every file is read
+    /// and every rule compiled on its own, so that all the pack's errors are
+    /// found at once, not only the first.
+    pub fn check_pack(spec: &str) -> Result<PackCheck, Error> {
+        let builtin = Self::builtin()?;
+        let mut set = builtin.clone();
+        let path = Path::new(spec);
+        let files: Vec<(String, String, bool)> = if path.is_dir() {
+            yaml_files(path)?
+                .into_iter()
+                .map(|f| Ok((f.display().to_string(), read_rule_file(&f)?, false)))
+                .collect::<Result<_, Error>>()?
+        } else if let Some(pack) = BUILTIN_PACKS.iter().find(|p| p.name == spec) {
+            pack.files
+                .iter()
+                .map(|(f, t)| (f.to_string(), t.to_string(), true))
+                .collect()
+        } else if path.is_file() {
+            vec![(spec.to_string(), read_rule_file(path)?, false)]
+        } else {
+            return Err(no_pack(spec, "no such folder or file"));
+        };
+        let mut check = PackCheck::default();
+        for (shown, text, is_builtin) in files {
+            let added = match Path::new(&shown).file_stem().and_then(|s| s.to_str()) {
+                Some("devices") => set.devices.add_source(&shown, &text).map(|names| {
+                    check.devices.extend(names);
+                    Vec::new()
+                }),
+                Some("fusions") => set.fusions.add_source(&shown, &text).map(|names| {
+                    check.fusions.extend(names);
+                    Vec::new()
+                }),
+                _ => compile_source(&shown, &text, is_builtin).map(|(rules, errors)| {
+                    check.errors.extend(errors);
+                    rules
+                }),
+            };
+            match added {
+                Ok(rules) => check.ops.extend(set.insert_all(rules)),
+                Err(e) => check.errors.push(e),
+            }
         }
-        let builtin = set.clone();
-        let ops = set.load_dir(Path::new(dir))?;
-        let overridden = ops.iter().filter(|q| builtin.find(q).is_some()).count();
-        Ok((ops, overridden))
+        check.overridden = check
+            .ops
+            .iter()
+            .filter(|q| builtin.find(q).is_some())
+            .count();
+        Ok(check)
     }
 
     /// Loads a pack: a folder of `*.yaml` files (read in name order), or the
@@ -388,26 +432,12 @@ impl RuleSet {
         if path.exists() && path.is_file() {
             return self.load_file(path);
         }
-        let names: Vec<&str> = BUILTIN_PACKS.iter().map(|p| p.name).collect();
-        Err(Error::Usage(format!(
-            "--rules {spec}: no such folder, and no built-in pack of that name (built-in packs: {})",
-            names.join(", ")
-        )))
+        Err(no_pack(&format!("--rules {spec}"), "no such folder"))
     }
 
     fn load_file(&mut self, path: &Path) -> Result<Vec<String>, Error> {
         let shown = path.display().to_string();
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(&shown, e))?;
-        if meta.len() > MAX_RULE_FILE_BYTES {
-            return Err(Error::Input {
-                path: shown,
-                message: format!(
-                    "rule file is {} bytes, which exceeds the limit of {MAX_RULE_FILE_BYTES} bytes",
-                    meta.len()
-                ),
-            });
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))?;
+        let text = read_rule_file(path)?;
         self.add_file_text(path, &shown, &text, false)
     }
 
@@ -435,21 +465,8 @@ impl RuleSet {
 
     /// Loads every `*.yaml` / `*.yml` file of a folder, in name order.
     pub fn load_dir(&mut self, dir: &Path) -> Result<Vec<String>, Error> {
-        let shown = dir.display().to_string();
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| Error::io(&shown, e))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-            .collect();
-        files.sort();
-        if files.is_empty() {
-            return Err(Error::Input {
-                path: shown,
-                message: "no *.yaml rule files in this folder".into(),
-            });
-        }
         let mut ops = Vec::new();
-        for f in files {
+        for f in yaml_files(dir)? {
             ops.extend(self.load_file(&f)?);
         }
         Ok(ops)
@@ -523,6 +540,82 @@ pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError
         message: message.trim().to_string(),
         text: line_text.map(str::to_string),
     }
+}
+
+/// What `c3 rules check` found in a pack: the ops it defines, how many of
+/// them override a built-in rule, its devices and fusions, and every error.
+#[derive(Debug, Default)]
+pub struct PackCheck {
+    pub ops: Vec<String>,
+    pub overridden: usize,
+    /// The devices and fusions its `devices.yaml` and `fusions.yaml` add.
+    pub devices: Vec<String>,
+    pub fusions: Vec<String>,
+    pub errors: Vec<RuleError>,
+}
+
+/// Compiles each rule of a rule file on its own: the rules that compile,
+/// and the error of each one that does not. YAML that does not parse is
+/// the one error of its file.
+fn compile_source(
+    path: &str,
+    text: &str,
+    builtin: bool,
+) -> Result<(Vec<CostRule>, Vec<RuleError>), RuleError> {
+    let src = SourceFile::new(path, text, builtin);
+    let def: RuleFileDef = serde_saphyr::from_str(text).map_err(|e| yaml_error(&src, &e))?;
+    let mut rules = Vec::new();
+    let mut errors = Vec::new();
+    for (op, rule_def) in &def.0 {
+        match CostRule::compile(op, rule_def, &src) {
+            Ok(rule) => rules.push(rule),
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((rules, errors))
+}
+
+/// A pack folder's `*.yaml` / `*.yml` files, in name order.
+fn yaml_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
+    let shown = dir.display().to_string();
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(&shown, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(Error::Input {
+            path: shown,
+            message: "no *.yaml rule files in this folder".into(),
+        });
+    }
+    Ok(files)
+}
+
+/// A rule file's text, refused past [`MAX_RULE_FILE_BYTES`].
+fn read_rule_file(path: &Path) -> Result<String, Error> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(&shown, e))?;
+    if meta.len() > MAX_RULE_FILE_BYTES {
+        return Err(Error::Input {
+            path: shown,
+            message: format!(
+                "rule file is {} bytes, which exceeds the limit of {MAX_RULE_FILE_BYTES} bytes",
+                meta.len()
+            ),
+        });
+    }
+    std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))
+}
+
+/// A pack that names neither a folder, a file nor a built-in pack.
+fn no_pack(place: &str, what: &str) -> Error {
+    let names: Vec<&str> = BUILTIN_PACKS.iter().map(|p| p.name).collect();
+    Error::Usage(format!(
+        "{place}: {what}, and no built-in pack of that name (built-in packs: {})",
+        names.join(", ")
+    ))
 }
 
 #[cfg(test)]

@@ -812,12 +812,23 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         limit: RefCell::new(None),
         unreadable: Arc::default(),
     };
+    let initializers: HashSet<&str> = g
+        .initializer
+        .iter()
+        .filter_map(|t| t.name.as_deref())
+        .collect();
+    // The inputs a run feeds: IR < 4 lists the initializers among them too.
+    let fed: Vec<&str> = g
+        .input
+        .iter()
+        .filter_map(|v| v.name.as_deref())
+        .filter(|n| !initializers.contains(n))
+        .collect();
     for name in opts.inputs.keys() {
-        if !g.input.iter().any(|v| v.name.as_deref() == Some(name)) {
-            let names: Vec<&str> = g.input.iter().filter_map(|v| v.name.as_deref()).collect();
+        if !fed.contains(&name.as_str()) {
             return Err(Error::Usage(format!(
                 "--input {name}: the model has no input of that name (inputs: {})",
-                names.join(", ")
+                fed.join(", ")
             )));
         }
     }
@@ -826,11 +837,6 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         parent: None,
     };
     let mut values = Vec::new();
-    let initializers: HashSet<&str> = g
-        .initializer
-        .iter()
-        .filter_map(|t| t.name.as_deref())
-        .collect();
     let mut input_symbols = std::collections::BTreeSet::new();
     for v in &g.input {
         let name = v.name.clone().unwrap_or_default();

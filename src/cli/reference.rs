@@ -1,0 +1,94 @@
+//! The commands that need no model: `explain`, `rules check`,
+//! `completions` and `man`.
+
+use clap::{Args, CommandFactory};
+
+use super::values::{parse_attr_flag, parse_tensor};
+use super::{Attention, Cli, RuleArgs, count_options};
+use crate::error::{Error, Result};
+use crate::ir::{AttrValue, DEFAULT_OPSET, TensorFact};
+use crate::report;
+use crate::report::explain::ExplainInput;
+use crate::rules::RuleSet;
+use crate::rules::rule::BranchChoice;
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Operator name (`Conv`, `com.microsoft::Attention` or
+    /// `com.microsoft.Attention`).
+    pub op: String,
+    #[command(flatten)]
+    pub rules: RuleArgs,
+    /// A tensor's shape by its pattern name, e.g. `--in X=1x3x224x224`
+    /// (`:float16` after the shape sets the dtype; repeat a variadic name).
+    /// Outputs are inferred from the inputs when left out.
+    #[arg(long = "in", value_name = "NAME=SHAPE", value_parser = parse_tensor)]
+    pub tensors: Vec<(String, TensorFact)>,
+    /// An attribute, e.g. `--attr strides=2,2` or `--attr mode=linear`.
+    #[arg(long = "attr", value_name = "NAME=VALUE", value_parser = parse_attr_flag)]
+    pub attrs: Vec<(String, AttrValue)>,
+    /// Opset version of the operator's domain.
+    #[arg(long, default_value_t = DEFAULT_OPSET)]
+    pub opset: i64,
+    /// Count a multiply-add as two FLOPs instead of one.
+    #[arg(long)]
+    pub no_fma: bool,
+    /// Attention: `masked` (the default) or `full`, as for `c3 estimate`.
+    #[arg(long, value_enum, default_value_t = Attention::Masked)]
+    pub attention: Attention,
+}
+
+pub(super) fn explain(a: &ExplainArgs) -> Result<String> {
+    let rules = a.rules.load()?;
+    let rule = report::explain::find_rule(&rules, &a.op)?;
+    let input = ExplainInput {
+        tensors: a.tensors.clone(),
+        attrs: a.attrs.clone(),
+        opset: a.opset,
+        count: count_options(a.no_fma, a.attention, BranchChoice::Larger),
+    };
+    report::explain::explain(rule, &input)
+}
+
+pub(super) fn rules_check(spec: &str) -> Result<String> {
+    let check = RuleSet::check_pack(spec)?;
+    if !check.errors.is_empty() {
+        for e in &check.errors {
+            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
+        }
+        return Err(Error::Input {
+            path: spec.to_string(),
+            message: format!("{} error(s) in this pack", check.errors.len()),
+        });
+    }
+    let mut parts = vec![match check.ops.len() {
+        0 => "0 rule(s)".to_string(),
+        n => format!(
+            "{n} rule(s): {} ({} override built-in rules)",
+            check.ops.join(", "),
+            check.overridden
+        ),
+    }];
+    for (what, names) in [("fusion", &check.fusions), ("device", &check.devices)] {
+        if !names.is_empty() {
+            parts.push(format!("{} {what}(s): {}", names.len(), names.join(", ")));
+        }
+    }
+    Ok(format!("{spec}: ok, {}\n", parts.join("; ")))
+}
+
+/// A completion script for `shell`.
+pub(super) fn completions(shell: clap_complete::Shell) -> Result<String> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "c3", &mut out);
+    String::from_utf8(out).map_err(|e| Error::Usage(format!("completions: {e}")))
+}
+
+/// The manual page, in roff (`c3 man > c3.1; man ./c3.1`).
+pub(super) fn man() -> Result<String> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut out)
+        .map_err(|e| Error::io("man", e))?;
+    String::from_utf8(out).map_err(|e| Error::Usage(format!("man: {e}")))
+}

@@ -1,0 +1,291 @@
+//! The command line's conventions (issue 13, items 10 to 14): `explain`
+//! infers and checks shapes, `rules check` reports every error, shell
+//! completions and a man page, `--version` everywhere, aliases of devices,
+//! symbolic shapes as lists.
+
+use crate::common::cli::{C3, Run};
+
+fn c3(args: &[&str]) -> Run {
+    C3::new().args(args).run()
+}
+
+#[test]
+fn explain_infers_the_outputs_with_the_models_shape_inference() {
+    // ResNet50's first convolution, no Y given: Y = 1x64x112x112 since
+    // (224 + 3 + 3 - 7) / 2 + 1 = 112; flops = 64 * 112 * 112 outputs
+    // times a 3 * 7 * 7 = 147 window = 118013952.
+    let r = c3(&[
+        "explain",
+        "Conv",
+        "--in",
+        "X=1x3x224x224",
+        "--in",
+        "W=64x3x7x7",
+        "--attr",
+        "strides=2,2",
+        "--attr",
+        "pads=3,3,3,3",
+    ]);
+    r.ok();
+    assert!(
+        r.stdout.contains("  Y = 1x64x112x112 float32 (inferred)\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("  flops  = 118013952\n"), "{}", r.stdout);
+    // 64 * 112 * 112 float32 outputs written: 802816 * 4 bytes.
+    assert!(
+        r.stdout.contains("  mwrite = 3211264 bytes\n"),
+        "{}",
+        r.stdout
+    );
+    // Gemm infers Y = 2x5 from A = 2x3 and B = 3x5: 2 * 5 * 3 = 30 MACs.
+    let r = c3(&["explain", "Gemm", "--in", "A=2x3", "--in", "B=3x5"]);
+    r.ok();
+    assert!(r.stdout.contains("  mwrite = 40 bytes\n"), "{}", r.stdout);
+    // MaxPool 2x2, stride 1, on 8x8: Y = 1x3x7x7 = 147 outputs, 3 compares
+    // each = 441 flops; the optional Indices is not asked for, so only Y's
+    // 147 * 4 bytes are written.
+    let r = c3(&[
+        "explain",
+        "MaxPool",
+        "--in",
+        "X=1x3x8x8",
+        "--attr",
+        "kernel_shape=2,2",
+    ]);
+    r.ok();
+    assert!(r.stdout.contains("  flops  = 441\n"), "{}", r.stdout);
+    assert!(r.stdout.contains("  mwrite = 588 bytes\n"), "{}", r.stdout);
+}
+
+#[test]
+fn explain_refuses_shapes_that_contradict_the_operator() {
+    // A 3-d X with a 2-d kernel.
+    let r = c3(&["explain", "Conv", "--in", "X=1x3x224", "--in", "W=64x3x7x7"]);
+    let e = r.one_line_error(1);
+    assert!(e.contains("Conv: the shapes given do not fit"), "{e}");
+    // A given output that the inputs do not produce.
+    let r = c3(&["explain", "Relu", "--in", "X=1x3", "--in", "Y=1x4"]);
+    let e = r.one_line_error(1);
+    assert!(e.contains("Relu gives Y the shape 1x3, not 1x4"), "{e}");
+    // Gemm's inner dimensions differ.
+    let r = c3(&["explain", "Gemm", "--in", "A=2x3", "--in", "B=4x5"]);
+    let e = r.one_line_error(1);
+    assert!(e.contains("3 does not match 4"), "{e}");
+}
+
+#[test]
+fn explain_takes_a_domain_either_way_and_suggests_names() {
+    for name in ["com.microsoft.Attention", "com.microsoft::Attention"] {
+        let r = c3(&["explain", name]);
+        r.ok();
+        assert!(
+            r.stdout.starts_with("com.microsoft::Attention — "),
+            "{}",
+            r.stdout
+        );
+    }
+    for (typo, meant) in [
+        ("Conx", "Conv"),
+        ("matmull", "MatMul"),
+        ("com.microsoft.Atention", "com.microsoft::Attention"),
+    ] {
+        let r = c3(&["explain", typo]);
+        let e = r.one_line_error(1);
+        assert!(e.contains(&format!("did you mean '{meant}'?")), "{e}");
+    }
+    // Nothing near: no guess.
+    let e = c3(&["explain", "xyzzy"]).one_line_error(1).to_string();
+    assert!(!e.contains("did you mean"), "{e}");
+}
+
+/// A rule of the `Activation` category with the given formulas.
+fn rule(op: &str, flops: &str, mread: &str) -> String {
+    format!(
+        "{op}:\n  summary: s\n  category: Activation\n  doc: d\n  inputs: \"X\"\n  outputs: \"Y\"\n  flops: \"{flops}\"\n  mread: \"{mread}\"\n  mwrite: 0\n"
+    )
+}
+
+#[test]
+fn rules_check_reports_every_error_of_a_pack() {
+    let dir = crate::common::cli::scratch("conventions", "rules_check_all");
+    // Two bad rules in one file, a third in another; a good rule between.
+    std::fs::write(
+        dir.join("a.yaml"),
+        rule("Relu", "|Z|", "0") + &rule("Sigmoid", "|X|", "|Q|") + &rule("Tanh", "|X|", "|X|"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("b.yaml"), rule("Elu", "|X| +", "0")).unwrap();
+    let r = C3::new().args(["rules", "check"]).arg(&dir).run();
+    r.code(2);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", r.stderr);
+    assert!(
+        lines[0].ends_with("a.yaml:7:11: unknown tensor 'Z' in `|Z|`"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with("a.yaml:17:11: unknown tensor 'Q' in `|Q|`"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].contains("b.yaml:7:16: syntax error"),
+        "{}",
+        lines[2]
+    );
+    assert!(
+        lines[3].ends_with(": 3 error(s) in this pack"),
+        "{}",
+        lines[3]
+    );
+}
+
+#[test]
+fn rules_check_takes_the_built_in_pack_names() {
+    // chainer.yaml overrides ten built-in rules.
+    let r = c3(&["rules", "check", "chainer"]);
+    r.ok();
+    assert!(
+        r.stdout.starts_with("chainer: ok, 10 rule(s): Conv, Gemm,"),
+        "{}",
+        r.stdout
+    );
+    for pack in ["naive", "fused"] {
+        c3(&["rules", "check", pack]).ok();
+    }
+    let e = c3(&["rules", "check", "no_such_pack"])
+        .one_line_error(1)
+        .to_string();
+    assert!(e.contains("built-in packs: naive, fused, chainer"), "{e}");
+}
+
+#[test]
+fn completions_and_man_come_from_the_flag_definitions() {
+    for (shell, marker) in [
+        ("bash", "_c3()"),
+        ("zsh", "#compdef c3"),
+        ("fish", "complete -c c3"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let r = c3(&["completions", shell]);
+        r.ok();
+        assert!(r.stdout.contains(marker), "{shell}: {}", r.stdout);
+        // Every subcommand and a flag of each are offered.
+        for word in ["estimate", "explain", "devices", "no-fma", "attr"] {
+            assert!(r.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let e = c3(&["completions", "tcsh"]);
+    e.code(1);
+    let r = c3(&["man"]);
+    r.ok();
+    assert!(r.stdout.contains(".TH c3 1"), "{}", r.stdout);
+    assert!(r.stdout.contains("completions"), "{}", r.stdout);
+}
+
+#[test]
+fn every_subcommand_has_version() {
+    let want = format!("{}\n", env!("CARGO_PKG_VERSION"));
+    for cmd in [
+        &["--version"][..],
+        &["estimate", "--version"],
+        &["explain", "--version"],
+        &["rules", "check", "--version"],
+        &["devices", "--version"],
+        &["man", "--version"],
+    ] {
+        let r = c3(cmd);
+        r.ok();
+        assert!(r.stdout.starts_with("c3"), "{cmd:?}: {}", r.stdout);
+        assert!(r.stdout.ends_with(&want), "{cmd:?}: {}", r.stdout);
+    }
+}
+
+#[test]
+fn devices_show_their_aliases() {
+    let r = c3(&["devices"]);
+    r.ok();
+    // rules/devices.yaml: a100-40gb is also a100, a100-40, a100-sxm4-40gb.
+    let flat: String = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("v100-sxm2, v100sxm"), "{}", r.stdout);
+    let j = c3(&["devices", "--format", "json"]).json();
+    let a100 = j["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "a100-40gb")
+        .unwrap();
+    assert_eq!(
+        a100["aliases"],
+        serde_json::json!(["a100", "a100-40", "a100-sxm4-40gb"])
+    );
+}
+
+#[test]
+fn symbolic_shapes_read_as_lists() {
+    // The GPT decoder's input is int64 [batch, seq].
+    let r = c3(&["shapes", "examples/onnx/gpt_decoder_dynamo.onnx"]);
+    r.ok();
+    assert!(r.stdout.contains("[batch, seq]"), "{}", r.stdout);
+    // Known sizes keep the compact form.
+    assert!(r.stdout.contains("512x64"), "{}", r.stdout);
+}
+
+#[test]
+fn input_errors_on_ir3_models_list_the_real_inputs() {
+    use crate::common::onnx::{build, c3_on, float, node, weights};
+    // IR 3 lists the initializer W among the graph's inputs.
+    let g = build::GraphBuilder::new()
+        .input(float("x", &[1, 4]))
+        .input(float("W", &[4, 2]))
+        .initializer(weights("W", &[4, 2]))
+        .node(node("MatMul", &["x", "W"], &["y"]))
+        .output(float("y", &[1, 2]))
+        .build();
+    let mut m = build::model(g, 17);
+    m.ir_version = Some(3);
+    let (code, _, err) = c3_on(&m, "ir3_inputs", &["estimate", "--input", "nope=1x4"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--input nope: the model has no input of that name (inputs: x)"),
+        "{err}"
+    );
+    // The initializer is no input to give a shape to either.
+    let (code, _, err) = c3_on(&m, "ir3_inputs", &["estimate", "--input", "W=4x2"]);
+    assert_eq!(code, 1, "{err}");
+}
+
+#[test]
+fn the_library_facade_gives_what_the_command_line_prints() {
+    // What examples/estimate.rs does, checked against `c3 estimate`.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/onnx/light_resnet50.onnx"
+    );
+    let model = c3::Model::open(path).unwrap();
+    let opts = c3::EstimateOptions {
+        device: Some("a100".into()),
+        ..c3::EstimateOptions::default()
+    };
+    let estimate = model.estimate(&opts).unwrap();
+    let cli = c3(&["estimate", path, "--format", "json", "--device", "a100"]).json();
+    let total = &estimate.report.total;
+    assert_eq!(cli["total"]["flops"].as_u64(), Some(total.flops));
+    assert_eq!(cli["total"]["mread"].as_u64(), Some(total.mread));
+    assert_eq!(cli["total"]["mwrite"].as_u64(), Some(total.mwrite));
+    let roofline = estimate.roofline.as_ref().unwrap();
+    assert_eq!(roofline.device.key, "a100-40gb");
+    // The sum of per-layer bounds lies between the larger of the two totals
+    // and their sum (the additive estimate).
+    assert!(roofline.bound_s >= roofline.compute_s.max(roofline.memory_s));
+    assert!(roofline.bound_s <= roofline.additive_s);
+    let text = estimate.render(&c3::ReportOptions {
+        format: c3::report::Format::Md,
+        parts: c3::report::Parts::Summary,
+        ..c3::ReportOptions::default()
+    });
+    assert!(text.contains("| Conv | 53 |"), "{text}");
+}
