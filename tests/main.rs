@@ -9,6 +9,7 @@ mod common;
 mod cli;
 mod control_flow;
 mod decoder;
+mod exports;
 mod fusion;
 mod fuzz;
 mod hostile;

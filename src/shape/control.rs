@@ -76,6 +76,10 @@ fn either(ctx: &InferCtx, a: &Fact, b: &Fact, what: &str) -> Result<Fact> {
         shape,
         value,
         constant: None,
+        // Positions agree only when both sides know the same ones.
+        elements: (a.elements == b.elements)
+            .then(|| a.elements.clone())
+            .flatten(),
     })
 }
 

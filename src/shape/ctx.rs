@@ -93,6 +93,10 @@ pub struct InferCtx<'a> {
 
 pub type Result<T> = std::result::Result<T, ShapeError>;
 
+/// The ai.onnx opset [`InferCtx::run_like`] runs float forms at (attributes
+/// as every opset from 13 on reads them).
+const FLOAT_FORM_OPSET: i64 = 17;
+
 pub fn err<T>(msg: impl Into<String>) -> Result<T> {
     Err(ShapeError(msg.into()))
 }
@@ -136,6 +140,32 @@ impl<'a> InferCtx<'a> {
             Some(0) => Dim::Known(0),
             _ => self.symbols.bounded(hint, at_most, self.op),
         }
+    }
+
+    /// Runs the default-domain operator `op`'s shape function on `inputs`
+    /// with this node's attributes: quantized forms (QLinearConcat, QGemm)
+    /// are shaped as their float forms are.
+    pub fn run_like(
+        &self,
+        op: &str,
+        inputs: Vec<Option<Fact>>,
+        n_outputs: usize,
+    ) -> Result<Vec<Fact>> {
+        let f = super::registry("", op)
+            .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
+        let mut inner = InferCtx::new(
+            op,
+            "",
+            FLOAT_FORM_OPSET,
+            self.attrs,
+            inputs,
+            n_outputs,
+            self.subgraphs,
+            self.tensors,
+            self.symbols,
+        );
+        f(&mut inner)?;
+        Ok(inner.outputs)
     }
 
     // ------------------------------------------------------------ inputs

@@ -29,13 +29,37 @@ pub(super) fn tensor_of(
     })
 }
 
-/// Whether an engine folds the node away at load time: every input is
-/// known, and its subgraphs (if any) hold nothing that must run.
-pub(crate) fn folds(n: &InferredNode) -> bool {
-    n.is_constant()
-        && n.bodies
-            .iter()
-            .all(|b| matches!(&b.nodes, Ok(nodes) if nodes.iter().all(folds)))
+/// Whether an engine folds the node away at load time: every input is a
+/// constant (an initializer, a value known at load time, or what a folded
+/// node produces, listed in `folded`), and its subgraphs (if any) hold
+/// nothing that must run. Constness alone decides: never the size of a value.
+pub(crate) fn folds(n: &InferredNode, folded: &HashSet<String>) -> bool {
+    let constant = |(name, f): &(String, Fact)| {
+        f.value.is_some() || f.constant.is_some() || folded.contains(name)
+    };
+    n.inputs.iter().flatten().all(constant)
+        && n.bodies.iter().all(|b| match &b.nodes {
+            Ok(nodes) => {
+                let mut inner = folded.clone();
+                folding(nodes, &mut inner).into_iter().all(|f| f)
+            }
+            Err(_) => false,
+        })
+}
+
+/// Which of `nodes` (in execution order) fold; what the folded ones
+/// produce joins `folded`.
+pub(crate) fn folding(nodes: &[InferredNode], folded: &mut HashSet<String>) -> Vec<bool> {
+    nodes
+        .iter()
+        .map(|n| {
+            let f = folds(n, folded);
+            if f {
+                folded.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
+            }
+            f
+        })
+        .collect()
 }
 
 /// The graph the cost stage sees. Nodes an engine folds at load time (all
@@ -61,10 +85,7 @@ pub(super) fn graph_of(
 ) -> ir::Graph {
     // What folded nodes produce (weights built by ConstantOfShape, say) is
     // a constant of the model too.
-    let folding: Vec<bool> = nodes.iter().map(folds).collect();
-    for (n, _) in nodes.iter().zip(&folding).filter(|(_, f)| **f) {
-        folded_names.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
-    }
+    let folding = folding(&nodes, folded_names);
     let conv = |list: Vec<Option<(String, Fact)>>,
                 folded: &HashSet<String>|
      -> std::result::Result<Vec<Option<TensorFact>>, String> {

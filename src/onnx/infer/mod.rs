@@ -68,17 +68,6 @@ pub struct InferredBody {
     pub outputs: Vec<String>,
 }
 
-impl InferredNode {
-    /// Every input is a constant or a value known at load time: an inference
-    /// engine folds the node away before running the model.
-    pub fn is_constant(&self) -> bool {
-        self.inputs
-            .iter()
-            .flatten()
-            .all(|(_, f)| f.value.is_some() || f.constant.is_some())
-    }
-}
-
 /// The result of inference over the main graph.
 pub struct Inferred {
     /// Every value of the main graph, in definition order.
