@@ -349,3 +349,61 @@ fn sequences_know_each_position_when_positions_are_known() {
     // 1 + 3 rows.
     assert_eq!(f["whole"], "float32[4, 4]");
 }
+
+#[test]
+fn binding_an_invented_symbol_reinfers_what_follows_from_it() {
+    // c = Expand(min(x), Concat([3], p)) with p read from data: [3, v] for
+    // a size v c3 names; y = Reshape(c, [-1, 2]) follows from it.
+    let g = build::GraphBuilder::new()
+        .input(input("x", FLOAT, &["5"]))
+        .initializer(build::int64_list("three", &[3]))
+        .initializer(build::int64_list("zero", &[0]))
+        .initializer(build::int64_list("pairs", &[-1, 2]))
+        .node(node_with("Cast", &["x"], &["xi"], vec![int("to", 7)]))
+        .node(node_with("ReduceMax", &["xi"], &["m"], vec![int("keepdims", 0)]))
+        .node(node("Unsqueeze", &["m", "zero"], &["p"]))
+        .node(node_with("Concat", &["three", "p"], &["s"], vec![int("axis", 0)]))
+        .node(node_with("ReduceMin", &["x"], &["lo"], vec![int("keepdims", 1)]))
+        .node(node("Expand", &["lo", "s"], &["c"]))
+        .node(node("Reshape", &["c", "pairs"], &["y"]))
+        .node(node("Relu", &["y"], &["z"]))
+        .output(untyped("z"))
+        .build();
+    let m = model(g);
+    let c = fact(&m, "c");
+    let v = c
+        .strip_prefix("float32[3, ")
+        .and_then(|s| s.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("{c}"))
+        .to_string();
+    // Bound to 4: c is [3, 4] and the Reshape's -1 is 3 * 4 / 2 = 6.
+    let f = facts(&m, &[(v.as_str(), 4)]);
+    assert_eq!(f["c"], "float32[3, 4]");
+    assert_eq!(f["y"], "float32[6, 2]");
+    // `c3 shapes` takes the binding too.
+    let flag = format!("{v}=4");
+    let (code, out, err) = c3_on(&m, "bind_invented", &["shapes", "--dim", &flag]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("[6, 2]") || out.contains("6x2") || out.contains("6, 2"), "{out}");
+    // And the estimate: Relu, one maximum per element, 6 * 2 of them.
+    let (code, out, err) = c3_on(&m, "bind_invented", &["estimate", "--format", "json", "--dim", &flag]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let relu = json["layers"]
+        .as_array()
+        .and_then(|l| l.iter().find(|l| l["op"] == "Relu"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(relu["flops"], 6 * 2);
+}
+
+#[test]
+fn a_declared_output_shape_used_as_a_fallback_takes_the_bindings() {
+    // An op c3 does not know: its output is what the model declares.
+    let g = build::GraphBuilder::new()
+        .input(input("x", FLOAT, &["batch", "4"]))
+        .node(node("NoSuchOp", &["x"], &["y"]))
+        .output(input("y", FLOAT, &["batch", "4"]))
+        .build();
+    let m = model(g);
+    assert_eq!(facts(&m, &[("batch", 1)])["y"], "float32[1, 4]");
+}

@@ -33,14 +33,30 @@ impl From<crate::dim::Overflow> for ShapeError {
 pub struct Symbols {
     count: Cell<u64>,
     bounds: RefCell<BTreeMap<String, Bound>>,
+    /// Values the user bound (`--dim unk_3=5`): a symbol made up under a
+    /// bound name is that value from the start, so what follows from it is
+    /// inferred with the value known.
+    bound: BTreeMap<String, i64>,
 }
 
 impl Symbols {
-    /// A new symbol `hint_N`.
+    /// Symbols whose names in `bound` take those values.
+    pub fn with_bindings(bound: BTreeMap<String, i64>) -> Symbols {
+        Symbols {
+            bound,
+            ..Symbols::default()
+        }
+    }
+
+    /// A new symbol `hint_N`, or its value when the user bound it.
     pub fn fresh(&self, hint: &str) -> Dim {
         let n = self.count.get() + 1;
         self.count.set(n);
-        Dim::symbol(format!("{hint}_{n}"))
+        let name = format!("{hint}_{n}");
+        match self.bound.get(&name).and_then(|&v| u64::try_from(v).ok()) {
+            Some(v) => Dim::Known(v),
+            None => Dim::symbol(name),
+        }
     }
 
     /// A new symbol known to be at most `at_most`.

@@ -255,8 +255,10 @@ impl<'m> Walker<'m> {
                 .map(|(i, d)| match (d.dim_value, d.dim_param.as_deref()) {
                     (Some(v), _) if v >= 0 => Dim::Known(v as u64),
                     // "?" is how some exporters write "no name".
+                    // Bound names take their values everywhere: a declared
+                    // output shape used as a fallback too.
                     (None, Some(p)) if !p.is_empty() && p != "?" => match self.opts.dims.get(p) {
-                        Some(&v) if top => Dim::Known(v as u64),
+                        Some(&v) => Dim::Known(v as u64),
                         _ => Dim::symbol(p),
                     },
                     // A graph input's unnamed (or -1) dimension gets a name
@@ -795,7 +797,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         model,
         functions,
         opts,
-        symbols: Symbols::default(),
+        symbols: Symbols::with_bindings(opts.dims.clone()),
         visits: Cell::new(0),
         max_visits: NODE_VISITS_BASE.saturating_add(NODE_VISITS_PER_NODE.saturating_mul(expanded)),
         limit: RefCell::new(None),
