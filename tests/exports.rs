@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use c3::onnx::build::{self, FLOAT, int, ints, node_with, tensor_type, value};
+use c3::onnx::build::{self, FLOAT, INT64, int, ints, node_with, tensor_type, value};
 
 use c3::onnx::proto::AttributeProto;
 
@@ -406,4 +406,45 @@ fn a_declared_output_shape_used_as_a_fallback_takes_the_bindings() {
         .build();
     let m = model(g);
     assert_eq!(facts(&m, &[("batch", 1)])["y"], "float32[1, 4]");
+}
+
+#[test]
+fn a_loop_filling_a_sequence_gives_each_piece_its_shape() {
+    // As TorchScript writes tensor_split: a Loop of 3 trips inserting
+    // x[:, :i + 1] into a sequence, then SequenceAt per piece.
+    let body = build::GraphBuilder::new()
+        .input(input("i", INT64, &[]))
+        .input(input("go", build::BOOL, &[]))
+        .input(value("s", build::seq_type(tensor_type(FLOAT, &["batch", "6"]))))
+        .initializer(build::int64_list("one", &[1]))
+        .initializer(build::int64_list("zero", &[0]))
+        .node(node("Add", &["i", "one"], &["end"]))
+        .node(node("Slice", &["x", "zero", "end", "one"], &["piece"]))
+        .node(node("SequenceInsert", &["s", "piece"], &["s2"]))
+        .node(node("Identity", &["go"], &["go2"]))
+        .output(untyped("go2"))
+        .output(untyped("s2"))
+        .build();
+    let g = build::GraphBuilder::new()
+        .input(input("x", FLOAT, &["batch", "6"]))
+        .initializer(build::scalar("trips", INT64, 3))
+        .initializer(build::scalar("yes", build::BOOL, 1))
+        .initializer(build::int64_list("first", &[0]))
+        .initializer(build::int64_list("last", &[2]))
+        .node(node_with("SequenceEmpty", &[], &["empty"], vec![int("dtype", 1)]))
+        .node(with_graph(
+            node("Loop", &["trips", "yes", "empty"], &["pieces"]),
+            "body",
+            body,
+        ))
+        .node(node("SequenceAt", &["pieces", "first"], &["p0"]))
+        .node(node("SequenceAt", &["pieces", "last"], &["p2"]))
+        .node(node("SequenceLength", &["pieces"], &["n"]))
+        .output(untyped("p0"))
+        .output(untyped("p2"))
+        .build();
+    let f = facts(&model(g), &[]);
+    // Pieces of 1, 2 and 3 columns.
+    assert_eq!(f["p0"], "float32[batch, 1]");
+    assert_eq!(f["p2"], "float32[batch, 3]");
 }
