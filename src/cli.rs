@@ -111,6 +111,10 @@ pub struct EstimateArgs {
     /// Count a multiply-add as two FLOPs instead of one.
     #[arg(long)]
     pub no_fma: bool,
+    /// Count every node as executed, as an eager framework runs it: nodes
+    /// whose inputs are all constants are not folded away.
+    #[arg(long)]
+    pub no_fold: bool,
     /// Attention: `masked` counts the (query, key) pairs a causal or
     /// windowed mask leaves; `full` counts the whole square.
     #[arg(long, value_enum, default_value_t = Attention::Masked)]
@@ -266,6 +270,7 @@ fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
         activations: a.activations.map(Precision::dtype),
         device: a.device.clone(),
         measured_s: a.measured,
+        no_fold: a.no_fold,
     }
 }
 

@@ -61,6 +61,9 @@ pub struct EstimateOptions {
     pub device: Option<String>,
     /// A measured latency in seconds, compared with the roofline bounds.
     pub measured_s: Option<f64>,
+    /// Count every node as executed, as an eager framework does: nothing
+    /// is folded away at load time (`--no-fold`).
+    pub no_fold: bool,
 }
 
 impl EstimateOptions {
@@ -140,6 +143,16 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Graph> {
+        self.graph_with(dims, inputs, true)
+    }
+
+    /// [`Model::graph`]; with `fold` false nothing is folded away.
+    fn graph_with(
+        &self,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+        fold: bool,
+    ) -> Result<Graph> {
         let mut graph = match &self.source {
             Source::Trace(g) => {
                 if !inputs.is_empty() {
@@ -149,7 +162,9 @@ impl Model {
                 }
                 g.clone()
             }
-            Source::Onnx(m) => crate::onnx::infer::to_graph(infer(m, dims, inputs, true)?),
+            Source::Onnx(m) => {
+                crate::onnx::infer::to_graph_with(infer(m, dims, inputs, true)?, fold)
+            }
         };
         graph.bind(dims);
         let unbound = graph.unbound_symbols();
@@ -187,7 +202,7 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
-        let mut graph = self.graph(&opts.dims, &opts.inputs)?;
+        let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold)?;
         graph.override_precision(opts.weights, opts.activations);
         let report = cost::estimate(&graph, &rules, opts.count)?;
         let roofline = match &opts.device {

@@ -360,10 +360,25 @@ fn binding_an_invented_symbol_reinfers_what_follows_from_it() {
         .initializer(build::int64_list("zero", &[0]))
         .initializer(build::int64_list("pairs", &[-1, 2]))
         .node(node_with("Cast", &["x"], &["xi"], vec![int("to", 7)]))
-        .node(node_with("ReduceMax", &["xi"], &["m"], vec![int("keepdims", 0)]))
+        .node(node_with(
+            "ReduceMax",
+            &["xi"],
+            &["m"],
+            vec![int("keepdims", 0)],
+        ))
         .node(node("Unsqueeze", &["m", "zero"], &["p"]))
-        .node(node_with("Concat", &["three", "p"], &["s"], vec![int("axis", 0)]))
-        .node(node_with("ReduceMin", &["x"], &["lo"], vec![int("keepdims", 1)]))
+        .node(node_with(
+            "Concat",
+            &["three", "p"],
+            &["s"],
+            vec![int("axis", 0)],
+        ))
+        .node(node_with(
+            "ReduceMin",
+            &["x"],
+            &["lo"],
+            vec![int("keepdims", 1)],
+        ))
         .node(node("Expand", &["lo", "s"], &["c"]))
         .node(node("Reshape", &["c", "pairs"], &["y"]))
         .node(node("Relu", &["y"], &["z"]))
@@ -384,9 +399,16 @@ fn binding_an_invented_symbol_reinfers_what_follows_from_it() {
     let flag = format!("{v}=4");
     let (code, out, err) = c3_on(&m, "bind_invented", &["shapes", "--dim", &flag]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("[6, 2]") || out.contains("6x2") || out.contains("6, 2"), "{out}");
+    assert!(
+        out.contains("[6, 2]") || out.contains("6x2") || out.contains("6, 2"),
+        "{out}"
+    );
     // And the estimate: Relu, one maximum per element, 6 * 2 of them.
-    let (code, out, err) = c3_on(&m, "bind_invented", &["estimate", "--format", "json", "--dim", &flag]);
+    let (code, out, err) = c3_on(
+        &m,
+        "bind_invented",
+        &["estimate", "--format", "json", "--dim", &flag],
+    );
     assert_eq!(code, 0, "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     let relu = json["layers"]
@@ -415,7 +437,10 @@ fn a_loop_filling_a_sequence_gives_each_piece_its_shape() {
     let body = build::GraphBuilder::new()
         .input(input("i", INT64, &[]))
         .input(input("go", build::BOOL, &[]))
-        .input(value("s", build::seq_type(tensor_type(FLOAT, &["batch", "6"]))))
+        .input(value(
+            "s",
+            build::seq_type(tensor_type(FLOAT, &["batch", "6"])),
+        ))
         .initializer(build::int64_list("one", &[1]))
         .initializer(build::int64_list("zero", &[0]))
         .node(node("Add", &["i", "one"], &["end"]))
@@ -431,7 +456,12 @@ fn a_loop_filling_a_sequence_gives_each_piece_its_shape() {
         .initializer(build::scalar("yes", build::BOOL, 1))
         .initializer(build::int64_list("first", &[0]))
         .initializer(build::int64_list("last", &[2]))
-        .node(node_with("SequenceEmpty", &[], &["empty"], vec![int("dtype", 1)]))
+        .node(node_with(
+            "SequenceEmpty",
+            &[],
+            &["empty"],
+            vec![int("dtype", 1)],
+        ))
         .node(with_graph(
             node("Loop", &["trips", "yes", "empty"], &["pieces"]),
             "body",
@@ -447,4 +477,43 @@ fn a_loop_filling_a_sequence_gives_each_piece_its_shape() {
     // Pieces of 1, 2 and 3 columns.
     assert_eq!(f["p0"], "float32[batch, 1]");
     assert_eq!(f["p2"], "float32[batch, 3]");
+}
+
+#[test]
+fn folded_layers_are_listed_with_their_cost_and_no_fold_counts_them() {
+    let m = conv_of_constants(260);
+    let ops = |json: &serde_json::Value, key: &str| -> Vec<(String, u64)> {
+        json[key]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .map(|l| {
+                        (
+                            l["op"].as_str().unwrap_or("").to_string(),
+                            l["flops"].as_u64().unwrap_or(0),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Relu: 260 * 4 * 4 = 4,160 maxima; Conv: [1, 8, 2, 2] outputs of
+    // 260 * 3 * 3 = 2,340 multiply-adds each; Add: 32 sums.
+    let folded = vec![("Relu".to_string(), 4160), ("Conv".to_string(), 32 * 2340)];
+    let (code, out, err) = c3_on(&m, "folded", &["estimate", "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(ops(&json, "layers"), [("Add".to_string(), 32)]);
+    assert_eq!(ops(&json, "folded"), folded);
+    assert_eq!(json["total"]["flops"], 32);
+    let (code, out, err) = c3_on(&m, "folded", &["estimate", "--format", "json", "--no-fold"]);
+    assert_eq!(code, 0, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(ops(&json, "folded"), []);
+    assert_eq!(json["total"]["flops"], 4160 + 32 * 2340 + 32);
+    // The text report lists them too.
+    let (code, out, err) = c3_on(&m, "folded", &["estimate"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Folded at load time"), "{out}");
+    assert!(out.contains("Conv-1 (Conv): 74880 FLOPs"), "{out}");
 }

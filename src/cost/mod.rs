@@ -125,6 +125,9 @@ pub struct CostReport {
     pub skipped: Vec<SkippedBranch>,
     /// Data-dependent sizes taken at their upper bounds.
     pub assumed: Vec<Assumed>,
+    /// Layers folded away at load time (every input a constant), with the
+    /// cost they would have had; not in the totals.
+    pub folded: Vec<LayerCost>,
 }
 
 /// What the walk over nested graphs collects besides the layers.
@@ -169,7 +172,24 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         fusions,
         skipped: acc.skipped,
         assumed: graph.assumed.clone(),
+        folded: folded_costs(graph, rules, opts)?,
     })
+}
+
+/// What the folded layers would have cost, had they run (those c3 has a
+/// rule for).
+fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Vec<LayerCost>> {
+    let folded = Graph {
+        nodes: graph.folded_nodes.clone(),
+        outputs: graph.outputs.clone(),
+        ..Graph::default()
+    };
+    let mut acc = Collected {
+        unsupported: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let (layers, _) = cost_graph(&folded, rules, opts, &mut acc)?;
+    Ok(layers)
 }
 
 fn totals_of(layers: &[LayerCost]) -> Result<Totals> {

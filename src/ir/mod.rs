@@ -403,6 +403,9 @@ pub struct Graph {
     pub unanalysed: Vec<(Node, String)>,
     /// Nodes left out because every input is a constant (an engine folds them).
     pub folded: usize,
+    /// Those nodes, where their tensors are known: costed apart, to show
+    /// what folding saves.
+    pub folded_nodes: Vec<Node>,
     /// Names of the graph's outputs (they must be written, fused or not).
     pub outputs: Vec<String>,
     /// Upper bounds of the data-dependent sizes (symbols) in the graph.

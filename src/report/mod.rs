@@ -374,6 +374,31 @@ fn shapes(list: &[Option<TensorFact>]) -> String {
         .join(", ")
 }
 
+/// The layers folded away at load time, each with what it would have
+/// cost: a heading, then one line per layer.
+fn folded_lines(report: &CostReport) -> Vec<String> {
+    if report.folded.is_empty() {
+        return Vec::new();
+    }
+    let flops: u64 = report.folded.iter().map(|l| l.flops).sum();
+    let mut lines = vec![format!(
+        "Folded at load time (every input a constant; not counted, --no-fold counts them): {} layers, {flops} FLOPs had they run",
+        report.folded.len()
+    )];
+    lines.extend(report.folded.iter().map(|l| {
+        format!(
+            "{} ({}): {} FLOPs, {} IOPs, {} bytes read, {} written",
+            l.name,
+            crate::ir::qualified(&l.domain, &l.op),
+            l.flops,
+            l.iops,
+            l.mread,
+            l.mwrite
+        )
+    }));
+    lines
+}
+
 /// The data-dependent sizes costs took at their upper bounds, on one line.
 fn assumed_line(report: &CostReport) -> Option<String> {
     if report.assumed.is_empty() {
@@ -708,6 +733,10 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             if let Some(line) = fusion_line(report) {
                 let _ = writeln!(out, "{line}");
             }
+            for (i, line) in folded_lines(report).iter().enumerate() {
+                let indent = if i == 0 { "" } else { "  " };
+                let _ = writeln!(out, "{indent}{line}");
+            }
             for line in roofline
                 .map(|r| roofline_lines(r, opts.digits))
                 .unwrap_or_default()
@@ -737,6 +766,12 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             if let Some(line) = fusion_line(report) {
                 let _ = writeln!(out, "\n{line}");
             }
+            for (i, line) in folded_lines(report).iter().enumerate() {
+                let _ = match i {
+                    0 => writeln!(out, "\n### {line}\n"),
+                    _ => writeln!(out, "- {line}"),
+                };
+            }
             if let Some(r) = roofline {
                 let lines = roofline_lines(r, opts.digits);
                 let _ = writeln!(out, "\n### {}\n", lines[0].trim_end_matches(':'));
@@ -760,6 +795,21 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                         "{},{}",
                         csv_field(&u.name),
                         csv_field(&crate::ir::qualified(&u.domain, &u.op))
+                    );
+                }
+            }
+            if !report.folded.is_empty() {
+                out.push_str("\nfolded_layer,op,flops,iops,mread,mwrite\n");
+                for l in &report.folded {
+                    let _ = writeln!(
+                        out,
+                        "{},{},{},{},{},{}",
+                        csv_field(&l.name),
+                        csv_field(&crate::ir::qualified(&l.domain, &l.op)),
+                        l.flops,
+                        l.iops,
+                        l.mread,
+                        l.mwrite
                     );
                 }
             }

@@ -67,8 +67,20 @@ pub(crate) fn folding(nodes: &[InferredNode], folded: &mut HashSet<String>) -> V
 /// as not analysed, with the reason. Consumes the inference result: nothing
 /// is copied.
 pub fn to_graph(inferred: Inferred) -> ir::Graph {
+    to_graph_with(inferred, true)
+}
+
+/// [`to_graph`], or with `fold` false every node counted as executed, as
+/// an eager framework runs it (`--no-fold`).
+pub fn to_graph_with(inferred: Inferred, fold: bool) -> ir::Graph {
     let mut folded_names = HashSet::default();
-    let mut graph = graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names);
+    let mut graph = graph_of(
+        inferred.nodes,
+        inferred.outputs,
+        "",
+        &mut folded_names,
+        fold,
+    );
     graph.bounds = inferred.bounds;
     graph.input_symbols = inferred.input_symbols;
     graph
@@ -82,10 +94,15 @@ pub(super) fn graph_of(
     outputs: Vec<String>,
     prefix: &str,
     folded_names: &mut HashSet<String>,
+    fold: bool,
 ) -> ir::Graph {
     // What folded nodes produce (weights built by ConstantOfShape, say) is
     // a constant of the model too.
-    let folding = folding(&nodes, folded_names);
+    let folding = if fold {
+        folding(&nodes, folded_names)
+    } else {
+        vec![false; nodes.len()]
+    };
     let conv = |list: Vec<Option<(String, Fact)>>,
                 folded: &HashSet<String>|
      -> std::result::Result<Vec<Option<TensorFact>>, String> {
@@ -94,14 +111,11 @@ pub(super) fn graph_of(
             .collect()
     };
     let mut folded = 0;
+    let mut folded_nodes = Vec::new();
     // Per node: the node, why it is not analysed, its bodies and their runs.
     let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len());
     let mut rest = Vec::with_capacity(nodes.len());
-    for (n, fold) in nodes.into_iter().zip(folding) {
-        if fold {
-            folded += 1;
-            continue;
-        }
+    for (n, folds_away) in nodes.into_iter().zip(folding) {
         let mut node = ir::Node {
             name: n.name,
             op: n.op,
@@ -120,13 +134,25 @@ pub(super) fn graph_of(
             }
             (Err(reason), _) | (_, Err(reason)) => Some(reason),
         };
+        if folds_away {
+            folded += 1;
+            if reason.is_none() {
+                folded_nodes.push(node);
+            }
+            continue;
+        }
         plain.push(node);
         rest.push((reason, n.bodies, n.repeats));
     }
     // Number unnamed nodes in execution order, analysed or not.
     ir::name_unnamed(&mut plain);
+    ir::name_unnamed(&mut folded_nodes);
+    for n in folded_nodes.iter_mut().filter(|_| !prefix.is_empty()) {
+        n.name = format!("{prefix}{}", n.name);
+    }
     let mut graph = ir::Graph {
         folded,
+        folded_nodes,
         outputs,
         ..ir::Graph::default()
     };
@@ -142,7 +168,7 @@ pub(super) fn graph_of(
             .map(|b| ir::Body {
                 graph: b.nodes.map(|nodes| {
                     let inner = format!("{}/{}/", node.name, b.attr);
-                    graph_of(nodes, b.outputs, &inner, folded_names)
+                    graph_of(nodes, b.outputs, &inner, folded_names, fold)
                 }),
                 attr: b.attr,
                 repeats: repeats.clone(),

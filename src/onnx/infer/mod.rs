@@ -12,7 +12,7 @@ use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
 };
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
-pub use graph::to_graph;
+pub use graph::{to_graph, to_graph_with};
 use order::{expanded_nodes, node_label, topo_order};
 
 pub(crate) mod graph;
