@@ -517,3 +517,67 @@ fn folded_layers_are_listed_with_their_cost_and_no_fold_counts_them() {
     assert!(out.contains("Folded at load time"), "{out}");
     assert!(out.contains("Conv-1 (Conv): 74880 FLOPs"), "{out}");
 }
+
+/// Each export `scripts/export_issue14.py` made (weight-stripped, in
+/// tests/fixtures/exports/) against onnxruntime's shapes recorded with it:
+/// every top-level value's shape, no unsupported layer, and as many
+/// convolutions and matrix products as the export has.
+#[test]
+fn real_exports_have_onnxruntimes_shapes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/exports");
+    let mut checked = 0;
+    for name in ["resnet18_int8", "fasterrcnn", "mvit", "mixtral"] {
+        let model = dir.join(format!("{name}.onnx"));
+        if !model.is_file() {
+            continue;
+        }
+        let want: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{name}.shapes.json"))).unwrap(),
+        )
+        .unwrap();
+        let run = crate::common::cli::C3::new()
+            .args(["shapes", "--format", "json"])
+            .arg(&model)
+            .run();
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let got = run.json();
+        let shapes = want["shapes"].as_object().unwrap();
+        let mut differ = Vec::new();
+        for (value, shape) in shapes.iter().filter(|(_, s)| s.is_array()) {
+            if got["tensors"][value]["shape"] != *shape {
+                differ.push(format!(
+                    "{value}: {} vs {shape}",
+                    got["tensors"][value]["shape"]
+                ));
+            }
+        }
+        assert!(differ.is_empty(), "{name}:\n{}", differ.join("\n"));
+        let run = crate::common::cli::C3::new()
+            .args(["estimate", "--format", "json"])
+            .arg(&model)
+            .run();
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let report = run.json();
+        assert_eq!(
+            report["unsupported"].as_array().map(Vec::len),
+            Some(0),
+            "{name}"
+        );
+        for (op, n) in want["counts"].as_object().unwrap() {
+            let counted = report["layers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|l| {
+                    l["op"]
+                        .as_str()
+                        .is_some_and(|o| o.rsplit("::").next() == Some(op))
+                })
+                .count();
+            assert_eq!(Some(counted as u64), n.as_u64(), "{name}: {op}");
+        }
+        checked += 1;
+    }
+    // The QOperator ResNet18 at least: 34 values, 20 QLinearConv, 1 QGemm.
+    assert!(checked >= 1);
+}
