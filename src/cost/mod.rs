@@ -178,17 +178,24 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
 
 /// What the folded layers would have cost, had they run (those c3 has a
 /// rule for).
+/// A folded layer whose sizes stay unknown (a symbol nothing binds) is
+/// left out of the list: it never runs.
 fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Vec<LayerCost>> {
-    let folded = Graph {
-        nodes: graph.folded_nodes.clone(),
-        outputs: graph.outputs.clone(),
-        ..Graph::default()
-    };
-    let mut acc = Collected {
-        unsupported: Vec::new(),
-        skipped: Vec::new(),
-    };
-    let (layers, _) = cost_graph(&folded, rules, opts, &mut acc)?;
+    let mut layers = Vec::new();
+    for node in &graph.folded_nodes {
+        let one = Graph {
+            nodes: vec![node.clone()],
+            outputs: graph.outputs.clone(),
+            ..Graph::default()
+        };
+        let mut acc = Collected {
+            unsupported: Vec::new(),
+            skipped: Vec::new(),
+        };
+        if let Ok((costed, _)) = cost_graph(&one, rules, opts, &mut acc) {
+            layers.extend(costed);
+        }
+    }
     Ok(layers)
 }
 

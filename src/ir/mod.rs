@@ -517,17 +517,27 @@ impl Graph {
         let mut present = BTreeSet::new();
         self.for_each_node(&mut |node| symbols_of(node, &mut present));
         let mut values = given.clone();
-        for (name, b) in &self.bounds {
-            if !present.contains(name) || given.contains_key(name) {
-                continue;
+        // A bound may be made of other bounded sizes (NonZero of what an
+        // If of data-dependent sizes returned): settle them until nothing
+        // more follows.
+        loop {
+            let mut settled = false;
+            for (name, b) in &self.bounds {
+                if !present.contains(name) || values.contains_key(name) {
+                    continue;
+                }
+                if let Some(v) = b.at_most.bind(&values).as_int().filter(|v| *v >= 0) {
+                    values.insert(name.clone(), v);
+                    self.assumed.push(Assumed {
+                        symbol: name.clone(),
+                        value: v as u64,
+                        op: b.op.clone(),
+                    });
+                    settled = true;
+                }
             }
-            if let Some(v) = b.at_most.bind(given).as_int().filter(|v| *v >= 0) {
-                values.insert(name.clone(), v);
-                self.assumed.push(Assumed {
-                    symbol: name.clone(),
-                    value: v as u64,
-                    op: b.op.clone(),
-                });
+            if !settled {
+                break;
             }
         }
         if values.is_empty() {
@@ -548,6 +558,18 @@ impl Graph {
                 b.repeats = b.repeats.bind(&values);
             }
         });
+        for node in &mut self.folded_nodes {
+            for t in node
+                .inputs
+                .iter_mut()
+                .chain(node.outputs.iter_mut())
+                .flatten()
+            {
+                for d in &mut t.shape {
+                    *d = d.bind(&values);
+                }
+            }
+        }
     }
 
     /// The symbols that keep the graph from being costed, in name order:

@@ -59,7 +59,10 @@ fn either(ctx: &InferCtx, a: &Fact, b: &Fact, what: &str) -> Result<Fact> {
                     _ if p == q => p.clone(),
                     // Whichever it is, it is at most the larger.
                     (Some(a), Some(b)) => ctx.bounded_dim("either", SymInt::Int(a.max(b) as i64)),
-                    _ => ctx.fresh_dim("either"),
+                    // Symbolic sizes: at most the larger of the two, once
+                    // they are known (a detector's boxes, before and after
+                    // a data-dependent branch).
+                    _ => ctx.bounded_dim("either", p.to_symint().max_with(&q.to_symint())),
                 })
                 .collect(),
         ),
