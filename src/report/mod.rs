@@ -374,28 +374,37 @@ fn shapes(list: &[Option<TensorFact>]) -> String {
         .join(", ")
 }
 
-/// The layers folded away at load time, each with what it would have
-/// cost: a heading, then one line per layer.
+/// The layers folded away at load time: a heading with their count and the
+/// FLOPs they would have taken, then one line per layer that does
+/// arithmetic (copies and constants built from shapes are only counted;
+/// JSON and CSV list every one).
 fn folded_lines(report: &CostReport) -> Vec<String> {
     if report.folded.is_empty() {
         return Vec::new();
     }
     let flops: u64 = report.folded.iter().map(|l| l.flops).sum();
     let mut lines = vec![format!(
-        "Folded at load time (every input a constant; not counted, --no-fold counts them): {} layers, {flops} FLOPs had they run",
+        "Folded at load time (all inputs constant; --no-fold counts them): {} layers, {flops} FLOPs",
         report.folded.len()
     )];
-    lines.extend(report.folded.iter().map(|l| {
-        format!(
-            "{} ({}): {} FLOPs, {} IOPs, {} bytes read, {} written",
-            l.name,
-            crate::ir::qualified(&l.domain, &l.op),
-            l.flops,
-            l.iops,
-            l.mread,
-            l.mwrite
-        )
-    }));
+    lines.extend(
+        report
+            .folded
+            .iter()
+            .filter(|l| l.flops > 0 || l.iops > 0)
+            .map(|l| {
+                let iops = match l.iops {
+                    0 => String::new(),
+                    n => format!(", {n} IOPs"),
+                };
+                format!(
+                    "{} ({}): {} FLOPs{iops}",
+                    l.name,
+                    crate::ir::qualified(&l.domain, &l.op),
+                    l.flops
+                )
+            }),
+    );
     lines
 }
 
