@@ -135,6 +135,10 @@ pub struct EstimateArgs {
     /// Count a multiply-add as two FLOPs instead of one.
     #[arg(long)]
     pub no_fma: bool,
+    /// Count every node as executed, as an eager framework runs it: nodes
+    /// whose inputs are all constants are not folded away.
+    #[arg(long)]
+    pub no_fold: bool,
     /// Attention: `masked` counts the (query, key) pairs a causal or
     /// windowed mask leaves; `full` counts the whole square.
     #[arg(long, value_enum, default_value_t = Attention::Masked)]
@@ -297,6 +301,7 @@ pub(super) fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
         device: a.device.clone(),
         measured_s: a.measured,
         strict: a.strict,
+        no_fold: a.no_fold,
     }
 }
 

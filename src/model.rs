@@ -64,6 +64,9 @@ pub struct EstimateOptions {
     /// An operator with no rule is an error ([`Error::Unsupported`]), not
     /// a layer left out of the totals.
     pub strict: bool,
+    /// Count every node as executed, as an eager framework does: nothing
+    /// is folded away at load time (`--no-fold`).
+    pub no_fold: bool,
 }
 
 impl EstimateOptions {
@@ -188,6 +191,16 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Graph> {
+        self.graph_with(dims, inputs, true)
+    }
+
+    /// [`Model::graph`]; with `fold` false nothing is folded away.
+    fn graph_with(
+        &self,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+        fold: bool,
+    ) -> Result<Graph> {
         let mut graph = match &self.source {
             Source::Trace(g) => {
                 if !inputs.is_empty() {
@@ -197,11 +210,14 @@ impl Model {
                 }
                 g.clone()
             }
-            Source::Onnx(m) => crate::onnx::infer::to_graph(infer(m, dims, inputs, true)?),
+            Source::Onnx(m) => {
+                crate::onnx::infer::to_graph_with(infer(m, dims, inputs, true)?, fold)
+            }
         };
         let mut known = graph.symbols();
         known.extend(graph.input_symbols.iter().cloned());
         known.extend(graph.bounds.keys().cloned());
+        known.extend(graph.bound_symbols.iter().cloned());
         let declared = match &self.source {
             Source::Onnx(m) => m.model.graph.as_ref(),
             Source::Trace(_) => None,
@@ -243,7 +259,7 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
-        let mut graph = self.graph(&opts.dims, &opts.inputs)?;
+        let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold)?;
         graph.override_precision(opts.weights, opts.activations);
         let report = cost::estimate(&graph, &rules, opts.count)?;
         if opts.strict
@@ -287,6 +303,7 @@ impl Model {
         let mut known: std::collections::BTreeSet<String> =
             inferred.input_symbols.iter().cloned().collect();
         known.extend(inferred.bounds.keys().cloned());
+        known.extend(inferred.bound_symbols.iter().cloned());
         for (_, fact) in &inferred.values {
             for d in fact.shape.iter().flatten() {
                 if let crate::ir::Dim::Sym(s) = d {

@@ -10,6 +10,7 @@ mod cli;
 mod control_flow;
 mod conventions;
 mod decoder;
+mod exports;
 mod fusion;
 mod fuzz;
 mod hostile;

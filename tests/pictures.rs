@@ -530,6 +530,7 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
             value: 4096,
             op: "NonZero".into(),
         }],
+        folded: Vec::new(),
     };
     let opts = c3::report::ReportOptions {
         format: c3::report::Format::Html,

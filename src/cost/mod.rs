@@ -125,6 +125,9 @@ pub struct CostReport {
     pub skipped: Vec<SkippedBranch>,
     /// Data-dependent sizes taken at their upper bounds.
     pub assumed: Vec<Assumed>,
+    /// Layers folded away at load time (every input a constant), with the
+    /// cost they would have had; not in the totals.
+    pub folded: Vec<LayerCost>,
 }
 
 /// What the walk over nested graphs collects besides the layers.
@@ -169,7 +172,31 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         fusions,
         skipped: acc.skipped,
         assumed: graph.assumed.clone(),
+        folded: folded_costs(graph, rules, opts)?,
     })
+}
+
+/// What the folded layers would have cost, had they run (those c3 has a
+/// rule for).
+/// A folded layer whose sizes stay unknown (a symbol nothing binds) is
+/// left out of the list: it never runs.
+fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Vec<LayerCost>> {
+    let mut layers = Vec::new();
+    for node in &graph.folded_nodes {
+        let one = Graph {
+            nodes: vec![node.clone()],
+            outputs: graph.outputs.clone(),
+            ..Graph::default()
+        };
+        let mut acc = Collected {
+            unsupported: Vec::new(),
+            skipped: Vec::new(),
+        };
+        if let Ok((costed, _)) = cost_graph(&one, rules, opts, &mut acc) {
+            layers.extend(costed);
+        }
+    }
+    Ok(layers)
 }
 
 fn totals_of(layers: &[LayerCost]) -> Result<Totals> {

@@ -414,6 +414,9 @@ pub struct Graph {
     pub unanalysed: Vec<(Node, String)>,
     /// Nodes left out because every input is a constant (an engine folds them).
     pub folded: usize,
+    /// Those nodes, where their tensors are known: costed apart, to show
+    /// what folding saves.
+    pub folded_nodes: Vec<Node>,
     /// Names of the graph's outputs (they must be written, fused or not).
     pub outputs: Vec<String>,
     /// Upper bounds of the data-dependent sizes (symbols) in the graph.
@@ -423,6 +426,9 @@ pub struct Graph {
     /// The symbols in the model inputs' shapes not bound yet: binding them
     /// settles most of the others.
     pub input_symbols: Vec<String>,
+    /// Symbols inference made up under a name a binding gave, and so took
+    /// as that value: they are known names, though no shape holds them.
+    pub bound_symbols: Vec<String>,
 }
 
 /// An upper bound of a size only known at run time, and the op that makes
@@ -525,17 +531,27 @@ impl Graph {
         let mut present = BTreeSet::new();
         self.for_each_node(&mut |node| symbols_of(node, &mut present));
         let mut values = given.clone();
-        for (name, b) in &self.bounds {
-            if !present.contains(name) || given.contains_key(name) {
-                continue;
+        // A bound may be made of other bounded sizes (NonZero of what an
+        // If of data-dependent sizes returned): settle them until nothing
+        // more follows.
+        loop {
+            let mut settled = false;
+            for (name, b) in &self.bounds {
+                if !present.contains(name) || values.contains_key(name) {
+                    continue;
+                }
+                if let Some(v) = b.at_most.bind(&values).as_int().filter(|v| *v >= 0) {
+                    values.insert(name.clone(), v);
+                    self.assumed.push(Assumed {
+                        symbol: name.clone(),
+                        value: v as u64,
+                        op: b.op.clone(),
+                    });
+                    settled = true;
+                }
             }
-            if let Some(v) = b.at_most.bind(given).as_int().filter(|v| *v >= 0) {
-                values.insert(name.clone(), v);
-                self.assumed.push(Assumed {
-                    symbol: name.clone(),
-                    value: v as u64,
-                    op: b.op.clone(),
-                });
+            if !settled {
+                break;
             }
         }
         if values.is_empty() {
@@ -556,6 +572,18 @@ impl Graph {
                 b.repeats = b.repeats.bind(&values);
             }
         });
+        for node in &mut self.folded_nodes {
+            for t in node
+                .inputs
+                .iter_mut()
+                .chain(node.outputs.iter_mut())
+                .flatten()
+            {
+                for d in &mut t.shape {
+                    *d = d.bind(&values);
+                }
+            }
+        }
     }
 
     /// Every symbol left in the graph's layers and subgraphs' run counts.

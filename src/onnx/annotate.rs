@@ -90,10 +90,14 @@ pub fn layer_sources(model: &OnnxModel, inferred: &Inferred) -> Vec<(String, usi
     };
     // The names the report gives: the node's own, or `OpType-N` counted
     // over the layers that are not folded away, as the cost stage does.
+    let mut folded = Default::default();
+    let folding = crate::onnx::infer::graph::folding(&inferred.nodes, &mut folded);
     let kept: Vec<&InferredNode> = inferred
         .nodes
         .iter()
-        .filter(|n| !crate::onnx::infer::graph::folds(n))
+        .zip(folding)
+        .filter(|(_, f)| !f)
+        .map(|(n, _)| n)
         .collect();
     let mut named: Vec<crate::ir::Node> = kept
         .iter()

@@ -221,6 +221,9 @@ struct Doc<'a> {
     /// Data-dependent sizes taken at their upper bounds.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     assumed: Vec<AssumedJ<'a>>,
+    /// Layers folded away at load time, with what they would have cost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    folded: Vec<LayerJ<'a>>,
 }
 
 #[derive(Serialize)]
@@ -363,6 +366,11 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                 value: a.value,
                 op: &a.op,
             })
+            .collect(),
+        folded: report
+            .folded
+            .iter()
+            .map(|l| LayerJ { l, time: None })
             .collect(),
     };
     serde_json::to_string_pretty(&doc).expect("the report always serializes") + "\n"

@@ -418,6 +418,40 @@ fn shapes(list: &[Option<TensorFact>]) -> String {
         .join(", ")
 }
 
+/// The layers folded away at load time: a heading with their count and the
+/// FLOPs they would have taken, then one line per layer that does
+/// arithmetic (copies and constants built from shapes are only counted;
+/// JSON and CSV list every one).
+fn folded_lines(report: &CostReport) -> Vec<String> {
+    if report.folded.is_empty() {
+        return Vec::new();
+    }
+    let flops: u64 = report.folded.iter().map(|l| l.flops).sum();
+    let mut lines = vec![format!(
+        "Folded at load time (all inputs constant; --no-fold counts them): {} layers, {flops} FLOPs",
+        report.folded.len()
+    )];
+    lines.extend(
+        report
+            .folded
+            .iter()
+            .filter(|l| l.flops > 0 || l.iops > 0)
+            .map(|l| {
+                let iops = match l.iops {
+                    0 => String::new(),
+                    n => format!(", {n} IOPs"),
+                };
+                format!(
+                    "{} ({}): {} FLOPs{iops}",
+                    l.name,
+                    crate::ir::qualified(&l.domain, &l.op),
+                    l.flops
+                )
+            }),
+    );
+    lines
+}
+
 /// The data-dependent sizes costs took at their upper bounds, on one line.
 fn assumed_line(report: &CostReport) -> Option<String> {
     if report.assumed.is_empty() {
@@ -773,6 +807,10 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         {
             let _ = writeln!(out, "{line}");
         }
+        for (i, line) in folded_lines(report).iter().enumerate() {
+            let indent = if i == 0 { "" } else { "  " };
+            let _ = writeln!(out, "{indent}{line}");
+        }
         for line in roofline
             .map(|r| roofline::roofline_lines(r, opts.digits))
             .unwrap_or_default()
@@ -806,6 +844,12 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         .flatten()
     {
         let _ = writeln!(out, "\n{line}");
+    }
+    for (i, line) in folded_lines(report).iter().enumerate() {
+        let _ = match i {
+            0 => writeln!(out, "\n### {line}\n"),
+            _ => writeln!(out, "- {line}"),
+        };
     }
     if let Some(r) = roofline {
         let lines = roofline::roofline_lines(r, opts.digits);

@@ -6,7 +6,7 @@
 //! `ctx.subgraphs`, which also merges in the body's declared output types.
 
 use super::ctx::{InferCtx, Result, ShapeError, axis, axis_inclusive, dim, err};
-use super::fact::{Fact, ValueKind};
+use super::fact::{Fact, TensorValue, ValueKind};
 use super::{InferFn, OpEntry};
 use crate::dim::SymInt;
 use crate::ir::{DType, Dim};
@@ -59,7 +59,10 @@ fn either(ctx: &InferCtx, a: &Fact, b: &Fact, what: &str) -> Result<Fact> {
                     _ if p == q => p.clone(),
                     // Whichever it is, it is at most the larger.
                     (Some(a), Some(b)) => ctx.bounded_dim("either", SymInt::Int(a.max(b) as i64)),
-                    _ => ctx.fresh_dim("either"),
+                    // Symbolic sizes: at most the larger of the two, once
+                    // they are known (a detector's boxes, before and after
+                    // a data-dependent branch).
+                    _ => ctx.bounded_dim("either", p.to_symint().max_with(&q.to_symint())),
                 })
                 .collect(),
         ),
@@ -76,6 +79,10 @@ fn either(ctx: &InferCtx, a: &Fact, b: &Fact, what: &str) -> Result<Fact> {
         shape,
         value,
         constant: None,
+        // Positions agree only when both sides know the same ones.
+        elements: (a.elements == b.elements)
+            .then(|| a.elements.clone())
+            .flatten(),
     })
 }
 
@@ -293,6 +300,67 @@ fn run_body(
     Ok(BodyFacts { carried, scans })
 }
 
+/// Loops of at most this many known trips that carry a sequence known
+/// position by position are run trip by trip.
+const MAX_UNROLLED_TRIPS: i64 = 64;
+
+/// Runs a loop that fills a sequence (how TorchScript writes
+/// `tensor_split`) once per trip, with the iteration number known, so that
+/// each position gets its own shape. `None` where that does not apply: no
+/// such sequence, too many trips, or a condition that is not known to hold.
+fn unroll(
+    ctx: &InferCtx,
+    body: &GraphProto,
+    initial: &[Fact],
+    trips: i64,
+) -> Result<Option<BodyFacts>> {
+    let fills_a_sequence = initial.iter().any(|f| f.elements.is_some());
+    if !fills_a_sequence || !(1..=MAX_UNROLLED_TRIPS).contains(&trips) {
+        return Ok(None);
+    }
+    let n = initial.len();
+    let mut carried: Vec<Fact> = initial
+        .iter()
+        .map(|f| Fact {
+            constant: None,
+            ..f.clone()
+        })
+        .collect();
+    let mut scans: Option<Vec<Fact>> = None;
+    for i in 0..trips {
+        let iteration = Fact::with_value(
+            DType::Int64,
+            vec![],
+            TensorValue::Ints(vec![SymInt::Int(i)]),
+        );
+        let go = Fact::with_value(DType::Bool, vec![], TensorValue::Ints(vec![SymInt::Int(1)]));
+        let inputs: Vec<Fact> = [iteration, go].into_iter().chain(carried).collect();
+        let out = ctx.subgraphs.infer(body, &inputs)?;
+        if out.len() < 1 + n {
+            return err(format!(
+                "the body has {} outputs, fewer than the {} it must return",
+                out.len(),
+                1 + n
+            ));
+        }
+        // A condition that may stop the loop early: no trip-by-trip answer.
+        let goes_on = out[0].value.as_ref().and_then(|v| v.as_known_ints());
+        if goes_on.as_deref() != Some(&[1]) {
+            return Ok(None);
+        }
+        carried = out[1..1 + n].to_vec();
+        let these = out[1 + n..].to_vec();
+        scans = Some(match scans {
+            None => these,
+            Some(before) => either_all(ctx, &before, &these, "scan output")?,
+        });
+    }
+    Ok(Some(BodyFacts {
+        carried,
+        scans: scans.unwrap_or_default(),
+    }))
+}
+
 /// Loop: carried values keep the shapes that do not change across
 /// iterations; scan outputs stack one element per iteration.
 fn loop_op(ctx: &mut InferCtx) -> Result<()> {
@@ -312,7 +380,14 @@ fn loop_op(ctx: &mut InferCtx) -> Result<()> {
     };
     let at_least_once =
         cond == Some(true) && m.as_ref().and_then(SymInt::as_int).is_some_and(|m| m >= 1);
-    let facts = run_body(ctx, body, &before, &initial, &[], 1, at_least_once)?;
+    let unrolled = match (m.as_ref().and_then(SymInt::as_int), cond) {
+        (Some(trips), Some(true)) => unroll(ctx, body, &initial, trips)?,
+        _ => None,
+    };
+    let facts = match unrolled {
+        Some(f) => f,
+        None => run_body(ctx, body, &before, &initial, &[], 1, at_least_once)?,
+    };
     // The trip count M when the model fixes it: exact unless the condition
     // stops the loop early, so an upper bound in any case. Exporters write
     // `while` loops as M = INT64_MAX with a run-time condition: there the

@@ -33,14 +33,36 @@ impl From<crate::dim::Overflow> for ShapeError {
 pub struct Symbols {
     count: Cell<u64>,
     bounds: RefCell<BTreeMap<String, Bound>>,
+    /// Values the user bound (`--dim unk_3=5`): a symbol made up under a
+    /// bound name is that value from the start, so what follows from it is
+    /// inferred with the value known.
+    bound: BTreeMap<String, i64>,
+    /// The names of `bound` that a symbol was made up under: `--dim` named
+    /// them, and they are gone from the graph because they were bound.
+    used: RefCell<std::collections::BTreeSet<String>>,
 }
 
 impl Symbols {
-    /// A new symbol `hint_N`.
+    /// Symbols whose names in `bound` take those values.
+    pub fn with_bindings(bound: BTreeMap<String, i64>) -> Symbols {
+        Symbols {
+            bound,
+            ..Symbols::default()
+        }
+    }
+
+    /// A new symbol `hint_N`, or its value when the user bound it.
     pub fn fresh(&self, hint: &str) -> Dim {
         let n = self.count.get() + 1;
         self.count.set(n);
-        Dim::symbol(format!("{hint}_{n}"))
+        let name = format!("{hint}_{n}");
+        match self.bound.get(&name).and_then(|&v| u64::try_from(v).ok()) {
+            Some(v) => {
+                self.used.borrow_mut().insert(name);
+                Dim::Known(v)
+            }
+            None => Dim::symbol(name),
+        }
     }
 
     /// A new symbol known to be at most `at_most`.
@@ -61,6 +83,11 @@ impl Symbols {
     /// Every bound recorded, by symbol name.
     pub fn into_bounds(self) -> BTreeMap<String, Bound> {
         self.bounds.into_inner()
+    }
+
+    /// The bound names a symbol was made up under (see [`Symbols::fresh`]).
+    pub fn used_bindings(&self) -> Vec<String> {
+        self.used.borrow().iter().cloned().collect()
     }
 }
 
@@ -92,6 +119,10 @@ pub struct InferCtx<'a> {
 }
 
 pub type Result<T> = std::result::Result<T, ShapeError>;
+
+/// The ai.onnx opset [`InferCtx::run_like`] runs float forms at (attributes
+/// as every opset from 13 on reads them).
+const FLOAT_FORM_OPSET: i64 = 17;
 
 pub fn err<T>(msg: impl Into<String>) -> Result<T> {
     Err(ShapeError(msg.into()))
@@ -136,6 +167,32 @@ impl<'a> InferCtx<'a> {
             Some(0) => Dim::Known(0),
             _ => self.symbols.bounded(hint, at_most, self.op),
         }
+    }
+
+    /// Runs the default-domain operator `op`'s shape function on `inputs`
+    /// with this node's attributes: quantized forms (QLinearConcat, QGemm)
+    /// are shaped as their float forms are.
+    pub fn run_like(
+        &self,
+        op: &str,
+        inputs: Vec<Option<Fact>>,
+        n_outputs: usize,
+    ) -> Result<Vec<Fact>> {
+        let f = super::registry("", op)
+            .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
+        let mut inner = InferCtx::new(
+            op,
+            "",
+            FLOAT_FORM_OPSET,
+            self.attrs,
+            inputs,
+            n_outputs,
+            self.subgraphs,
+            self.tensors,
+            self.symbols,
+        );
+        f(&mut inner)?;
+        Ok(inner.outputs)
     }
 
     // ------------------------------------------------------------ inputs

@@ -82,6 +82,9 @@ pub struct Fact {
     pub value: Option<TensorValue>,
     /// For constants: their data, loaded on demand.
     pub constant: Option<Arc<dyn ConstantData>>,
+    /// For a sequence whose length is known: each position's tensor fact
+    /// (`dtype`/`shape` then say only what all of them share).
+    pub elements: Option<Vec<Fact>>,
 }
 
 impl PartialEq for Fact {
@@ -90,6 +93,7 @@ impl PartialEq for Fact {
             && self.dtype == other.dtype
             && self.shape == other.shape
             && self.value == other.value
+            && self.elements == other.elements
     }
 }
 
@@ -130,6 +134,7 @@ impl Fact {
             shape: None,
             value: None,
             constant: None,
+            elements: None,
         }
     }
 
@@ -188,6 +193,31 @@ impl Fact {
             shape,
             value: None,
             constant: None,
+            elements: None,
+        }
+    }
+
+    /// A sequence of `elements`, known position by position; its element
+    /// type and shape are what they all share.
+    pub fn sequence(dtype: Option<DType>, elements: Vec<Fact>) -> Fact {
+        let shape = match elements.split_first() {
+            Some((first, rest)) if rest.iter().all(|e| e.shape == first.shape) => {
+                first.shape.clone()
+            }
+            _ => None,
+        };
+        Fact {
+            kind: ValueKind::Sequence,
+            elements: Some(
+                elements
+                    .into_iter()
+                    .map(|e| Fact {
+                        value: e.value,
+                        ..Fact::tensor(e.dtype, e.shape)
+                    })
+                    .collect(),
+            ),
+            ..Fact::tensor(dtype, shape)
         }
     }
 }

@@ -572,7 +572,9 @@ fn non_max_suppression(ctx: &mut InferCtx) -> Result<()> {
         (Some(b), Some(c), Some(s)) => {
             let each = match (per_class.as_ref().and_then(SymInt::as_int), s.as_int()) {
                 (Some(m), Some(n)) => SymInt::Int(m.clamp(0, n)),
-                (Some(m), None) => SymInt::Int(m.max(0)),
+                // At most the boxes there are, however large the limit
+                // (torchvision passes the largest int64).
+                (Some(m), None) => s.min_with(&SymInt::Int(m.max(0))),
                 (None, _) => s,
             };
             Some(b.mul(&c)?.mul(&each)?)

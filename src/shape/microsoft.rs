@@ -445,7 +445,9 @@ fn rotary(ctx: &mut InferCtx) -> Result<()> {
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let list: [(&'static str, InferFn); 24] = [
+    let list: [(&'static str, InferFn); 26] = [
+        ("QuantizeLinear", super::quantization::quantize),
+        ("DequantizeLinear", super::quantization::dequantize),
         ("Attention", ms_attention),
         ("QAttention", ms_attention),
         ("SparseAttention", group_query_attention),

@@ -10,7 +10,7 @@ use crate::ir::{DType, Dim};
 
 /// MaxPool, AveragePool, LpPool: `[N, C, out...]`; MaxPool's optional
 /// Indices output has the same shape, int64.
-fn pool(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn pool(ctx: &mut InferCtx) -> Result<()> {
     let dtype = ctx.dtype(0);
     if !ctx.has_attr("kernel_shape") {
         return err(format!("{} needs kernel_shape", ctx.op));
@@ -30,7 +30,7 @@ fn pool(ctx: &mut InferCtx) -> Result<()> {
 }
 
 /// GlobalAveragePool, GlobalMaxPool, GlobalLpPool: spatial sizes become 1.
-fn global_pool(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn global_pool(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
     let shape = match &x.shape {
         Some(s) if s.len() < 2 => {

@@ -1,11 +1,15 @@
 //! Quantization: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, and
-//! the integer convolutions and matrix products (shaped like their float forms).
+//! the integer convolutions and matrix products (shaped like their float forms);
+//! onnxruntime's com.microsoft quantized operators (QLinearAdd, QGemm...), which
+//! its quantizer writes in the QOperator format, each shaped like its float form.
 
 use super::conv::conv;
-use super::ctx::{InferCtx, Result, axis, dim, dtype_code, err, join};
+use super::ctx::{InferCtx, Result, axis, broadcast_all, dim, dtype_code, err, join};
 use super::dims::{same_shape, same_size};
 use super::fact::Fact;
 use super::matmul::matmul;
+use super::pooling::{global_pool, pool};
+use super::reduction::reduce;
 use super::{InferFn, OpEntry};
 use crate::ir::{DType, Dim};
 
@@ -56,7 +60,7 @@ fn check_quant_params(ctx: &InferCtx, x: &[Dim]) -> Result<()> {
 
 /// QuantizeLinear: x's shape; the type from `output_dtype`, else the zero
 /// point's, else uint8.
-fn quantize(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn quantize(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
     let zp_type = ctx.input(2).map(|f| f.dtype);
     let dtype = match ctx.attr_int_or("output_dtype", 0) {
@@ -84,10 +88,10 @@ fn quantize(ctx: &mut InferCtx) -> Result<()> {
 
 /// DequantizeLinear: x's shape; float32 before 19, then the scale's type
 /// unless `output_dtype` says otherwise.
-fn dequantize(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn dequantize(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
     let dtype = match ctx.attr_int_or("output_dtype", 0) {
-        0 if ctx.opset >= 19 => ctx.dtype(1),
+        0 if ctx.opset >= 19 || ctx.domain == MS => ctx.dtype(1),
         0 => Some(DType::Float32),
         code => Some(dtype_code(code)?),
     };
@@ -109,8 +113,118 @@ fn dynamic_quantize(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+const MS: &str = "com.microsoft";
+
+/// QLinearAdd, QLinearMul: A and B broadcast (A, A_scale, A_zp, B, ...).
+fn qlinear_binary(ctx: &mut InferCtx) -> Result<()> {
+    let shape = broadcast_all(&[ctx.shape(0), ctx.shape(3)])?;
+    ctx.set(0, Fact::tensor(ctx.dtype(0), shape));
+    Ok(())
+}
+
+/// QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax: X's type and shape.
+fn qlinear_unary(ctx: &mut InferCtx) -> Result<()> {
+    let x = ctx.require(0)?.clone();
+    ctx.set(0, x.reshaped(x.shape.clone()));
+    Ok(())
+}
+
+/// QLinearGlobalAveragePool, QLinearAveragePool: as their float forms, on
+/// NCHW data or, with `channels_last`, NHWC (transposed in and out).
+fn qlinear_pool(ctx: &mut InferCtx) -> Result<()> {
+    let channels_last = ctx.attr_int_or("channels_last", 0) != 0;
+    let shape = ctx.shape(0).cloned();
+    if channels_last
+        && let Some(s) = &shape
+        && s.len() >= 3
+    {
+        // The float form's view: N, C, spatial...
+        let mut nchw = vec![s[0].clone(), s[s.len() - 1].clone()];
+        nchw.extend(s[1..s.len() - 1].iter().cloned());
+        let y = pooled(ctx, Some(nchw))?;
+        let y = y.map(|y| {
+            let mut nhwc = vec![y[0].clone()];
+            nhwc.extend(y[2..].iter().cloned());
+            nhwc.push(y[1].clone());
+            nhwc
+        });
+        ctx.set(0, Fact::tensor(ctx.dtype(0), y));
+        return Ok(());
+    }
+    if ctx.op == "QLinearGlobalAveragePool" {
+        global_pool(ctx)
+    } else {
+        pool(ctx)
+    }
+}
+
+/// The float form's output shape for an NCHW input shape.
+fn pooled(ctx: &mut InferCtx, nchw: Option<Vec<Dim>>) -> Result<Option<Vec<Dim>>> {
+    let x = Fact::tensor(ctx.dtype(0), nchw);
+    let op = if ctx.op == "QLinearGlobalAveragePool" {
+        "GlobalAveragePool"
+    } else {
+        "AveragePool"
+    };
+    let out = ctx.run_like(op, vec![Some(x)], 1)?;
+    Ok(out.into_iter().next().and_then(|f| f.shape))
+}
+
+/// QLinearConcat: Y_scale, Y_zero_point, then (X, X_scale, X_zero_point)
+/// per input, joined along `axis` as Concat does.
+fn qlinear_concat(ctx: &mut InferCtx) -> Result<()> {
+    let xs: Vec<Option<Fact>> = (2..ctx.n_inputs())
+        .step_by(3)
+        .map(|i| ctx.input(i).cloned())
+        .collect();
+    if xs.is_empty() {
+        return err("QLinearConcat needs at least one input");
+    }
+    let out = ctx.run_like("Concat", xs, 1)?;
+    let f = out.into_iter().next().unwrap_or_else(Fact::unknown);
+    ctx.set(0, f.reshaped(f.shape.clone()));
+    Ok(())
+}
+
+/// QGemm: A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?: Gemm's
+/// [M, N], quantized (y_zp's type) when y_scale is given, else float.
+fn qgemm(ctx: &mut InferCtx) -> Result<()> {
+    let inputs = vec![ctx.input(0).cloned(), ctx.input(3).cloned()];
+    let out = ctx.run_like("Gemm", inputs, 1)?;
+    let shape = out.into_iter().next().and_then(|f| f.shape);
+    let dtype = match (ctx.input(7), ctx.input(8)) {
+        (None, _) => Some(DType::Float32),
+        (Some(_), Some(z)) => z.dtype,
+        (Some(_), None) => ctx.dtype(0),
+    };
+    ctx.set(0, Fact::tensor(dtype, shape));
+    Ok(())
+}
+
+/// QLinearReduceMean: ReduceMean's shape (axes an attribute) in x's type.
+fn qlinear_reduce(ctx: &mut InferCtx) -> Result<()> {
+    reduce(ctx)?;
+    if let Some(o) = ctx.output_mut(0) {
+        o.value = None;
+    }
+    Ok(())
+}
+
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
+    let ms: [(&'static str, InferFn); 11] = [
+        ("QLinearAdd", qlinear_binary),
+        ("QLinearMul", qlinear_binary),
+        ("QLinearSigmoid", qlinear_unary),
+        ("QLinearLeakyRelu", qlinear_unary),
+        ("QLinearSoftmax", qlinear_unary),
+        ("QLinearGlobalAveragePool", qlinear_pool),
+        ("QLinearAveragePool", qlinear_pool),
+        ("QLinearConcat", qlinear_concat),
+        ("QLinearReduceMean", qlinear_reduce),
+        ("QGemm", qgemm),
+        ("QLinearWhere", qlinear_where),
+    ];
     let table: [(&'static str, InferFn); 7] = [
         ("QuantizeLinear", quantize),
         ("DequantizeLinear", dequantize),
@@ -120,7 +234,19 @@ pub fn ops() -> Vec<OpEntry> {
         ("MatMulInteger", matmul),
         ("QLinearMatMul", matmul),
     ];
-    table.iter().map(|(op, f)| ("", *op, *f)).collect()
+    table
+        .iter()
+        .map(|(op, f)| ("", *op, *f))
+        .chain(ms.iter().map(|(op, f)| (MS, *op, *f)))
+        .collect()
+}
+
+/// QLinearWhere: condition, X, x_scale, x_zp, Y, y_scale, y_zp, z_scale,
+/// z_zp: the three broadcast, in X's type.
+fn qlinear_where(ctx: &mut InferCtx) -> Result<()> {
+    let shape = broadcast_all(&[ctx.shape(0), ctx.shape(1), ctx.shape(4)])?;
+    ctx.set(0, Fact::tensor(ctx.dtype(1), shape));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ fn reduce_axes(ctx: &InferCtx) -> Axes {
 }
 
 /// Reduce*: the reduced axes become 1 (keepdims) or disappear.
-fn reduce(ctx: &mut InferCtx) -> Result<()> {
+pub(super) fn reduce(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?.clone();
     let keepdims = ctx.attr_int_or("keepdims", 1) != 0;
     let noop = ctx.attr_int_or("noop_with_empty_axes", 0) != 0;
@@ -120,9 +120,20 @@ fn reduced_mask(axes: &[i64], rank: usize) -> Result<Vec<bool>> {
     Ok(mask)
 }
 
-/// Folds ReduceSum/Prod/Max/Min of a small known integer tensor.
+/// Folds ReduceSum/Prod/Max/Min of a small known tensor whose values are
+/// exact integers: integer tensors, and float tensors carrying integers
+/// (`ReduceMax(Cast(Shape(x), FLOAT))`, how detectors pad image batches to
+/// their largest size), which fold the same way.
 fn fold_reduce(ctx: &mut InferCtx, shape: &[Dim], reduced: &[bool]) {
-    if !ctx.dtype(0).is_some_and(is_integer) {
+    let exact = match ctx.value(0) {
+        Some(TensorValue::Ints(_)) => true,
+        Some(TensorValue::Floats(v)) => {
+            ctx.dtype(0).is_some_and(is_integer)
+                || v.iter().all(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+        }
+        _ => false,
+    };
+    if !exact {
         return;
     }
     let combine: fn(&SymInt, &SymInt) -> Option<SymInt> = match ctx.op {
@@ -457,7 +468,7 @@ pub(super) mod tests {
             out[0].value,
             Some(TensorValue::Ints(vec![3.into(), 6.into()]))
         );
-        // Float reductions carry no value.
+        // Float reductions of unknown data carry no value.
         let out = run("", "ReduceSum", 13, &[], vec![f32("3")], 1).unwrap();
         assert_eq!(out[0].value, None);
     }

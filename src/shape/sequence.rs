@@ -19,19 +19,35 @@ fn common_shape(a: &Option<Vec<Dim>>, b: &Option<Vec<Dim>>) -> Option<Vec<Dim>> 
 
 fn sequence_construct(ctx: &mut InferCtx) -> Result<()> {
     let first = ctx.require(0)?.clone();
-    let mut seq = sequence_of(&first);
+    let mut dtype = first.dtype;
+    let mut elements = vec![first];
     for i in 1..ctx.n_inputs() {
         let f = ctx.require(i)?;
-        seq.dtype = same_dtype(seq.dtype, f.dtype, "SequenceConstruct")?;
-        seq.shape = common_shape(&seq.shape, &f.shape);
+        dtype = same_dtype(dtype, f.dtype, "SequenceConstruct")?;
+        elements.push(f.clone());
     }
-    ctx.set(0, seq);
+    ctx.set(0, Fact::sequence(dtype, elements));
     Ok(())
 }
 
+/// A position of a sequence of `len` elements, negative from the end;
+/// `None` when it is unknown or out of range.
+fn position(ctx: &InferCtx, i: usize, len: usize) -> Option<usize> {
+    let p = *ctx.known_ints(i)?.first()?;
+    let p = if p < 0 { p + len as i64 } else { p };
+    usize::try_from(p).ok().filter(|&p| p < len)
+}
+
+/// SequenceAt: the element at a known position when positions are known,
+/// else what every element shares.
 fn sequence_at(ctx: &mut InferCtx) -> Result<()> {
     let s = ctx.require(0)?;
-    ctx.set(0, Fact::tensor(s.dtype, s.shape.clone()));
+    let at = s
+        .elements
+        .as_ref()
+        .and_then(|e| Some(e.get(position(ctx, 1, e.len())?)?.clone()));
+    let out = at.unwrap_or_else(|| Fact::tensor(s.dtype, s.shape.clone()));
+    ctx.set(0, out);
     Ok(())
 }
 
@@ -41,22 +57,48 @@ fn sequence_empty(ctx: &mut InferCtx) -> Result<()> {
         .ok()
         .and_then(DType::from_onnx_code)
         .ok_or_else(|| ShapeError(format!("SequenceEmpty: unknown dtype {code}")))?;
-    // No element yet: nothing is known of their shape.
+    // No element yet: nothing is known of their shape, and the length is 0.
     ctx.set(
         0,
         Fact {
             kind: ValueKind::Sequence,
+            elements: Some(Vec::new()),
             ..Fact::tensor(Some(dtype), None)
         },
     );
     Ok(())
 }
 
+/// Where SequenceInsert and SequenceErase act on `len` known positions: at
+/// the end without a position input; `None` when the position is unknown.
+fn edit_at(ctx: &InferCtx, len: usize, inserting: bool) -> Option<usize> {
+    if ctx.input(2).is_none() {
+        return if inserting {
+            Some(len)
+        } else {
+            len.checked_sub(1)
+        };
+    }
+    // Inserting may also append: position `len` is allowed.
+    position(ctx, 2, len + usize::from(inserting))
+}
+
 fn sequence_insert(ctx: &mut InferCtx) -> Result<()> {
     let s = ctx.require(0)?;
     let t = ctx.require(1)?;
     let dtype = same_dtype(s.dtype, t.dtype, "SequenceInsert")?;
-    let shape = common_shape(&s.shape, &t.shape);
+    if let Some(mut e) = s.elements.clone()
+        && let Some(at) = edit_at(ctx, e.len(), true)
+    {
+        e.insert(at, t.clone());
+        ctx.set(0, Fact::sequence(dtype, e));
+        return Ok(());
+    }
+    // Nothing inserted yet: the element shape is the new tensor's.
+    let shape = match &s.elements {
+        Some(e) if e.is_empty() => t.shape.clone(),
+        _ => common_shape(&s.shape, &t.shape),
+    };
     ctx.set(
         0,
         Fact {
@@ -69,12 +111,26 @@ fn sequence_insert(ctx: &mut InferCtx) -> Result<()> {
 
 fn sequence_erase(ctx: &mut InferCtx) -> Result<()> {
     let s = ctx.require(0)?;
+    if let Some(mut e) = s.elements.clone()
+        && let Some(at) = edit_at(ctx, e.len(), false)
+    {
+        e.remove(at);
+        let dtype = s.dtype;
+        ctx.set(0, Fact::sequence(dtype, e));
+        return Ok(());
+    }
     ctx.set(0, sequence_of(s));
     Ok(())
 }
 
 fn sequence_length(ctx: &mut InferCtx) -> Result<()> {
-    ctx.set(0, Fact::new(DType::Int64, vec![]));
+    let len = ctx
+        .input(0)
+        .and_then(|s| s.elements.as_ref())
+        .map(|e| TensorValue::Ints(vec![SymInt::Int(e.len() as i64)]));
+    let mut out = Fact::new(DType::Int64, vec![]);
+    out.value = len;
+    ctx.set(0, out);
     Ok(())
 }
 
@@ -86,6 +142,29 @@ fn concat_from_sequence(ctx: &mut InferCtx) -> Result<()> {
         .attr_int("axis")
         .ok_or_else(|| ShapeError("ConcatFromSequence needs axis".into()))?;
     let new_axis = ctx.attr_int_or("new_axis", 0) != 0;
+    if let Some(e) = s.elements.as_ref().filter(|e| !e.is_empty()) {
+        let inputs: Vec<Option<Fact>> = e.iter().cloned().map(Some).collect();
+        let joined = if new_axis {
+            // Each element gains the new axis of size 1, then Concat.
+            let mut grown = Vec::with_capacity(inputs.len());
+            for f in inputs.into_iter().flatten() {
+                let shape = match f.shape {
+                    Some(mut sh) => {
+                        sh.insert(axis_inclusive(a, sh.len())?, Dim::Known(1));
+                        Some(sh)
+                    }
+                    None => None,
+                };
+                grown.push(Some(Fact::tensor(f.dtype, shape)));
+            }
+            ctx.run_like("Concat", grown, 1)?
+        } else {
+            ctx.run_like("Concat", inputs, 1)?
+        };
+        let f = joined.into_iter().next().unwrap_or_else(Fact::unknown);
+        ctx.set(0, Fact::tensor(s.dtype, f.shape));
+        return Ok(());
+    }
     let shape = match s.shape {
         Some(mut shape) => {
             if new_axis {
@@ -159,10 +238,13 @@ fn split_to_sequence(ctx: &mut InferCtx) -> Result<()> {
                         "split sizes {v:?} do not add up to the axis size {t}"
                     ));
                 }
-                match v.split_first() {
-                    Some((&s, rest)) if rest.iter().all(|&r| r == s) => with(Dim::Known(s as u64)),
-                    _ => None,
-                }
+                // Known sizes: a shape per position.
+                let pieces: Vec<Fact> = v
+                    .iter()
+                    .map(|&n| Fact::tensor(x.dtype, with(Dim::Known(n as u64))))
+                    .collect();
+                ctx.set(0, Fact::sequence(x.dtype, pieces));
+                return Ok(());
             }
             // One split entry of unknown value: the single chunk is everything.
             (Some(1), None)
@@ -262,7 +344,7 @@ mod tests {
 
     use crate::ir::Dim;
     use crate::proto::AttributeProto;
-    use crate::shape::ValueKind;
+    use crate::shape::{TensorValue, ValueKind};
 
     #[test]
     fn sequences_describe_their_elements() {
@@ -280,8 +362,12 @@ mod tests {
         assert_eq!(fact_of(&m, "e").unwrap(), "float32[batch, 3]");
         // Elements [batch, 3] and [batch, 4]: no one shape describes them all.
         assert_eq!(fact_of(&m, "s2").unwrap(), "seq float32[?]");
-        assert_eq!(fact_of(&m, "s3").unwrap(), "seq float32[?]");
-        assert_eq!(fact_of(&m, "n").unwrap(), "int64[]");
+        // c erased again: both remaining elements are [batch, 3], and there
+        // are two of them.
+        assert_eq!(fact_of(&m, "s3").unwrap(), "seq float32[batch, 3]");
+        let n = fact(&m, "n").unwrap();
+        assert_eq!(n.to_string(), "int64[]");
+        assert_eq!(n.value, Some(TensorValue::Ints(vec![2.into()])));
     }
 
     #[test]
@@ -342,6 +428,17 @@ mod tests {
         let mut g2 = g.clone();
         g2.node.pop();
         let m = model(g2, 18);
+        // The positions are known: a[batch, 3] and b[batch, 3] joined, 3 + 3
+        // along the last axis, or stacked on a new axis of 2.
+        assert_eq!(fact_of(&m, "cat").unwrap(), "float32[batch, 6]");
+        assert_eq!(fact_of(&m, "stack").unwrap(), "float32[batch, 3, 2]");
+        // Positions unknown (a sequence input): the axis is of unknown size.
+        let mut g3 = g.clone();
+        g3.node.remove(0);
+        g3.node.pop();
+        g3.input
+            .push(value("s", seq_type(tensor_type(FLOAT, &["batch", "3"]))));
+        let m = model(g3, 18);
         let cat = shape(&fact(&m, "cat").unwrap());
         assert_eq!(cat[0], Dim::symbol("batch"));
         assert!(is_fresh(&cat[1], "concat"));

@@ -331,10 +331,33 @@ fn concat(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+/// Input `i` as a short 1-D integer vector whose elements are unknown:
+/// one fresh symbol each.
+fn unknown_elements(ctx: &InferCtx, i: usize) -> Option<(Vec<usize>, TensorValue)> {
+    let len = match ctx.shape(i)?.as_slice() {
+        [Dim::Known(n)] if *n <= 8 => *n as usize,
+        _ => return None,
+    };
+    if !ctx.dtype(i).is_some_and(super::math::is_integer) {
+        return None;
+    }
+    let v = (0..len)
+        .map(|_| ctx.fresh_dim("value").to_symint())
+        .collect();
+    Some((vec![len], TensorValue::Ints(v)))
+}
+
 fn concat_values(ctx: &InferCtx, present: &[usize], a: usize, out: &[Dim]) -> Option<TensorValue> {
+    let known: Vec<Option<(Vec<usize>, TensorValue)>> =
+        present.iter().map(|&i| dense(ctx, i)).collect();
+    // A shape vector built from known and unknown parts (`Concat([1, 60],
+    // p, p)`) keeps its known elements: each unknown one is a size of its
+    // own, so `ConstantOfShape` of it is `[1, 60, ?, ?]`.
+    let shape_vector = out.len() == 1 && known.iter().any(Option::is_some);
     let parts: Vec<(Vec<usize>, TensorValue)> = present
         .iter()
-        .map(|&i| dense(ctx, i))
+        .zip(known)
+        .map(|(&i, k)| k.or_else(|| shape_vector.then(|| unknown_elements(ctx, i)).flatten()))
         .collect::<Option<_>>()?;
     let out_dims = known_usize(out)?;
     if out_dims.iter().try_fold(1usize, |x, &d| x.checked_mul(d))? > MAX_VALUE_ELEMENTS {
@@ -594,7 +617,12 @@ fn slice_axis(
     };
     let len = if step > 0 {
         let s = at(start, d.clone(), SymInt::Int(0))?;
-        let e = at(end, d.clone(), SymInt::Int(0))?;
+        // A literal end past a symbolic size is clamped to it: `x[:100]` on
+        // `[n, 4]` is `min(n, 100)` rows.
+        let e = match end.as_int() {
+            Some(x) if x > 0 && x < BIG => d.min_with(end),
+            _ => at(end, d.clone(), SymInt::Int(0))?,
+        };
         e.sub(&s)?.ceil_div(step)?
     } else {
         let last = d.sub(&SymInt::Int(1))?;
@@ -788,8 +816,40 @@ fn one_hot(ctx: &mut InferCtx) -> Result<()> {
         }
         None => None,
     };
-    ctx.set(0, Fact::tensor(dtype, shape));
+    let value = shape.as_deref().and_then(|s| one_hot_values(ctx, s));
+    ctx.set(0, out_fact(dtype, shape, value));
     Ok(())
+}
+
+/// OneHot of known indices, depth and values (TorchScript's
+/// `repeat_interleave` builds its repeat counts so): the data, row-major.
+fn one_hot_values(ctx: &InferCtx, out: &[Dim]) -> Option<TensorValue> {
+    let dims = known_usize(out)?;
+    let total = dims.iter().try_fold(1usize, |x, &d| x.checked_mul(d))?;
+    if total > MAX_VALUE_ELEMENTS {
+        return None;
+    }
+    let indices = ctx.known_ints(0)?;
+    let a = axis_inclusive(ctx.attr_int_or("axis", -1), dims.len() - 1).ok()?;
+    let depth = dims[a];
+    let inner: usize = dims[a + 1..].iter().product();
+    let pick = |on: bool| if on { 1 } else { 0 };
+    let at = |flat: usize| -> bool {
+        let (outer, rest) = (flat / (depth * inner), flat % (depth * inner));
+        let (d, k) = (rest / inner, rest % inner);
+        let i = indices.get(outer * inner + k).copied().unwrap_or(-1);
+        let i = if i < 0 { i + depth as i64 } else { i };
+        i == d as i64
+    };
+    Some(match ctx.value(2)? {
+        TensorValue::Ints(v) if v.len() == 2 => {
+            TensorValue::Ints((0..total).map(|f| v[pick(at(f))].clone()).collect())
+        }
+        TensorValue::Floats(v) if v.len() == 2 => {
+            TensorValue::Floats((0..total).map(|f| v[pick(at(f))]).collect())
+        }
+        _ => return None,
+    })
 }
 
 /// DepthToSpace / SpaceToDepth on NCHW with `blocksize`.

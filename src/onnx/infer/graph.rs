@@ -29,13 +29,37 @@ pub(super) fn tensor_of(
     })
 }
 
-/// Whether an engine folds the node away at load time: every input is
-/// known, and its subgraphs (if any) hold nothing that must run.
-pub(crate) fn folds(n: &InferredNode) -> bool {
-    n.is_constant()
-        && n.bodies
-            .iter()
-            .all(|b| matches!(&b.nodes, Ok(nodes) if nodes.iter().all(folds)))
+/// Whether an engine folds the node away at load time: every input is a
+/// constant (an initializer, a value known at load time, or what a folded
+/// node produces, listed in `folded`), and its subgraphs (if any) hold
+/// nothing that must run. Constness alone decides: never the size of a value.
+pub(crate) fn folds(n: &InferredNode, folded: &HashSet<String>) -> bool {
+    let constant = |(name, f): &(String, Fact)| {
+        f.value.is_some() || f.constant.is_some() || folded.contains(name)
+    };
+    n.inputs.iter().flatten().all(constant)
+        && n.bodies.iter().all(|b| match &b.nodes {
+            Ok(nodes) => {
+                let mut inner = folded.clone();
+                folding(nodes, &mut inner).into_iter().all(|f| f)
+            }
+            Err(_) => false,
+        })
+}
+
+/// Which of `nodes` (in execution order) fold; what the folded ones
+/// produce joins `folded`.
+pub(crate) fn folding(nodes: &[InferredNode], folded: &mut HashSet<String>) -> Vec<bool> {
+    nodes
+        .iter()
+        .map(|n| {
+            let f = folds(n, folded);
+            if f {
+                folded.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
+            }
+            f
+        })
+        .collect()
 }
 
 /// The graph the cost stage sees. Nodes an engine folds at load time (all
@@ -43,10 +67,23 @@ pub(crate) fn folds(n: &InferredNode) -> bool {
 /// as not analysed, with the reason. Consumes the inference result: nothing
 /// is copied.
 pub fn to_graph(inferred: Inferred) -> ir::Graph {
+    to_graph_with(inferred, true)
+}
+
+/// [`to_graph`], or with `fold` false every node counted as executed, as
+/// an eager framework runs it (`--no-fold`).
+pub fn to_graph_with(inferred: Inferred, fold: bool) -> ir::Graph {
     let mut folded_names = HashSet::default();
-    let mut graph = graph_of(inferred.nodes, inferred.outputs, "", &mut folded_names);
+    let mut graph = graph_of(
+        inferred.nodes,
+        inferred.outputs,
+        "",
+        &mut folded_names,
+        fold,
+    );
     graph.bounds = inferred.bounds;
     graph.input_symbols = inferred.input_symbols;
+    graph.bound_symbols = inferred.bound_symbols;
     graph
 }
 
@@ -58,13 +95,15 @@ pub(super) fn graph_of(
     outputs: Vec<String>,
     prefix: &str,
     folded_names: &mut HashSet<String>,
+    fold: bool,
 ) -> ir::Graph {
     // What folded nodes produce (weights built by ConstantOfShape, say) is
     // a constant of the model too.
-    let folding: Vec<bool> = nodes.iter().map(folds).collect();
-    for (n, _) in nodes.iter().zip(&folding).filter(|(_, f)| **f) {
-        folded_names.extend(n.outputs.iter().flatten().map(|(name, _)| name.clone()));
-    }
+    let folding = if fold {
+        folding(&nodes, folded_names)
+    } else {
+        vec![false; nodes.len()]
+    };
     let conv = |list: Vec<Option<(String, Fact)>>,
                 folded: &HashSet<String>|
      -> std::result::Result<Vec<Option<TensorFact>>, String> {
@@ -73,14 +112,11 @@ pub(super) fn graph_of(
             .collect()
     };
     let mut folded = 0;
+    let mut folded_nodes = Vec::new();
     // Per node: the node, why it is not analysed, its bodies and their runs.
     let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len());
     let mut rest = Vec::with_capacity(nodes.len());
-    for (n, fold) in nodes.into_iter().zip(folding) {
-        if fold {
-            folded += 1;
-            continue;
-        }
+    for (n, folds_away) in nodes.into_iter().zip(folding) {
         let mut node = ir::Node {
             name: n.name,
             op: n.op,
@@ -99,13 +135,25 @@ pub(super) fn graph_of(
             }
             (Err(reason), _) | (_, Err(reason)) => Some(reason),
         };
+        if folds_away {
+            folded += 1;
+            if reason.is_none() {
+                folded_nodes.push(node);
+            }
+            continue;
+        }
         plain.push(node);
         rest.push((reason, n.bodies, n.repeats));
     }
     // Number unnamed nodes in execution order, analysed or not.
     ir::name_unnamed(&mut plain);
+    ir::name_unnamed(&mut folded_nodes);
+    for n in folded_nodes.iter_mut().filter(|_| !prefix.is_empty()) {
+        n.name = format!("{prefix}{}", n.name);
+    }
     let mut graph = ir::Graph {
         folded,
+        folded_nodes,
         outputs,
         ..ir::Graph::default()
     };
@@ -121,7 +169,7 @@ pub(super) fn graph_of(
             .map(|b| ir::Body {
                 graph: b.nodes.map(|nodes| {
                     let inner = format!("{}/{}/", node.name, b.attr);
-                    graph_of(nodes, b.outputs, &inner, folded_names)
+                    graph_of(nodes, b.outputs, &inner, folded_names, fold)
                 }),
                 attr: b.attr,
                 repeats: repeats.clone(),

@@ -12,7 +12,7 @@ use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
 };
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
-pub use graph::to_graph;
+pub use graph::{to_graph, to_graph_with};
 use order::{expanded_nodes, node_label, topo_order};
 
 pub(crate) mod graph;
@@ -68,17 +68,6 @@ pub struct InferredBody {
     pub outputs: Vec<String>,
 }
 
-impl InferredNode {
-    /// Every input is a constant or a value known at load time: an inference
-    /// engine folds the node away before running the model.
-    pub fn is_constant(&self) -> bool {
-        self.inputs
-            .iter()
-            .flatten()
-            .all(|(_, f)| f.value.is_some() || f.constant.is_some())
-    }
-}
-
 /// The result of inference over the main graph.
 pub struct Inferred {
     /// Every value of the main graph, in definition order.
@@ -90,6 +79,9 @@ pub struct Inferred {
     pub bounds: BTreeMap<String, ir::Bound>,
     /// The symbols in the graph inputs' shapes (`batch`, `x_dim0`).
     pub input_symbols: Vec<String>,
+    /// Symbols inference made up under a name `--dim` bound, so took as
+    /// that value (`iterations_1`, `nms_2`).
+    pub bound_symbols: Vec<String>,
 }
 
 /// An initializer (or Constant tensor) whose data is read only when needed.
@@ -266,8 +258,10 @@ impl<'m> Walker<'m> {
                 .map(|(i, d)| match (d.dim_value, d.dim_param.as_deref()) {
                     (Some(v), _) if v >= 0 => Dim::Known(v as u64),
                     // "?" is how some exporters write "no name".
+                    // Bound names take their values everywhere: a declared
+                    // output shape used as a fallback too.
                     (None, Some(p)) if !p.is_empty() && p != "?" => match self.opts.dims.get(p) {
-                        Some(&v) if top => Dim::Known(v as u64),
+                        Some(&v) => Dim::Known(v as u64),
                         _ => Dim::symbol(p),
                     },
                     // A graph input's unnamed (or -1) dimension gets a name
@@ -806,7 +800,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         model,
         functions,
         opts,
-        symbols: Symbols::default(),
+        symbols: Symbols::with_bindings(opts.dims.clone()),
         visits: Cell::new(0),
         max_visits: NODE_VISITS_BASE.saturating_add(NODE_VISITS_PER_NODE.saturating_mul(expanded)),
         limit: RefCell::new(None),
@@ -870,10 +864,12 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
     }
     nodes.retain(|n| n.op != FUNCTION_OUTPUTS);
     let outputs = g.output.iter().filter_map(|o| o.name.clone()).collect();
+    let bound_symbols = walker.symbols.used_bindings();
     Ok(Inferred {
         values,
         nodes,
         outputs,
+        bound_symbols,
         bounds: walker.symbols.into_bounds(),
         input_symbols: input_symbols.into_iter().collect(),
     })

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Exports the models of issue 14 with random weights (nothing downloaded),
+records onnxruntime's shape of every top-level value, and writes
+weight-stripped copies (each initializer of more than 64 elements replaced by
+a ConstantOfShape, as the model zoo's light models are made).
+
+    scripts/export_issue14.py OUT_DIR [NAME...]
+
+Writes OUT_DIR/NAME.onnx (stripped) and OUT_DIR/NAME.shapes.json
+({"value": [dims...]}, plus "counts": Conv/MatMul/Gemm nodes). Models:
+fasterrcnn (torchvision fasterrcnn_mobilenet_v3_large_320_fpn), mvit
+(torchvision mvit_v2_s), mixtral (a tiny transformers Mixtral), resnet18_int8
+(torchvision resnet18 through onnxruntime's QOperator static quantizer).
+All exports use the TorchScript exporter (dynamo=False).
+"""
+import json
+import os
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+import onnxruntime as ort
+import torch
+
+torch.manual_seed(0)
+np.random.seed(0)
+
+
+def export(model, args, path, names, opset=17, dynamic_axes=None):
+    model.eval()
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, opset_version=opset, input_names=names,
+                          dynamic_axes=dynamic_axes, dynamo=False)
+
+
+def fasterrcnn(path):
+    import torchvision
+    m = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None)
+    x = [torch.rand(3, 320, 320)]
+    export(m, (x,), path, ["image"])
+    return {"image": x[0].numpy()}
+
+
+def mvit(path):
+    import torchvision
+    m = torchvision.models.video.mvit_v2_s(weights=None)
+    x = torch.rand(1, 3, 16, 224, 224)
+    export(m, (x,), path, ["video"])
+    return {"video": x.numpy()}
+
+
+def mixtral(path):
+    from transformers import MixtralConfig, MixtralForCausalLM
+    cfg = MixtralConfig(vocab_size=128, hidden_size=64, intermediate_size=128,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=2, num_local_experts=4,
+                        num_experts_per_tok=2, max_position_embeddings=64)
+    cfg._attn_implementation = "eager"
+    m = MixtralForCausalLM(cfg)
+
+    class Logits(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, ids):
+            return self.inner(input_ids=ids, use_cache=False).logits
+
+    ids = torch.randint(0, 128, (1, 8))
+    export(Logits(m), (ids,), path, ["input_ids"])
+    return {"input_ids": ids.numpy()}
+
+
+def resnet18_int8(path):
+    import torchvision
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
+                                          QuantType, quantize_static)
+    m = torchvision.models.resnet18(weights=None)
+    x = torch.rand(1, 3, 224, 224)
+    with tempfile.TemporaryDirectory() as d:
+        fp32 = os.path.join(d, "fp32.onnx")
+        export(m, (x,), fp32, ["input"], opset=13)
+        # onnxruntime's recommended pre-processing (folds what the exporter
+        # left as nodes, so every bias is an initializer).
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+        pre = os.path.join(d, "pre.onnx")
+        quant_pre_process(fp32, pre)
+        fp32 = pre
+
+        class Reader(CalibrationDataReader):
+            def __init__(self):
+                self.left = [{"input": np.random.rand(1, 3, 224, 224).astype(np.float32)}
+                             for _ in range(2)]
+
+            def get_next(self):
+                return self.left.pop() if self.left else None
+
+        quantize_static(fp32, path, Reader(), quant_format=QuantFormat.QOperator,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return {"input": x.numpy()}
+
+
+MODELS = {"fasterrcnn": fasterrcnn, "mvit": mvit, "mixtral": mixtral,
+          "resnet18_int8": resnet18_int8}
+
+
+def ort_shapes(path, feeds):
+    """onnxruntime's shape of every top-level node output."""
+    m = onnx.load(path)
+    known = {o.name for o in m.graph.output}
+    for n in m.graph.node:
+        for o in n.output:
+            if o and o not in known:
+                m.graph.output.append(helper.ValueInfoProto(name=o))
+                known.add(o)
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    names = [o.name for o in s.get_outputs()]
+    out = s.run(names, feeds)
+    shapes = {}
+    for name, v in zip(names, out):
+        if isinstance(v, np.ndarray):
+            shapes[name] = list(v.shape)
+        elif isinstance(v, list):
+            shapes[name] = {"sequence": [list(np.asarray(e).shape) for e in v]}
+    return shapes
+
+
+def strip(path, out):
+    """Replaces every initializer of more than 64 elements by a
+    ConstantOfShape node (0.02 for floats, 1 for integers)."""
+    m = onnx.load(path)
+    g = m.graph
+    kept, made = [], []
+    for t in g.initializer:
+        if int(np.prod(t.dims)) <= 64:
+            kept.append(t)
+            continue
+        dtype = helper.tensor_dtype_to_np_dtype(t.data_type)
+        fill = 0.02 if np.issubdtype(dtype, np.floating) else 1
+        shape = numpy_helper.from_array(np.array(t.dims, dtype=np.int64), t.name + "__shape")
+        kept.append(shape)
+        value = numpy_helper.from_array(np.array([fill], dtype=dtype))
+        made.append(helper.make_node("ConstantOfShape", [shape.name], [t.name],
+                                     value=value, name=t.name + "__fill"))
+    del g.initializer[:]
+    g.initializer.extend(kept)
+    nodes = made + list(g.node)
+    del g.node[:]
+    g.node.extend(nodes)
+    onnx.save(m, out)
+
+
+def main():
+    out_dir = sys.argv[1]
+    names = sys.argv[2:] or list(MODELS)
+    os.makedirs(out_dir, exist_ok=True)
+    for name in names:
+        with tempfile.TemporaryDirectory() as d:
+            full = os.path.join(d, name + ".onnx")
+            feeds = MODELS[name](full)
+            shapes = ort_shapes(full, feeds)
+            counts = {}
+            for n in onnx.load(full).graph.node:
+                if n.op_type in ("Conv", "MatMul", "Gemm", "QLinearConv", "QLinearMatMul", "QGemm"):
+                    counts[n.op_type] = counts.get(n.op_type, 0) + 1
+            strip(full, os.path.join(out_dir, name + ".onnx"))
+        with open(os.path.join(out_dir, name + ".shapes.json"), "w") as f:
+            json.dump({"shapes": shapes, "counts": counts}, f, indent=0, sort_keys=True)
+        print(name, len(shapes), "values", counts, flush=True)
+
+
+if __name__ == "__main__":
+    main()
