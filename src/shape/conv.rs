@@ -452,15 +452,7 @@ pub(super) mod tests {
     use super::*;
     use crate::proto::AttributeProto;
 
-    pub(in crate::shape) fn run_at(
-        op: &str,
-        opset: i64,
-        attrs: &[AttributeProto],
-        inputs: Vec<Option<Fact>>,
-        n_out: usize,
-    ) -> Result<Vec<Fact>> {
-        crate::shape::ctx::run_op("", op, opset, attrs, inputs, n_out)
-    }
+    pub(in crate::shape) use crate::shape::ctx::run_onnx_op as run_at;
 
     pub(in crate::shape) fn run(
         op: &str,

@@ -452,7 +452,21 @@ impl TensorDecoder for NoSubgraphs {
     }
 }
 
-/// Runs a registered shape function on the given inputs (unit tests).
+/// Runs an ai.onnx operator's shape function at `opset` on `inputs`, with
+/// `n_outputs` outputs: the one way shape unit tests run an op.
+#[cfg(test)]
+pub fn run_onnx_op(
+    op: &str,
+    opset: i64,
+    attrs: &[AttributeProto],
+    inputs: Vec<Option<Fact>>,
+    n_outputs: usize,
+) -> Result<Vec<Fact>> {
+    run_op("", op, opset, attrs, inputs, n_outputs)
+}
+
+/// Runs a registered shape function of any domain on the given inputs (unit
+/// tests).
 #[cfg(test)]
 pub fn run_op(
     domain: &str,

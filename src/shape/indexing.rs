@@ -737,16 +737,7 @@ pub(super) mod tests {
         ))
     }
 
-    use crate::shape::ctx::run_op as run_in;
-    pub(in crate::shape) fn run(
-        op: &str,
-        opset: i64,
-        attrs: &[AttributeProto],
-        inputs: Vec<Option<Fact>>,
-        n_out: usize,
-    ) -> Result<Vec<Fact>> {
-        run_in("", op, opset, attrs, inputs, n_out)
-    }
+    pub(in crate::shape) use crate::shape::ctx::run_onnx_op as run;
     pub(in crate::shape) fn shape(f: &Fact) -> Vec<Dim> {
         f.shape.clone().unwrap_or_default()
     }
@@ -970,7 +961,7 @@ pub(super) mod tests {
             for opset in [7, 11, 20] {
                 for inputs in &cases {
                     for a in [&attrs[..], &[]] {
-                        let _ = run_in(domain, op, opset, a, inputs.clone(), 4);
+                        let _ = crate::shape::ctx::run_op(domain, op, opset, a, inputs.clone(), 4);
                     }
                 }
             }

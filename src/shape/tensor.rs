@@ -973,15 +973,7 @@ pub(super) mod tests {
     }
 
     /// Runs `op` (ai.onnx at `opset`, any family) on `inputs`; returns its outputs.
-    pub(in crate::shape) fn run(
-        op: &str,
-        opset: i64,
-        attrs: &[AttributeProto],
-        inputs: Vec<Option<Fact>>,
-        n_out: usize,
-    ) -> Result<Vec<Fact>> {
-        crate::shape::ctx::run_op("", op, opset, attrs, inputs, n_out)
-    }
+    pub(in crate::shape) use crate::shape::ctx::run_onnx_op as run;
     pub(in crate::shape) fn one(
         op: &str,
         opset: i64,
