@@ -226,7 +226,10 @@ pub fn main() -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
+            eprintln!(
+                "error: {}",
+                crate::error::one_line(&crate::report::text::shown(&e.to_string()))
+            );
             e.exit_code()
         }
     }
@@ -303,7 +306,10 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
         if a.strict {
             return Err(Error::Unsupported { count, ops });
         }
-        eprintln!("warning: {count} layer(s) are not counted (see the unsupported list): {ops}");
+        eprintln!(
+            "warning: {count} layer(s) are not counted (see the unsupported list): {}",
+            crate::report::text::shown(&ops)
+        );
     }
     let text = estimate.render(&report_opts);
     // The process exits next: freeing a large model's graph and report

@@ -10,6 +10,7 @@ pub mod html;
 mod json;
 pub mod model_explorer;
 pub mod shapes;
+pub mod text;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -693,26 +694,26 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                     unsupported.len()
                 );
                 for u in &unsupported {
-                    let _ = writeln!(out, "  {u}");
+                    let _ = writeln!(out, "  {}", text::shown(u));
                 }
             }
             if !skipped.is_empty() {
                 let _ = writeln!(out, "If branches not counted: {}", skipped.len());
                 for b in &skipped {
-                    let _ = writeln!(out, "  {b}");
+                    let _ = writeln!(out, "  {}", text::shown(b));
                 }
             }
             if let Some(line) = assumed_line(report) {
-                let _ = writeln!(out, "{line}");
+                let _ = writeln!(out, "{}", text::shown(&line));
             }
             if let Some(line) = fusion_line(report) {
-                let _ = writeln!(out, "{line}");
+                let _ = writeln!(out, "{}", text::shown(&line));
             }
             for line in roofline
                 .map(|r| roofline_lines(r, opts.digits))
                 .unwrap_or_default()
             {
-                let _ = writeln!(out, "{line}");
+                let _ = writeln!(out, "{}", text::shown(&line));
             }
         }
         Format::Md => {
@@ -722,26 +723,30 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             if !unsupported.is_empty() {
                 let _ = writeln!(out, "### Unsupported operators (not counted)\n");
                 for u in &unsupported {
-                    let _ = writeln!(out, "- {u}");
+                    let _ = writeln!(out, "- {}", text::shown(u));
                 }
             }
             if !skipped.is_empty() {
                 let _ = writeln!(out, "### If branches not counted\n");
                 for b in &skipped {
-                    let _ = writeln!(out, "- {b}");
+                    let _ = writeln!(out, "- {}", text::shown(b));
                 }
             }
             if let Some(line) = assumed_line(report) {
-                let _ = writeln!(out, "\n{line}");
+                let _ = writeln!(out, "\n{}", text::shown(&line));
             }
             if let Some(line) = fusion_line(report) {
-                let _ = writeln!(out, "\n{line}");
+                let _ = writeln!(out, "\n{}", text::shown(&line));
             }
             if let Some(r) = roofline {
                 let lines = roofline_lines(r, opts.digits);
-                let _ = writeln!(out, "\n### {}\n", lines[0].trim_end_matches(':'));
+                let _ = writeln!(
+                    out,
+                    "\n### {}\n",
+                    text::shown(lines[0].trim_end_matches(':'))
+                );
                 for line in &lines[1..] {
-                    let _ = writeln!(out, "- {}", line.trim());
+                    let _ = writeln!(out, "- {}", text::shown(line.trim()));
                 }
             }
         }
@@ -801,7 +806,7 @@ fn table(g: &Grid) -> Table {
         .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(g.header.clone());
     for r in &g.rows {
-        t.add_row(r.clone());
+        t.add_row(r.iter().map(|c| text::shown(c)).collect::<Vec<_>>());
     }
     for (i, numeric) in g.numeric.iter().enumerate() {
         if *numeric && let Some(col) = t.column_mut(i) {
@@ -813,11 +818,7 @@ fn table(g: &Grid) -> Table {
 
 /// Appends `cell`, escaping the `|` that would end a Markdown table cell.
 fn push_md_cell(out: &mut String, cell: &str) {
-    if cell.contains('|') {
-        out.push_str(&cell.replace('|', "\\|"));
-    } else {
-        out.push_str(cell);
-    }
+    out.push_str(&text::md_cell(cell));
 }
 
 fn markdown(g: &Grid) -> String {
