@@ -14,10 +14,208 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact, name_unnamed};
-use crate::ir::{MAX_NODES, MAX_RANK};
+use crate::ir::{MAX_ATTRIBUTE_VALUES, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES, MAX_RANK};
+
+/// What a list in a trace holds, for the limit's error.
+fn list_name(limit: usize) -> &'static str {
+    match limit {
+        MAX_NODES => "layers (MAX_NODES)",
+        MAX_RANK => "dimensions (MAX_RANK)",
+        MAX_NODE_IO => "tensors (MAX_NODE_IO)",
+        _ => "entries",
+    }
+}
+
+/// A JSON list read element by element and refused at element `N + 1`, so
+/// that a hostile list costs no more than the limit allows.
+fn bounded<'de, D, T, const N: usize>(d: D) -> std::result::Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct V<T, const N: usize>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>, const N: usize> serde::de::Visitor<'de> for V<T, N> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a list of at most {N} {}", list_name(N))
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Vec<T>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = seq.next_element()? {
+                if out.len() == N {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {N} {}, which exceeds the limit",
+                        list_name(N)
+                    )));
+                }
+                out.push(x);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(V::<T, N>(std::marker::PhantomData))
+}
+
+/// A layer's attributes, at most [`MAX_NODE_ATTRIBUTES`] of them.
+fn bounded_attrs<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, TraceAttr>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = BTreeMap<String, TraceAttr>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "an object of at most {MAX_NODE_ATTRIBUTES} attributes")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((k, v)) = map.next_entry::<String, TraceAttr>()? {
+                out.insert(k, v);
+                if out.len() > MAX_NODE_ATTRIBUTES {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {MAX_NODE_ATTRIBUTES} attributes, which exceeds the limit (MAX_NODE_ATTRIBUTES)"
+                    )));
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(V)
+}
+
+/// An attribute's value as it is parsed: a scalar, a list of at most
+/// [`MAX_ATTRIBUTE_VALUES`] scalars, or what is not a value (kept to say so
+/// with the layer's name).
+enum TraceAttr {
+    Value(AttrValue),
+    Bad(&'static str),
+}
+
+enum Scalar {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(AttrVisitor).map(|a| match a {
+            TraceAttr::Value(AttrValue::Int(i)) => Scalar::Int(i),
+            TraceAttr::Value(AttrValue::Float(f)) => Scalar::Float(f),
+            TraceAttr::Value(AttrValue::Str(s)) => Scalar::Str(s),
+            _ => Scalar::Other,
+        })
+    }
+}
+
+struct AttrVisitor;
+
+impl<'de> serde::de::Visitor<'de> for AttrVisitor {
+    type Value = TraceAttr;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an attribute value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Int(v as i64)))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Int(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(match i64::try_from(v) {
+            Ok(i) => AttrValue::Int(i),
+            Err(_) => AttrValue::Float(v as f64),
+        }))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Float(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Str(v.to_string())))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Bad(
+            "null is not an attribute value (leave the attribute out)",
+        ))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<TraceAttr, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(TraceAttr::Bad("an object is not an attribute value"))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<TraceAttr, A::Error> {
+        let mut items = Vec::new();
+        while let Some(x) = seq.next_element::<Scalar>()? {
+            if items.len() == MAX_ATTRIBUTE_VALUES {
+                return Err(serde::de::Error::custom(format!(
+                    "an attribute list longer than {MAX_ATTRIBUTE_VALUES} values, which exceeds the limit (MAX_ATTRIBUTE_VALUES)"
+                )));
+            }
+            items.push(x);
+        }
+        let all = |f: fn(&Scalar) -> bool| items.iter().all(f);
+        Ok(if all(|x| matches!(x, Scalar::Int(_))) {
+            TraceAttr::Value(AttrValue::Ints(
+                items
+                    .iter()
+                    .map(|x| if let Scalar::Int(i) = x { *i } else { 0 })
+                    .collect(),
+            ))
+        } else if all(|x| matches!(x, Scalar::Int(_) | Scalar::Float(_))) {
+            TraceAttr::Value(AttrValue::Floats(
+                items
+                    .iter()
+                    .map(|x| match x {
+                        Scalar::Int(i) => *i as f64,
+                        Scalar::Float(f) => *f,
+                        _ => 0.0,
+                    })
+                    .collect(),
+            ))
+        } else if all(|x| matches!(x, Scalar::Str(_))) {
+            TraceAttr::Value(AttrValue::Strs(
+                items
+                    .into_iter()
+                    .map(|x| {
+                        if let Scalar::Str(s) = x {
+                            s
+                        } else {
+                            String::new()
+                        }
+                    })
+                    .collect(),
+            ))
+        } else {
+            TraceAttr::Bad("a list must hold only integers, only numbers or only strings")
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for TraceAttr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(AttrVisitor)
+    }
+}
 
 #[derive(Deserialize)]
 struct TraceFile {
+    /// Counted while parsing: a file of a million empty layers is refused
+    /// at layer [`MAX_NODES`] + 1, before the rest is built.
+    #[serde(deserialize_with = "bounded::<_, _, MAX_NODES>")]
     layers: Vec<TraceLayer>,
     /// Opset of the default domain for every layer that names none.
     #[serde(default)]
@@ -34,17 +232,18 @@ struct TraceLayer {
     name: String,
     #[serde(default)]
     opset: Option<i64>,
-    #[serde(default)]
-    attrs: BTreeMap<String, serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded_attrs")]
+    attrs: BTreeMap<String, TraceAttr>,
+    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO>")]
     inputs: Vec<Option<TraceTensor>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO>")]
     outputs: Vec<Option<TraceTensor>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TraceTensor {
+    #[serde(deserialize_with = "bounded::<_, _, MAX_RANK>")]
     shape: Vec<TraceDim>,
     #[serde(default)]
     dtype: Option<String>,
@@ -151,7 +350,10 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             file.layers.len()
         )));
     }
-    let default_opset = file.opset.unwrap_or(DEFAULT_OPSET);
+    let default_opset = match file.opset {
+        Some(v) => check_opset(v).map_err(bad)?,
+        None => DEFAULT_OPSET,
+    };
     let mut nodes = Vec::with_capacity(file.layers.len());
     for (i, layer) in file.layers.into_iter().enumerate() {
         let here = |m: String| bad(format!("layer {} ({}): {m}", i + 1, layer.op));
@@ -159,12 +361,16 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             return Err(here("\"op\" is empty".into()));
         }
         let mut attrs = BTreeMap::new();
-        for (k, v) in &layer.attrs {
-            attrs.insert(
-                k.clone(),
-                attr_from_json(v).map_err(|m| here(format!("attribute {k}: {m}")))?,
-            );
+        for (k, v) in layer.attrs {
+            match v {
+                TraceAttr::Value(v) => attrs.insert(k, v),
+                TraceAttr::Bad(m) => return Err(here(format!("attribute {k}: {m}"))),
+            };
         }
+        let opset = match layer.opset {
+            Some(v) => check_opset(v).map_err(&here)?,
+            None => default_opset,
+        };
         let tensors = |list: &[Option<TraceTensor>], side: &str| {
             list.iter()
                 .enumerate()
@@ -184,7 +390,7 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             name: layer.name.clone(),
             op: layer.op.clone(),
             domain,
-            opset: layer.opset.unwrap_or(default_opset),
+            opset,
             attrs,
             inputs,
             outputs,
@@ -241,42 +447,13 @@ fn is_symbol(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn attr_from_json(v: &serde_json::Value) -> Result<AttrValue, String> {
-    use serde_json::Value as J;
-    Ok(match v {
-        J::Bool(b) => AttrValue::Int(*b as i64),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => AttrValue::Int(i),
-            None => AttrValue::Float(n.as_f64().ok_or("number out of range")?),
-        },
-        J::String(s) => AttrValue::Str(s.clone()),
-        J::Array(items) => {
-            if items.iter().all(|x| x.is_i64() || x.is_boolean()) {
-                AttrValue::Ints(
-                    items
-                        .iter()
-                        .map(|x| {
-                            x.as_i64()
-                                .unwrap_or_else(|| x.as_bool().unwrap_or(false) as i64)
-                        })
-                        .collect(),
-                )
-            } else if items.iter().all(serde_json::Value::is_number) {
-                AttrValue::Floats(items.iter().filter_map(serde_json::Value::as_f64).collect())
-            } else if items.iter().all(serde_json::Value::is_string) {
-                AttrValue::Strs(
-                    items
-                        .iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect(),
-                )
-            } else {
-                return Err("a list must hold only integers, only numbers or only strings".into());
-            }
-        }
-        J::Null => return Err("null is not an attribute value (leave the attribute out)".into()),
-        J::Object(_) => return Err("an object is not an attribute value".into()),
-    })
+/// An opset version, refused like an ONNX model's `opset_import` below 1.
+fn check_opset(v: i64) -> std::result::Result<i64, String> {
+    if v >= 1 {
+        Ok(v)
+    } else {
+        Err(format!("opset {v} does not exist (versions start at 1)"))
+    }
 }
 
 #[cfg(test)]
