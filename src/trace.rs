@@ -16,28 +16,31 @@ use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact, name_unnamed};
 use crate::ir::{MAX_ATTRIBUTE_VALUES, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES, MAX_RANK};
 
-/// What a list in a trace holds, for the limit's error.
-fn list_name(limit: usize) -> &'static str {
-    match limit {
-        MAX_NODES => "layers (MAX_NODES)",
-        MAX_RANK => "dimensions (MAX_RANK)",
-        MAX_NODE_IO => "tensors (MAX_NODE_IO)",
-        _ => "entries",
+/// The lists of a trace that [`bounded`] reads, for the limit's error.
+const LAYERS: u8 = 0;
+const DIMS: u8 = 1;
+const TENSORS: u8 = 2;
+
+fn list_name(kind: u8) -> &'static str {
+    match kind {
+        LAYERS => "layers (MAX_NODES)",
+        DIMS => "dimensions (MAX_RANK)",
+        _ => "tensors (MAX_NODE_IO)",
     }
 }
 
 /// A JSON list read element by element and refused at element `N + 1`, so
 /// that a hostile list costs no more than the limit allows.
-fn bounded<'de, D, T, const N: usize>(d: D) -> std::result::Result<Vec<T>, D::Error>
+fn bounded<'de, D, T, const N: usize, const K: u8>(d: D) -> std::result::Result<Vec<T>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de>,
 {
-    struct V<T, const N: usize>(std::marker::PhantomData<T>);
-    impl<'de, T: Deserialize<'de>, const N: usize> serde::de::Visitor<'de> for V<T, N> {
+    struct V<T, const N: usize, const K: u8>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>, const N: usize, const K: u8> serde::de::Visitor<'de> for V<T, N, K> {
         type Value = Vec<T>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            write!(f, "a list of at most {N} {}", list_name(N))
+            write!(f, "a list of at most {N} {}", list_name(K))
         }
         fn visit_seq<A: serde::de::SeqAccess<'de>>(
             self,
@@ -48,7 +51,7 @@ where
                 if out.len() == N {
                     return Err(serde::de::Error::custom(format!(
                         "more than {N} {}, which exceeds the limit",
-                        list_name(N)
+                        list_name(K)
                     )));
                 }
                 out.push(x);
@@ -56,7 +59,7 @@ where
             Ok(out)
         }
     }
-    d.deserialize_seq(V::<T, N>(std::marker::PhantomData))
+    d.deserialize_seq(V::<T, N, K>(std::marker::PhantomData))
 }
 
 /// A layer's attributes, at most [`MAX_NODE_ATTRIBUTES`] of them.
@@ -215,7 +218,7 @@ impl<'de> Deserialize<'de> for TraceAttr {
 struct TraceFile {
     /// Counted while parsing: a file of a million empty layers is refused
     /// at layer [`MAX_NODES`] + 1, before the rest is built.
-    #[serde(deserialize_with = "bounded::<_, _, MAX_NODES>")]
+    #[serde(deserialize_with = "bounded::<_, _, MAX_NODES, LAYERS>")]
     layers: Vec<TraceLayer>,
     /// Opset of the default domain for every layer that names none.
     #[serde(default)]
@@ -234,16 +237,16 @@ struct TraceLayer {
     opset: Option<i64>,
     #[serde(default, deserialize_with = "bounded_attrs")]
     attrs: BTreeMap<String, TraceAttr>,
-    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO>")]
+    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO, TENSORS>")]
     inputs: Vec<Option<TraceTensor>>,
-    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO>")]
+    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO, TENSORS>")]
     outputs: Vec<Option<TraceTensor>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TraceTensor {
-    #[serde(deserialize_with = "bounded::<_, _, MAX_RANK>")]
+    #[serde(deserialize_with = "bounded::<_, _, MAX_RANK, DIMS>")]
     shape: Vec<TraceDim>,
     #[serde(default)]
     dtype: Option<String>,
@@ -323,9 +326,60 @@ pub fn read_trace(path: &str) -> Result<Graph> {
     from_file(file, path)
 }
 
-/// Parses trace JSON; `path` is only used in error messages.
+/// Parses trace JSON; `path` is only used in error messages. The layers are
+/// counted first, without building any, so that a file of a million tiny
+/// layers costs nothing before it is refused.
 pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
+    if let Err(e) = serde_json::from_slice::<LayerCount>(bytes) {
+        let message = strip_position(&e.to_string());
+        if message.contains("(MAX_NODES)") {
+            return Err(Error::Input {
+                path: path.to_string(),
+                message: format!(
+                    "line {} column {}: not a valid trace: {message}",
+                    e.line(),
+                    e.column()
+                ),
+            });
+        }
+    }
     from_file(serde_json::from_slice(bytes), path)
+}
+
+/// A trace read only to count its layers (anything else is ignored; other
+/// errors are left to the real parse).
+#[derive(Deserialize)]
+struct LayerCount {
+    #[serde(deserialize_with = "count_layers")]
+    #[allow(dead_code)]
+    layers: usize,
+}
+
+fn count_layers<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of layers")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<usize, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                n += 1;
+                if n > MAX_NODES {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {MAX_NODES} {}, which exceeds the limit",
+                        list_name(LAYERS)
+                    )));
+                }
+            }
+            Ok(n)
+        }
+    }
+    d.deserialize_seq(V)
 }
 
 fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {

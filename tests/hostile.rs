@@ -1395,3 +1395,5 @@ fn devices_file_of_100_mb() {
         &[&big, "exceeds the limit of 4194304 bytes"],
     );
 }
+
+mod models;

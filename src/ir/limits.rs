@@ -24,9 +24,9 @@ pub const MAX_VALUE_INFOS: usize = 1_000_000;
 /// so that millions of empty dimension records cannot cost gigabytes.
 /// Counted on the wire format.
 pub const MAX_DECLARED_DIMS: usize = 8_000_000;
-/// Input and output names of one node (one trace layer). Counted on the
-/// wire format.
-pub const MAX_NODE_IO: usize = 65_536;
+/// Input and output names of one node (one trace layer): a Sum of 100,000
+/// inputs is legitimate. Counted on the wire format.
+pub const MAX_NODE_IO: usize = 1_000_000;
 /// Attributes of one node (one trace layer). Counted on the wire format.
 pub const MAX_NODE_ATTRIBUTES: usize = 1_024;
 /// Values in one attribute (ints, floats, strings, tensors, graphs) or one

@@ -850,6 +850,7 @@ fn markdown(g: &Grid) -> String {
 }
 
 fn csv_field(s: &str) -> String {
+    let s = &*text::shown(s);
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -864,6 +865,7 @@ fn csv(g: &Grid) -> String {
             if i > 0 {
                 out.push(',');
             }
+            let c = &*text::shown(c);
             if c.contains([',', '"', '\n']) {
                 out.push_str(&csv_field(c));
             } else {
