@@ -214,9 +214,25 @@ pub enum RulesCommand {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // A bad flag is one line too: clap's message up to its usage
+            // and help hints, the flag's value printed as text.
+            let text = e.render().to_string();
+            let message: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!(
+                "{}",
+                crate::error::one_line(&crate::report::text::shown(&message.join(" ")))
+            );
+            return 1;
+        }
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { 1 } else { 0 };
+            return 0;
         }
     };
     match run(cli) {

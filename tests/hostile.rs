@@ -1397,3 +1397,4 @@ fn devices_file_of_100_mb() {
 }
 
 mod models;
+mod names;

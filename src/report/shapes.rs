@@ -40,7 +40,9 @@ pub fn shapes(inferred: &Inferred, format: ListFormat) -> String {
                     None => "?".to_string(),
                 };
                 let dtype = f.dtype.map_or("?".to_string(), |d| d.name().to_string());
-                t.add_row(vec![super::text::shown(name).into_owned(), dtype, shape]);
+                t.add_row(
+                    [name.as_str(), &dtype, &shape].map(|c| super::text::shown(c).into_owned()),
+                );
             }
             format!("{t}\n{} tensors\n", inferred.values.len())
         }
