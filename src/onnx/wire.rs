@@ -57,7 +57,7 @@ fn field(kind: Kind, f: u64) -> Field {
         (Graph, 1) | (Function, 7) => Enter(Node),
         (Graph, 5 | 15) => Enter(if f == 5 { Tensor } else { Sparse }),
         (Graph, 11..=13) => Enter(ValueInfo),
-        (Node, 1 | 2) | (Function, 4 | 5 | 6) => Name,
+        (Node, 1 | 2) | (Function, 4..=6) => Name,
         (Node, 5) | (Function, 11) => Enter(Attribute),
         (Attribute, 5 | 10) => Enter(Tensor),
         (Attribute, 6 | 11) => Enter(Graph),
