@@ -43,3 +43,11 @@ pub const MAX_MODEL_ITEMS: usize = 16_000_000;
 pub const MIN_MEASURED_S: f64 = 1e-12;
 /// See [`MIN_MEASURED_S`].
 pub const MAX_MEASURED_S: f64 = 1e9;
+/// Decoding a model may allocate this much plus [`DECODE_BYTES_PER_BYTE`]
+/// per byte of the file, estimated on the wire format from the records it
+/// holds: memory follows the graph's metadata, and a file of millions of
+/// empty records (2 bytes on disk, hundreds once decoded) is refused before
+/// it costs a gigabyte. Real graphs need a few bytes per byte of metadata.
+pub const DECODE_BASE_BYTES: usize = 64 << 20;
+/// See [`DECODE_BASE_BYTES`].
+pub const DECODE_BYTES_PER_BYTE: usize = 32;

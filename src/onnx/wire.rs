@@ -8,8 +8,9 @@
 use prost::encoding::decode_varint;
 
 use crate::ir::{
-    MAX_ATTRIBUTE_VALUES, MAX_DECLARED_DIMS, MAX_MESSAGE_DEPTH, MAX_MODEL_ITEMS,
-    MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES, MAX_STRING_ELEMENTS, MAX_TENSORS, MAX_VALUE_INFOS,
+    DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE, MAX_ATTRIBUTE_VALUES, MAX_DECLARED_DIMS,
+    MAX_MESSAGE_DEPTH, MAX_MODEL_ITEMS, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES,
+    MAX_STRING_ELEMENTS, MAX_TENSORS, MAX_VALUE_INFOS,
 };
 
 /// The messages that hold records.
@@ -88,6 +89,30 @@ struct Totals {
     dims: usize,
     strings: usize,
     items: usize,
+    /// What decoding allocates, estimated from the records' sizes.
+    decoded: usize,
+}
+
+/// Bytes a decoded record of `kind` takes (its struct; names and lists are
+/// added where they are counted).
+fn record_size(kind: Kind) -> usize {
+    use crate::proto::*;
+    use std::mem::size_of;
+    match kind {
+        Kind::Model => size_of::<ModelProto>(),
+        Kind::Graph => size_of::<GraphProto>(),
+        Kind::Node => size_of::<NodeProto>(),
+        Kind::Attribute => size_of::<AttributeProto>(),
+        Kind::Function => size_of::<FunctionProto>(),
+        Kind::Tensor => size_of::<TensorProto>(),
+        Kind::Sparse => size_of::<SparseTensorProto>(),
+        Kind::ValueInfo => size_of::<ValueInfoProto>(),
+        Kind::Type => size_of::<TypeProto>(),
+        Kind::TensorType => size_of::<TensorTypeProto>(),
+        Kind::Shape => size_of::<TensorShapeProto>(),
+        Kind::Elem => size_of::<ElemTypeProto>(),
+        Kind::Map => size_of::<MapTypeProto>(),
+    }
 }
 
 /// Checks every count of a serialized model against its limit, before it
@@ -97,7 +122,8 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
     let mut t = Totals::default();
     scan(bytes, Kind::Model, 0, &mut t)?;
     let over = |what: &str, n: usize, limit: usize, name: &str| {
-        let unit = what.split(" (").next().unwrap_or(what);
+        let unit = what.split([' ', ',']).next().unwrap_or(what);
+        let unit = if unit == "graph" { "entries" } else { unit };
         Err(format!(
             "the model holds {n} {what}, which exceeds the limit of {limit} {unit} ({name})"
         ))
@@ -149,6 +175,16 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
             MAX_MODEL_ITEMS,
             "MAX_MODEL_ITEMS",
         );
+    }
+    let budget =
+        DECODE_BASE_BYTES.saturating_add(bytes.len().saturating_mul(DECODE_BYTES_PER_BYTE));
+    if t.decoded > budget {
+        return Err(format!(
+            "decoding the model's {} records would take about {} MB, more than the limit of {} MB ({DECODE_BASE_BYTES} bytes + {DECODE_BYTES_PER_BYTE} per byte of the file: DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE)",
+            t.items,
+            t.decoded >> 20,
+            budget >> 20
+        ));
     }
     Ok(())
 }
@@ -241,6 +277,7 @@ fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), St
                 match how {
                     Field::Enter(child) => {
                         t.items += 1;
+                        t.decoded += record_size(child);
                         match child {
                             Kind::Node => t.nodes += 1,
                             Kind::Tensor | Kind::Sparse if kind != Kind::Sparse => t.tensors += 1,
@@ -255,19 +292,24 @@ fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), St
                     }
                     Field::Name => {
                         t.items += 1;
+                        t.decoded += 24 + len;
                         match kind {
                             Kind::Tensor => t.strings += 1,
                             Kind::Attribute => values += 1,
                             _ => names += 1,
                         }
                     }
-                    Field::Item => t.items += 1,
+                    Field::Item => {
+                        t.items += 1;
+                        t.decoded += std::mem::size_of::<crate::proto::OperatorSetIdProto>() + len;
+                    }
                     Field::Varints => values += varints_in(payload),
                     Field::Fixed32 => values += payload.len() / 4,
                     Field::Skip => {
                         if kind == Kind::Shape && f == 1 {
                             dims += 1;
                             t.items += 1;
+                            t.decoded += std::mem::size_of::<crate::proto::Dimension>() + len;
                         }
                     }
                 }
@@ -283,6 +325,7 @@ fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), St
         b = &b[skip..];
     }
     t.items += values;
+    t.decoded += 8 * values;
     t.dims += dims;
     let named = |what: String| match kind {
         Kind::Node => {
