@@ -40,8 +40,8 @@ fn many_empty_records_under_every_count() {
     c.rejects(
         &f,
         &[
-            "decoding the model's",
-            "(DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE)",
+            "decoding the model's 999013 records",
+            "DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE)",
         ],
     );
 }
