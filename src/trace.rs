@@ -99,10 +99,11 @@ enum TraceAttr {
     Bad(&'static str),
 }
 
+/// 24 bytes (a boxed string): a list of a million is what the limit allows.
 enum Scalar {
     Int(i64),
     Float(f64),
-    Str(String),
+    Str(Box<str>),
     Other,
 }
 
@@ -111,7 +112,7 @@ impl<'de> Deserialize<'de> for Scalar {
         d.deserialize_any(AttrVisitor).map(|a| match a {
             TraceAttr::Value(AttrValue::Int(i)) => Scalar::Int(i),
             TraceAttr::Value(AttrValue::Float(f)) => Scalar::Float(f),
-            TraceAttr::Value(AttrValue::Str(s)) => Scalar::Str(s),
+            TraceAttr::Value(AttrValue::Str(s)) => Scalar::Str(s.into_boxed_str()),
             _ => Scalar::Other,
         })
     }
@@ -195,7 +196,7 @@ impl<'de> serde::de::Visitor<'de> for AttrVisitor {
                     .into_iter()
                     .map(|x| {
                         if let Scalar::Str(s) = x {
-                            s
+                            s.into_string()
                         } else {
                             String::new()
                         }

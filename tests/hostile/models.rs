@@ -223,7 +223,15 @@ fn input_flag_of_rank_65() {
     let c = case("flag_input_rank_65");
     let f = c.file("m.onnx", &relu_model());
     let shape = format!("x={}", vec!["1"; 65].join("x"));
-    let o = c.run(&["estimate", &f, "--input", &shape], 2);
+    c.fails(
+        &["estimate", &f, "--input", &shape],
+        1,
+        &[
+            "--input",
+            "rank 65, which exceeds the limit of 64 (MAX_RANK)",
+        ],
+    );
+    let o = c.run(&["estimate", &f, "--input", &shape], 1);
     assert_ne!(o.code, 0, "{}", o.stderr);
     assert!(
         o.stderr
@@ -352,7 +360,16 @@ fn implausible_measured_times_are_refused() {
     ] {
         let c = case(name);
         let f = c.file("m.onnx", &relu_model());
-        let o = c.run(&["estimate", &f, "--device", "h100", "--measured", t], 2);
+        c.fails(
+            &["estimate", &f, "--device", "h100", "--measured", t],
+            1,
+            &[
+                "--measured",
+                "outside the plausible range",
+                "(MIN_MEASURED_S)",
+            ],
+        );
+        let o = c.run(&["estimate", &f, "--device", "h100", "--measured", t], 1);
         assert_ne!(o.code, 0, "{name}: {}", o.stderr);
         assert!(
             o.stderr.contains("(MIN_MEASURED_S)"),
