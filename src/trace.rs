@@ -162,49 +162,41 @@ impl<'de> serde::de::Visitor<'de> for AttrVisitor {
         self,
         mut seq: A,
     ) -> std::result::Result<TraceAttr, A::Error> {
-        let mut items = Vec::new();
+        // Collected typed as they come (ints take 8 bytes each), so that the
+        // largest list the limit allows stays small.
+        let mut acc = AttrValue::Ints(Vec::new());
+        let mut bad = false;
+        let mut n = 0;
         while let Some(x) = seq.next_element::<Scalar>()? {
-            if items.len() == MAX_ATTRIBUTE_VALUES {
+            n += 1;
+            if n > MAX_ATTRIBUTE_VALUES {
                 return Err(serde::de::Error::custom(format!(
                     "an attribute list longer than {MAX_ATTRIBUTE_VALUES} values, which exceeds the limit (MAX_ATTRIBUTE_VALUES)"
                 )));
             }
-            items.push(x);
+            if bad {
+                continue;
+            }
+            match (&mut acc, x) {
+                (AttrValue::Ints(v), Scalar::Int(i)) => v.push(i),
+                (AttrValue::Ints(v), Scalar::Float(f)) => {
+                    let mut fl: Vec<f64> = v.iter().map(|&i| i as f64).collect();
+                    fl.push(f);
+                    acc = AttrValue::Floats(fl);
+                }
+                (AttrValue::Ints(v), Scalar::Str(s)) if v.is_empty() && n == 1 => {
+                    acc = AttrValue::Strs(vec![s.into_string()]);
+                }
+                (AttrValue::Floats(v), Scalar::Int(i)) => v.push(i as f64),
+                (AttrValue::Floats(v), Scalar::Float(f)) => v.push(f),
+                (AttrValue::Strs(v), Scalar::Str(s)) => v.push(s.into_string()),
+                _ => bad = true,
+            }
         }
-        let all = |f: fn(&Scalar) -> bool| items.iter().all(f);
-        Ok(if all(|x| matches!(x, Scalar::Int(_))) {
-            TraceAttr::Value(AttrValue::Ints(
-                items
-                    .iter()
-                    .map(|x| if let Scalar::Int(i) = x { *i } else { 0 })
-                    .collect(),
-            ))
-        } else if all(|x| matches!(x, Scalar::Int(_) | Scalar::Float(_))) {
-            TraceAttr::Value(AttrValue::Floats(
-                items
-                    .iter()
-                    .map(|x| match x {
-                        Scalar::Int(i) => *i as f64,
-                        Scalar::Float(f) => *f,
-                        _ => 0.0,
-                    })
-                    .collect(),
-            ))
-        } else if all(|x| matches!(x, Scalar::Str(_))) {
-            TraceAttr::Value(AttrValue::Strs(
-                items
-                    .into_iter()
-                    .map(|x| {
-                        if let Scalar::Str(s) = x {
-                            s.into_string()
-                        } else {
-                            String::new()
-                        }
-                    })
-                    .collect(),
-            ))
-        } else {
+        Ok(if bad {
             TraceAttr::Bad("a list must hold only integers, only numbers or only strings")
+        } else {
+            TraceAttr::Value(acc)
         })
     }
 }
