@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Replays the hostile inputs of tests/hostile.rs on the release binary and
+# Replays the hostile inputs of tests/hostile.rs (and tests/hostile/*.rs) on
+# the release binary and
 # measures each run: exit code, wall time and peak RSS, against the target
-# "a one-line error, exit 2 (3 for --strict), < 1 s, < 64 MB". The few
+# "a one-line error, exit 2 (1 for a bad flag, 3 for --strict), < 1 s, < 64 MB". The few
 # inputs that are legitimately fine must exit 0; their time and memory are
 # shown but not judged (they cost what any input of their size costs).
 #

@@ -250,7 +250,10 @@ pub fn main() -> i32 {
     match done {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
+            eprintln!(
+                "error: {}",
+                crate::error::one_line(&crate::report::text::shown(&e.to_string()))
+            );
             e.exit_code()
         }
     }
@@ -345,7 +348,10 @@ fn estimate(a: &EstimateArgs) -> Result<String> {
     let estimate = model.estimate(&opts)?;
     if let Some(ops) = estimate.unsupported_ops() {
         let count = estimate.report.unsupported.len();
-        eprintln!("warning: {count} layer(s) are not counted (see the unsupported list): {ops}");
+        eprintln!(
+            "warning: {count} layer(s) are not counted (see the unsupported list): {}",
+            crate::report::text::shown(&ops)
+        );
     }
     let text = estimate.render(&report_opts);
     // Freeing a large model's graph and report piece by piece costs more

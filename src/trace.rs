@@ -14,10 +14,204 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Graph, Node, TensorFact, name_unnamed};
-use crate::ir::{MAX_NODES, MAX_RANK};
+use crate::ir::{MAX_ATTRIBUTE_VALUES, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES, MAX_RANK};
+
+/// The lists of a trace that [`bounded`] reads, for the limit's error.
+const LAYERS: u8 = 0;
+const DIMS: u8 = 1;
+const TENSORS: u8 = 2;
+
+fn list_name(kind: u8) -> &'static str {
+    match kind {
+        LAYERS => "layers (MAX_NODES)",
+        DIMS => "dimensions (MAX_RANK)",
+        _ => "tensors (MAX_NODE_IO)",
+    }
+}
+
+/// A JSON list read element by element and refused at element `N + 1`, so
+/// that a hostile list costs no more than the limit allows.
+fn bounded<'de, D, T, const N: usize, const K: u8>(d: D) -> std::result::Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    struct V<T, const N: usize, const K: u8>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>, const N: usize, const K: u8> serde::de::Visitor<'de> for V<T, N, K> {
+        type Value = Vec<T>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a list of at most {N} {}", list_name(K))
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<Vec<T>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(x) = seq.next_element()? {
+                if out.len() == N {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {N} {}, which exceeds the limit",
+                        list_name(K)
+                    )));
+                }
+                out.push(x);
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_seq(V::<T, N, K>(std::marker::PhantomData))
+}
+
+/// A layer's attributes, at most [`MAX_NODE_ATTRIBUTES`] of them.
+fn bounded_attrs<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<BTreeMap<String, TraceAttr>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = BTreeMap<String, TraceAttr>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "an object of at most {MAX_NODE_ATTRIBUTES} attributes")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut out = BTreeMap::new();
+            while let Some((k, v)) = map.next_entry::<String, TraceAttr>()? {
+                out.insert(k, v);
+                if out.len() > MAX_NODE_ATTRIBUTES {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {MAX_NODE_ATTRIBUTES} attributes, which exceeds the limit (MAX_NODE_ATTRIBUTES)"
+                    )));
+                }
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_map(V)
+}
+
+/// An attribute's value as it is parsed: a scalar, a list of at most
+/// [`MAX_ATTRIBUTE_VALUES`] scalars, or what is not a value (kept to say so
+/// with the layer's name).
+enum TraceAttr {
+    Value(AttrValue),
+    Bad(&'static str),
+}
+
+/// 24 bytes (a boxed string): a list of a million is what the limit allows.
+enum Scalar {
+    Int(i64),
+    Float(f64),
+    Str(Box<str>),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(AttrVisitor).map(|a| match a {
+            TraceAttr::Value(AttrValue::Int(i)) => Scalar::Int(i),
+            TraceAttr::Value(AttrValue::Float(f)) => Scalar::Float(f),
+            TraceAttr::Value(AttrValue::Str(s)) => Scalar::Str(s.into_boxed_str()),
+            _ => Scalar::Other,
+        })
+    }
+}
+
+struct AttrVisitor;
+
+impl<'de> serde::de::Visitor<'de> for AttrVisitor {
+    type Value = TraceAttr;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an attribute value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Int(v as i64)))
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Int(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(match i64::try_from(v) {
+            Ok(i) => AttrValue::Int(i),
+            Err(_) => AttrValue::Float(v as f64),
+        }))
+    }
+    fn visit_f64<E>(self, v: f64) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Float(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Value(AttrValue::Str(v.to_string())))
+    }
+    fn visit_unit<E>(self) -> std::result::Result<TraceAttr, E> {
+        Ok(TraceAttr::Bad(
+            "null is not an attribute value (leave the attribute out)",
+        ))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<TraceAttr, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(TraceAttr::Bad("an object is not an attribute value"))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<TraceAttr, A::Error> {
+        // Collected typed as they come (ints take 8 bytes each), so that the
+        // largest list the limit allows stays small.
+        let mut acc = AttrValue::Ints(Vec::new());
+        let mut bad = false;
+        let mut n = 0;
+        while let Some(x) = seq.next_element::<Scalar>()? {
+            n += 1;
+            if n > MAX_ATTRIBUTE_VALUES {
+                return Err(serde::de::Error::custom(format!(
+                    "an attribute list longer than {MAX_ATTRIBUTE_VALUES} values, which exceeds the limit (MAX_ATTRIBUTE_VALUES)"
+                )));
+            }
+            if bad {
+                continue;
+            }
+            match (&mut acc, x) {
+                (AttrValue::Ints(v), Scalar::Int(i)) => v.push(i),
+                (AttrValue::Ints(v), Scalar::Float(f)) => {
+                    let mut fl: Vec<f64> = v.iter().map(|&i| i as f64).collect();
+                    fl.push(f);
+                    acc = AttrValue::Floats(fl);
+                }
+                (AttrValue::Ints(v), Scalar::Str(s)) if v.is_empty() && n == 1 => {
+                    acc = AttrValue::Strs(vec![s.into_string()]);
+                }
+                (AttrValue::Floats(v), Scalar::Int(i)) => v.push(i as f64),
+                (AttrValue::Floats(v), Scalar::Float(f)) => v.push(f),
+                (AttrValue::Strs(v), Scalar::Str(s)) => v.push(s.into_string()),
+                _ => bad = true,
+            }
+        }
+        Ok(if bad {
+            TraceAttr::Bad("a list must hold only integers, only numbers or only strings")
+        } else {
+            TraceAttr::Value(acc)
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for TraceAttr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(AttrVisitor)
+    }
+}
 
 #[derive(Deserialize)]
 struct TraceFile {
+    /// Counted while parsing: a file of a million empty layers is refused
+    /// at layer [`MAX_NODES`] + 1, before the rest is built.
+    #[serde(deserialize_with = "bounded::<_, _, MAX_NODES, LAYERS>")]
     layers: Vec<TraceLayer>,
     /// Opset of the default domain for every layer that names none.
     #[serde(default)]
@@ -34,17 +228,18 @@ struct TraceLayer {
     name: String,
     #[serde(default)]
     opset: Option<i64>,
-    #[serde(default)]
-    attrs: BTreeMap<String, serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded_attrs")]
+    attrs: BTreeMap<String, TraceAttr>,
+    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO, TENSORS>")]
     inputs: Vec<Option<TraceTensor>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO, TENSORS>")]
     outputs: Vec<Option<TraceTensor>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TraceTensor {
+    #[serde(deserialize_with = "bounded::<_, _, MAX_RANK, DIMS>")]
     shape: Vec<TraceDim>,
     #[serde(default)]
     dtype: Option<String>,
@@ -137,10 +332,61 @@ pub fn read_trace(path: &str) -> Result<Graph> {
     from_file(file, path)
 }
 
-/// Parses trace JSON; `path` is only used in error messages.
+/// Parses trace JSON; `path` is only used in error messages. The layers are
+/// counted first, without building any, so that a file of a million tiny
+/// layers costs nothing before it is refused.
 pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
     let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+    if let Err(e) = serde_json::from_slice::<LayerCount>(bytes) {
+        let message = strip_position(&e.to_string());
+        if message.contains("(MAX_NODES)") {
+            return Err(Error::Input {
+                path: path.to_string(),
+                message: format!(
+                    "line {} column {}: not a valid trace: {message}",
+                    e.line(),
+                    e.column()
+                ),
+            });
+        }
+    }
     from_file(serde_json::from_slice(bytes), path)
+}
+
+/// A trace read only to count its layers (anything else is ignored; other
+/// errors are left to the real parse).
+#[derive(Deserialize)]
+struct LayerCount {
+    #[serde(deserialize_with = "count_layers")]
+    #[allow(dead_code)]
+    layers: usize,
+}
+
+fn count_layers<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<usize, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = usize;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of layers")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> std::result::Result<usize, A::Error> {
+            let mut n = 0;
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                n += 1;
+                if n > MAX_NODES {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {MAX_NODES} {}, which exceeds the limit",
+                        list_name(LAYERS)
+                    )));
+                }
+            }
+            Ok(n)
+        }
+    }
+    d.deserialize_seq(V)
 }
 
 fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
@@ -165,7 +411,10 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             file.layers.len()
         )));
     }
-    let default_opset = file.opset.unwrap_or(DEFAULT_OPSET);
+    let default_opset = match file.opset {
+        Some(v) => check_opset(v).map_err(bad)?,
+        None => DEFAULT_OPSET,
+    };
     let mut nodes = Vec::with_capacity(file.layers.len());
     for (i, layer) in file.layers.into_iter().enumerate() {
         let here = |m: String| bad(format!("layer {} ({}): {m}", i + 1, layer.op));
@@ -173,12 +422,16 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             return Err(here("\"op\" is empty".into()));
         }
         let mut attrs = BTreeMap::new();
-        for (k, v) in &layer.attrs {
-            attrs.insert(
-                k.clone(),
-                attr_from_json(v).map_err(|m| here(format!("attribute {k}: {m}")))?,
-            );
+        for (k, v) in layer.attrs {
+            match v {
+                TraceAttr::Value(v) => attrs.insert(k, v),
+                TraceAttr::Bad(m) => return Err(here(format!("attribute {k}: {m}"))),
+            };
         }
+        let opset = match layer.opset {
+            Some(v) => check_opset(v).map_err(&here)?,
+            None => default_opset,
+        };
         let tensors = |list: &[Option<TraceTensor>], side: &str| {
             list.iter()
                 .enumerate()
@@ -198,7 +451,7 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             name: layer.name.clone(),
             op: layer.op.clone(),
             domain,
-            opset: layer.opset.unwrap_or(default_opset),
+            opset,
             attrs,
             inputs,
             outputs,
@@ -255,42 +508,13 @@ fn is_symbol(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-fn attr_from_json(v: &serde_json::Value) -> Result<AttrValue, String> {
-    use serde_json::Value as J;
-    Ok(match v {
-        J::Bool(b) => AttrValue::Int(*b as i64),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => AttrValue::Int(i),
-            None => AttrValue::Float(n.as_f64().ok_or("number out of range")?),
-        },
-        J::String(s) => AttrValue::Str(s.clone()),
-        J::Array(items) => {
-            if items.iter().all(|x| x.is_i64() || x.is_boolean()) {
-                AttrValue::Ints(
-                    items
-                        .iter()
-                        .map(|x| {
-                            x.as_i64()
-                                .unwrap_or_else(|| x.as_bool().unwrap_or(false) as i64)
-                        })
-                        .collect(),
-                )
-            } else if items.iter().all(serde_json::Value::is_number) {
-                AttrValue::Floats(items.iter().filter_map(serde_json::Value::as_f64).collect())
-            } else if items.iter().all(serde_json::Value::is_string) {
-                AttrValue::Strs(
-                    items
-                        .iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect(),
-                )
-            } else {
-                return Err("a list must hold only integers, only numbers or only strings".into());
-            }
-        }
-        J::Null => return Err("null is not an attribute value (leave the attribute out)".into()),
-        J::Object(_) => return Err("an object is not an attribute value".into()),
-    })
+/// An opset version, refused like an ONNX model's `opset_import` below 1.
+fn check_opset(v: i64) -> std::result::Result<i64, String> {
+    if v >= 1 {
+        Ok(v)
+    } else {
+        Err(format!("opset {v} does not exist (versions start at 1)"))
+    }
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub(super) fn clap_line(e: &clap::Error) -> String {
         line.push_str(p);
     }
     let line = line.strip_prefix("error: ").unwrap_or(&line);
-    crate::error::one_line(line)
+    crate::error::one_line(&crate::report::text::shown(line))
 }
 
 /// Refuses report flags the chosen format cannot honour, naming them,

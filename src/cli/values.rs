@@ -45,5 +45,13 @@ pub(super) fn parse_columns(s: &str) -> std::result::Result<Columns, String> {
 }
 
 pub(super) fn parse_measured(s: &str) -> std::result::Result<f64, String> {
-    crate::cost::parse_duration(s).ok_or_else(|| "expected a duration like 2.4ms or 850us".into())
+    use crate::ir::{MAX_MEASURED_S, MIN_MEASURED_S};
+    let t = crate::cost::parse_duration(s)
+        .ok_or_else(|| "expected a duration like 2.4ms or 850us".to_string())?;
+    if !(MIN_MEASURED_S..=MAX_MEASURED_S).contains(&t) {
+        return Err(format!(
+            "{t:e} s is outside the plausible range of {MIN_MEASURED_S:e} s (MIN_MEASURED_S) to {MAX_MEASURED_S:e} s (MAX_MEASURED_S)"
+        ));
+    }
+    Ok(t)
 }

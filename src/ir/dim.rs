@@ -424,7 +424,10 @@ impl From<i64> for SymInt {
 /// A value in parentheses when it is a sum, so a quotient reads right.
 fn grouped(v: &SymInt) -> String {
     let text = v.to_string();
-    if text[1..].contains(['+', '-']) {
+    // Past the first character (a sign), which may be several bytes long.
+    let mut rest = text.chars();
+    rest.next();
+    if rest.as_str().contains(['+', '-']) {
         format!("({text})")
     } else {
         text

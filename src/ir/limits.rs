@@ -14,3 +14,40 @@ pub const MAX_NODES: usize = 1_000_000;
 /// How deep protobuf messages may nest: prost's own decoder limit, which
 /// refuses deeper files before c3 sees them.
 pub const MAX_MESSAGE_DEPTH: usize = 100;
+/// Initializers and tensors in attributes (dense and sparse), in all graphs
+/// together. Counted on the wire format before anything is decoded.
+pub const MAX_TENSORS: usize = 1_000_000;
+/// Graph inputs, outputs and value_info entries, in all graphs together.
+/// Counted on the wire format.
+pub const MAX_VALUE_INFOS: usize = 1_000_000;
+/// Declared dimensions in all value types together (a rank-4 value has 4),
+/// so that millions of empty dimension records cannot cost gigabytes.
+/// Counted on the wire format.
+pub const MAX_DECLARED_DIMS: usize = 8_000_000;
+/// Input and output names of one node (one trace layer): a Sum of 100,000
+/// inputs is legitimate. Counted on the wire format.
+pub const MAX_NODE_IO: usize = 1_000_000;
+/// Attributes of one node (one trace layer). Counted on the wire format.
+pub const MAX_NODE_ATTRIBUTES: usize = 1_024;
+/// Values in one attribute (ints, floats, strings, tensors, graphs) or one
+/// trace attribute list. Counted on the wire format.
+pub const MAX_ATTRIBUTE_VALUES: usize = 1_000_000;
+/// Strings in string tensors (`string_data`), in all tensors together.
+/// Counted on the wire format.
+pub const MAX_STRING_ELEMENTS: usize = 1_000_000;
+/// Every decoded record together (messages, names, list entries): what
+/// decoding a model may allocate is proportional to this, whatever the mix.
+pub const MAX_MODEL_ITEMS: usize = 16_000_000;
+/// `--measured` runs from one picosecond to about 31 years: a time outside
+/// would make efficiencies infinite or zero.
+pub const MIN_MEASURED_S: f64 = 1e-12;
+/// See [`MIN_MEASURED_S`].
+pub const MAX_MEASURED_S: f64 = 1e9;
+/// Decoding a model may allocate this much plus [`DECODE_BYTES_PER_BYTE`]
+/// per byte of the file, estimated on the wire format from the records it
+/// holds: memory follows the graph's metadata, and a file of millions of
+/// empty records (2 bytes on disk, hundreds once decoded) is refused before
+/// it costs a gigabyte. Real graphs need a few bytes per byte of metadata.
+pub const DECODE_BASE_BYTES: usize = 64 << 20;
+/// See [`DECODE_BASE_BYTES`].
+pub const DECODE_BYTES_PER_BYTE: usize = 32;

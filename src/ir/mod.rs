@@ -10,7 +10,7 @@ use std::fmt;
 
 pub use dim::SymInt;
 pub use domain::{DEFAULT_DOMAIN, domain_key, domain_shown, qualified};
-pub use limits::{MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES, MAX_RANK};
+pub use limits::*;
 
 pub mod dim;
 mod domain;
@@ -227,6 +227,12 @@ impl TensorFact {
                 })
                 .collect::<Result<Vec<_>, String>>()?
         };
+        if dims.len() > MAX_RANK {
+            return Err(format!(
+                "rank {}, which exceeds the limit of {MAX_RANK} (MAX_RANK)",
+                dims.len()
+            ));
+        }
         Ok(TensorFact::new(dtype, dims))
     }
 }
@@ -297,6 +303,18 @@ pub enum AttrValue {
 }
 
 impl AttrValue {
+    /// The kind, as a phrase for errors: "an int", "strings".
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            AttrValue::Int(_) => "an int",
+            AttrValue::Float(_) => "a float",
+            AttrValue::Str(_) => "a string",
+            AttrValue::Ints(_) => "ints",
+            AttrValue::Floats(_) => "floats",
+            AttrValue::Strs(_) => "strings",
+        }
+    }
+
     /// An attribute as a person types it (`c3 explain --attr`): `2` an int,
     /// `0.5` a float, `2,2` or `[2, 2]` a list, anything else a string.
     pub fn parse_text(v: &str) -> AttrValue {

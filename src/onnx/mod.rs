@@ -64,14 +64,7 @@ pub fn load(path: &str) -> Result<OnnxModel> {
 /// Decodes and checks a model held in memory; `path` names it in errors and
 /// gives the folder external data is read from.
 pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
-    if wire::count_nodes(&bytes, MAX_NODES) > MAX_NODES {
-        return Err(bad(
-            path,
-            format!(
-                "the node count (main graph, subgraphs and functions together) exceeds the limit of {MAX_NODES} nodes"
-            ),
-        ));
-    }
+    wire::check(&bytes).map_err(|m| bad(path, m))?;
     let model = ModelProto::decode(bytes.clone()).map_err(|e| {
         bad(
             path,
@@ -160,6 +153,10 @@ fn check_attr_graphs(a: &proto::AttributeProto, dir: &Path, depth: usize) -> Res
         tensor::check(t, dir)
             .map_err(|m| format!("attribute '{}': {m}", a.name.as_deref().unwrap_or("")))?;
     }
+    if let Some(sp) = &a.sparse_tensor {
+        tensor::check_sparse(sp, dir)
+            .map_err(|m| format!("attribute '{}': {m}", a.name.as_deref().unwrap_or("")))?;
+    }
     for g in a.g.iter().map(|g| &**g).chain(a.graphs.iter()) {
         check_graph(g, dir, depth)?;
     }
@@ -181,6 +178,15 @@ fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
             return Err(format!("initializer '{name}' is defined twice"));
         }
         tensor::check(t, dir).map_err(|m| format!("initializer '{name}': {m}"))?;
+    }
+    for (i, sp) in g.sparse_initializer.iter().enumerate() {
+        let name = sp
+            .values
+            .as_ref()
+            .and_then(|v| v.name.as_deref())
+            .unwrap_or("");
+        tensor::check_sparse(sp, dir)
+            .map_err(|m| format!("sparse initializer {} '{name}': {m}", i + 1))?;
     }
     for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
         if let Some(t) = &v.r#type {

@@ -222,6 +222,77 @@ pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks a sparse tensor like a dense one: its dense shape (rank, sizes,
+/// element count), its values (a 1-D tensor of NNZ elements) and indices
+/// (int64, `[NNZ]` linear or `[NNZ, rank]`), each stored as declared, and,
+/// where the indices are small enough to read, every index inside the shape.
+pub fn check_sparse(sp: &super::proto::SparseTensorProto, dir: &Path) -> Result<(), String> {
+    if sp.dims.len() > super::MAX_RANK {
+        return Err(format!(
+            "sparse tensor of rank {}, which exceeds the limit of {} (MAX_RANK)",
+            sp.dims.len(),
+            super::MAX_RANK
+        ));
+    }
+    let dense = element_count(&sp.dims).map_err(|m| format!("sparse tensor: {m}"))?;
+    let values = sp.values.as_ref().ok_or("sparse tensor without values")?;
+    check(values, dir).map_err(|m| format!("sparse tensor values: {m}"))?;
+    let [nnz] = values.dims[..] else {
+        return Err(format!(
+            "sparse tensor values must be 1-D, not of shape {:?}",
+            values.dims
+        ));
+    };
+    let nnz = nnz as u64;
+    if nnz > dense {
+        return Err(format!(
+            "sparse tensor holds {nnz} values, more than the {dense} elements of shape {:?}",
+            sp.dims
+        ));
+    }
+    let Some(indices) = sp.indices.as_ref() else {
+        return if nnz == 0 {
+            Ok(())
+        } else {
+            Err("sparse tensor without indices".into())
+        };
+    };
+    check(indices, dir).map_err(|m| format!("sparse tensor indices: {m}"))?;
+    if dtype_of(indices)? != DType::Int64 {
+        return Err("sparse tensor indices must be int64".into());
+    }
+    let rank = sp.dims.len() as i64;
+    let linear = match indices.dims[..] {
+        [n] if n as u64 == nnz => true,
+        [n, r] if n as u64 == nnz && r == rank => false,
+        _ => {
+            return Err(format!(
+                "sparse tensor indices of shape {:?} do not fit {nnz} values of rank {rank} ([{nnz}] or [{nnz}, {rank}])",
+                indices.dims
+            ));
+        }
+    };
+    // Indices too many to carry as a value are left unread, like weights.
+    let Ok(TensorValue::Ints(ix)) = decode(indices, dir) else {
+        return Ok(());
+    };
+    for (k, i) in ix.iter().enumerate() {
+        let Some(i) = i.as_int() else { continue };
+        let bound = if linear {
+            dense
+        } else {
+            sp.dims[k % sp.dims.len().max(1)] as u64
+        };
+        if i < 0 || i as u64 >= bound {
+            return Err(format!(
+                "sparse tensor index {i} is outside the shape {:?}",
+                sp.dims
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn le_chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
     b.chunks_exact(N).map(|c| {
         let mut a = [0u8; N];

@@ -1,85 +1,361 @@
 //! A look at a model's protobuf wire format before it is decoded: decoding
-//! allocates every node, so a file of tens of millions of tiny nodes must be
-//! refused by counting them first. Only the messages that can hold nodes are
-//! entered; everything else (weights included) is skipped by its length.
+//! allocates every record, so a file of millions of tiny records (nodes,
+//! initializers, value_info entries, dimensions, names, strings) must be
+//! refused by counting them first. Only messages that hold records are
+//! entered; weights and other payloads are skipped by their length. Every
+//! limit here is a named constant in [`crate::ir`] and the README.
 
 use prost::encoding::decode_varint;
 
-/// The messages on the way to a node.
-#[derive(Clone, Copy)]
+use crate::ir::{
+    DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE, MAX_ATTRIBUTE_VALUES, MAX_DECLARED_DIMS,
+    MAX_MESSAGE_DEPTH, MAX_MODEL_ITEMS, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES,
+    MAX_STRING_ELEMENTS, MAX_TENSORS, MAX_VALUE_INFOS,
+};
+
+/// The messages that hold records.
+#[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Model,
     Graph,
     Node,
     Attribute,
     Function,
+    Tensor,
+    Sparse,
+    ValueInfo,
+    Type,
+    TensorType,
+    Shape,
+    /// `TypeProto.Sequence` / `Optional` (field 1) and `Map` (field 2).
+    Elem,
+    Map,
 }
 
-impl Kind {
-    /// The kind of field `field` of this message, if it is one to enter.
-    fn child(self, field: u64) -> Option<Kind> {
-        match (self, field) {
-            (Kind::Model, 7) => Some(Kind::Graph),
-            (Kind::Model, 25) => Some(Kind::Function),
-            (Kind::Graph, 1) | (Kind::Function, 7) => Some(Kind::Node),
-            (Kind::Node, 5) => Some(Kind::Attribute),
-            (Kind::Attribute, 6 | 11) => Some(Kind::Graph),
-            _ => None,
-        }
+/// How a field is counted.
+enum Field {
+    /// A message to enter.
+    Enter(Kind),
+    /// A repeated string or bytes entry.
+    Name,
+    /// A repeated message c3 decodes but never enters (opset imports).
+    Item,
+    /// A repeated varint number (packed or not).
+    Varints,
+    /// A repeated 4-byte number (packed or not).
+    Fixed32,
+    /// Anything else: skipped.
+    Skip,
+}
+
+fn field(kind: Kind, f: u64) -> Field {
+    use Field::*;
+    use Kind::*;
+    match (kind, f) {
+        (Model, 7) => Enter(Graph),
+        (Model, 8) | (Function, 9) => Item,
+        (Model, 25) => Enter(Function),
+        (Graph, 1) | (Function, 7) => Enter(Node),
+        (Graph, 5 | 15) => Enter(if f == 5 { Tensor } else { Sparse }),
+        (Graph, 11..=13) => Enter(ValueInfo),
+        (Node, 1 | 2) | (Function, 4..=6) => Name,
+        (Node, 5) | (Function, 11) => Enter(Attribute),
+        (Attribute, 5 | 10) => Enter(Tensor),
+        (Attribute, 6 | 11) => Enter(Graph),
+        (Attribute, 22) => Enter(Sparse),
+        (Attribute, 14) => Enter(Type),
+        (Attribute, 7) => Fixed32,
+        (Attribute, 8) => Varints,
+        (Attribute, 9) => Name,
+        (Tensor, 1) | (Sparse, 3) => Varints,
+        (Tensor, 6) => Name,
+        (Sparse, 1 | 2) => Enter(Tensor),
+        (ValueInfo, 2) | (Elem, 1) | (Map, 2) => Enter(Type),
+        (Type, 1 | 8) => Enter(TensorType),
+        (Type, 4 | 9) => Enter(Elem),
+        (Type, 5) => Enter(Map),
+        (TensorType, 2) => Enter(Shape),
+        (Shape, 1) => Skip, // counted as a dimension below
+        _ => Skip,
     }
 }
 
-/// The nodes of a serialized model (main graph, subgraphs, function bodies),
-/// counted up to a little past `limit`. Malformed bytes end the count where
-/// they start: the decoder reports them.
-pub fn count_nodes(bytes: &[u8], limit: usize) -> usize {
-    let mut count = 0;
-    scan(bytes, Kind::Model, 0, limit, &mut count);
-    count
+/// Totals over the whole model.
+#[derive(Default)]
+struct Totals {
+    nodes: usize,
+    tensors: usize,
+    value_infos: usize,
+    dims: usize,
+    strings: usize,
+    items: usize,
+    /// What decoding allocates, estimated from the records' sizes.
+    decoded: usize,
 }
 
-fn scan(mut b: &[u8], kind: Kind, depth: usize, limit: usize, count: &mut usize) {
-    // Deeper files are refused by the decoder's own limit.
-    if depth > super::MAX_MESSAGE_DEPTH {
-        return;
+/// Bytes a decoded record of `kind` takes (its struct; names and lists are
+/// added where they are counted).
+fn record_size(kind: Kind) -> usize {
+    use crate::proto::*;
+    use std::mem::size_of;
+    match kind {
+        Kind::Model => size_of::<ModelProto>(),
+        Kind::Graph => size_of::<GraphProto>(),
+        Kind::Node => size_of::<NodeProto>(),
+        Kind::Attribute => size_of::<AttributeProto>(),
+        Kind::Function => size_of::<FunctionProto>(),
+        Kind::Tensor => size_of::<TensorProto>(),
+        Kind::Sparse => size_of::<SparseTensorProto>(),
+        Kind::ValueInfo => size_of::<ValueInfoProto>(),
+        Kind::Type => size_of::<TypeProto>(),
+        Kind::TensorType => size_of::<TensorTypeProto>(),
+        Kind::Shape => size_of::<TensorShapeProto>(),
+        Kind::Elem => size_of::<ElemTypeProto>(),
+        Kind::Map => size_of::<MapTypeProto>(),
     }
-    while !b.is_empty() && *count <= limit {
+}
+
+/// Checks every count of a serialized model against its limit, before it
+/// is decoded. Malformed bytes end the look where they start: the decoder
+/// reports them.
+pub fn check(bytes: &[u8]) -> Result<(), String> {
+    let mut t = Totals::default();
+    scan(bytes, Kind::Model, 0, &mut t)?;
+    let over = |what: &str, n: usize, limit: usize, name: &str| {
+        let unit = what.split([' ', ',']).next().unwrap_or(what);
+        let unit = if unit == "graph" { "entries" } else { unit };
+        Err(format!(
+            "the model holds {n} {what}, which exceeds the limit of {limit} {unit} ({name})"
+        ))
+    };
+    if t.nodes > MAX_NODES {
+        return over(
+            "nodes (main graph, subgraphs and functions together)",
+            t.nodes,
+            MAX_NODES,
+            "MAX_NODES",
+        );
+    }
+    if t.tensors > MAX_TENSORS {
+        return over(
+            "tensors (initializers and attribute tensors together)",
+            t.tensors,
+            MAX_TENSORS,
+            "MAX_TENSORS",
+        );
+    }
+    if t.value_infos > MAX_VALUE_INFOS {
+        return over(
+            "graph inputs, outputs and value_info entries",
+            t.value_infos,
+            MAX_VALUE_INFOS,
+            "MAX_VALUE_INFOS",
+        );
+    }
+    if t.dims > MAX_DECLARED_DIMS {
+        return over(
+            "declared dimensions",
+            t.dims,
+            MAX_DECLARED_DIMS,
+            "MAX_DECLARED_DIMS",
+        );
+    }
+    if t.strings > MAX_STRING_ELEMENTS {
+        return over(
+            "string tensor elements",
+            t.strings,
+            MAX_STRING_ELEMENTS,
+            "MAX_STRING_ELEMENTS",
+        );
+    }
+    if t.items > MAX_MODEL_ITEMS {
+        return over(
+            "records (messages, names and list entries together)",
+            t.items,
+            MAX_MODEL_ITEMS,
+            "MAX_MODEL_ITEMS",
+        );
+    }
+    let budget =
+        DECODE_BASE_BYTES.saturating_add(bytes.len().saturating_mul(DECODE_BYTES_PER_BYTE));
+    if t.decoded > budget {
+        return Err(format!(
+            "decoding the model's {} records would take about {} MB, more than the limit of {} MB ({DECODE_BASE_BYTES} bytes + {DECODE_BYTES_PER_BYTE} per byte of the file: DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE)",
+            t.items,
+            t.decoded >> 20,
+            budget >> 20
+        ));
+    }
+    Ok(())
+}
+
+/// Elements of a packed run of varints.
+fn varints_in(b: &[u8]) -> usize {
+    b.iter().filter(|&&x| x & 0x80 == 0).count()
+}
+
+/// The first string field `f` of a message, for naming it in an error.
+fn string_field(mut b: &[u8], f: u64) -> String {
+    while !b.is_empty() {
         let Ok(tag) = decode_varint(&mut b) else {
-            return;
+            break;
         };
         let skip = match tag & 7 {
             0 => {
                 if decode_varint(&mut b).is_err() {
-                    return;
+                    break;
                 }
                 0
             }
             1 => 8,
             5 => 4,
             2 => {
-                let Ok(len) = decode_varint(&mut b) else {
-                    return;
+                let Some(len) = decode_varint(&mut b)
+                    .ok()
+                    .and_then(|l| usize::try_from(l).ok())
+                    .filter(|&l| l <= b.len())
+                else {
+                    break;
                 };
-                let Some(len) = usize::try_from(len).ok().filter(|&l| l <= b.len()) else {
-                    return;
+                if tag >> 3 == f {
+                    let text = String::from_utf8_lossy(&b[..len.min(200)]);
+                    return text.into_owned();
+                }
+                len
+            }
+            _ => break,
+        };
+        if skip > b.len() {
+            break;
+        }
+        b = &b[skip..];
+    }
+    String::new()
+}
+
+fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), String> {
+    // Deeper files are refused by the decoder's own limit.
+    if depth > MAX_MESSAGE_DEPTH {
+        return Ok(());
+    }
+    let whole = b;
+    // Per message: names (node inputs and outputs), attributes, list
+    // values (attribute values, tensor dimensions), shape dimensions.
+    let (mut names, mut attrs, mut values, mut dims) = (0usize, 0usize, 0usize, 0usize);
+    while !b.is_empty() {
+        let Ok(tag) = decode_varint(&mut b) else {
+            break;
+        };
+        let f = tag >> 3;
+        let how = field(kind, f);
+        let skip = match tag & 7 {
+            0 => {
+                if decode_varint(&mut b).is_err() {
+                    break;
+                }
+                if matches!(how, Field::Varints) {
+                    values += 1;
+                }
+                0
+            }
+            1 => 8,
+            5 => {
+                if matches!(how, Field::Fixed32) {
+                    values += 1;
+                }
+                4
+            }
+            2 => {
+                let Some(len) = decode_varint(&mut b)
+                    .ok()
+                    .and_then(|l| usize::try_from(l).ok())
+                    .filter(|&l| l <= b.len())
+                else {
+                    break;
                 };
                 let (payload, rest) = b.split_at(len);
-                if let Some(child) = kind.child(tag >> 3) {
-                    if matches!(child, Kind::Node) {
-                        *count += 1;
+                match how {
+                    Field::Enter(child) => {
+                        t.items += 1;
+                        t.decoded += record_size(child);
+                        match child {
+                            Kind::Node => t.nodes += 1,
+                            Kind::Tensor | Kind::Sparse if kind != Kind::Sparse => t.tensors += 1,
+                            Kind::ValueInfo => t.value_infos += 1,
+                            Kind::Attribute => attrs += 1,
+                            _ => {}
+                        }
+                        if matches!(kind, Kind::Attribute) && matches!(f, 10 | 11) {
+                            values += 1;
+                        }
+                        scan(payload, child, depth + 1, t)?;
                     }
-                    scan(payload, child, depth + 1, limit, count);
+                    Field::Name => {
+                        t.items += 1;
+                        t.decoded += 24 + len;
+                        match kind {
+                            Kind::Tensor => t.strings += 1,
+                            Kind::Attribute => values += 1,
+                            _ => names += 1,
+                        }
+                    }
+                    Field::Item => {
+                        t.items += 1;
+                        t.decoded += std::mem::size_of::<crate::proto::OperatorSetIdProto>() + len;
+                    }
+                    Field::Varints => values += varints_in(payload),
+                    Field::Fixed32 => values += payload.len() / 4,
+                    Field::Skip => {
+                        if kind == Kind::Shape && f == 1 {
+                            dims += 1;
+                            t.items += 1;
+                            t.decoded += std::mem::size_of::<crate::proto::Dimension>() + len;
+                        }
+                    }
                 }
                 b = rest;
                 0
             }
             // Groups (deprecated, not in ONNX) and invalid wire types.
-            _ => return,
+            _ => break,
         };
         if skip > b.len() {
-            return;
+            break;
         }
         b = &b[skip..];
+    }
+    t.items += values;
+    t.decoded += 8 * values;
+    t.dims += dims;
+    let named = |what: String| match kind {
+        Kind::Node => {
+            let name = string_field(whole, 3);
+            let op = string_field(whole, 4);
+            format!("node '{name}' ({op}) has {what}")
+        }
+        Kind::Attribute => format!("attribute '{}' has {what}", string_field(whole, 1)),
+        Kind::Tensor => format!("tensor '{}' has {what}", string_field(whole, 8)),
+        Kind::Function => format!("function '{}' has {what}", string_field(whole, 1)),
+        _ => format!("a message has {what}"),
+    };
+    if names > MAX_NODE_IO {
+        return Err(named(format!(
+            "{names} input and output names, which exceeds the limit of {MAX_NODE_IO} (MAX_NODE_IO)"
+        )));
+    }
+    if attrs > MAX_NODE_ATTRIBUTES {
+        return Err(named(format!(
+            "{attrs} attributes, which exceeds the limit of {MAX_NODE_ATTRIBUTES} (MAX_NODE_ATTRIBUTES)"
+        )));
+    }
+    match kind {
+        Kind::Attribute if values > MAX_ATTRIBUTE_VALUES => Err(named(format!(
+            "{values} values, which exceeds the limit of {MAX_ATTRIBUTE_VALUES} (MAX_ATTRIBUTE_VALUES)"
+        ))),
+        // Ranks (of tensors and declared shapes) are checked once decoded,
+        // where the value's name is known: what they cost is bounded by the
+        // totals above.
+        _ => Ok(()),
     }
 }
 
@@ -119,11 +395,11 @@ mod tests {
             ..Default::default()
         };
         // 2 in the main graph, 2 x 2 in its subgraphs, 3 in the function.
-        assert_eq!(count_nodes(&m.encode_to_vec(), 100), 9);
-        // The count stops a little past the limit.
-        assert_eq!(count_nodes(&m.encode_to_vec(), 1), 2);
-        // Garbage ends the count without a panic.
-        assert_eq!(count_nodes(&[0x3a, 0xff, 0xff, 0xff], 100), 0);
-        assert_eq!(count_nodes(&[0x3b, 0x0a, 0x00], 100), 0);
+        let mut t = Totals::default();
+        scan(&m.encode_to_vec(), Kind::Model, 0, &mut t).unwrap();
+        assert_eq!(t.nodes, 9);
+        // Garbage ends the look without a panic.
+        assert!(check(&[0x3a, 0xff, 0xff, 0xff]).is_ok());
+        assert!(check(&[0x3b, 0x0a, 0x00]).is_ok());
     }
 }

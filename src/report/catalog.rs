@@ -37,12 +37,10 @@ pub fn rules_list(rules: &RuleSet, format: ListFormat) -> String {
                 } else {
                     source(r)
                 };
-                t.add_row(vec![
-                    r.op.clone(),
-                    domain_shown(&r.domain).to_string(),
-                    r.category.clone(),
-                    src,
-                ]);
+                t.add_row(
+                    [r.op.as_str(), domain_shown(&r.domain), &r.category, &src]
+                        .map(|c| super::text::shown(c).into_owned()),
+                );
             }
             format!("{t}\n{} rules\n", rules.len())
         }
@@ -90,12 +88,13 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
                         .map_or("-".to_string(), |v| format!("{v:.1}"))
                 };
                 t.add_row(vec![
-                    d.key.clone(),
-                    if d.aliases.is_empty() {
+                    super::text::shown(&d.key).into_owned(),
+                    super::text::shown(&if d.aliases.is_empty() {
                         d.name.clone()
                     } else {
                         format!("{} ({})", d.name, d.aliases.join(", "))
-                    },
+                    })
+                    .into_owned(),
                     tf("fp32"),
                     tf("fp16"),
                     tf("bf16"),

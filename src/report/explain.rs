@@ -25,7 +25,23 @@ pub struct ExplainInput {
 }
 
 /// The rule's text; evaluated too when `input` gives any tensor or attribute.
+/// Every line passes through [`super::text::shown`]: a pack's names and doc
+/// text reach the terminal as text.
 pub fn explain(rule: &CostRule, input: &ExplainInput) -> Result<String> {
+    let out = explain_raw(rule, input)?;
+    let mut safe = String::with_capacity(out.len());
+    for line in out.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        safe.push_str(&super::text::shown(body));
+        safe.push_str(end);
+    }
+    Ok(safe)
+}
+
+fn explain_raw(rule: &CostRule, input: &ExplainInput) -> Result<String> {
     let mut out = describe(rule);
     if rule.unsupported.is_some() || (input.tensors.is_empty() && input.attrs.is_empty()) {
         return Ok(out);

@@ -123,7 +123,7 @@ pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Op
     let last = g.rows.len().saturating_sub(1);
     for (i, r) in g.rows.iter().enumerate() {
         t.add_row(keep.iter().map(|&c| {
-            let text = r.get(c).map_or("", String::as_str);
+            let text = &*super::text::shown(r.get(c).map_or("", String::as_str));
             match name_max {
                 Some(max) if c == 0 => cell(&shorten(text, max), i == last),
                 _ => cell(text, i == last),

@@ -14,6 +14,7 @@ pub mod model_explorer;
 mod roofline;
 mod rows;
 pub mod shapes;
+pub mod text;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -766,8 +767,16 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
     let rows_note = (opts.parts != Parts::Summary)
         .then(|| rows::rows_note(report.layers.len(), shown, opts.sort))
         .flatten();
-    let unsupported = unsupported_lines(report);
-    let skipped = skipped_lines(report, &s);
+    // Names from the model are text: no control character reaches a
+    // terminal or breaks a line.
+    let unsupported: Vec<String> = unsupported_lines(report)
+        .iter()
+        .map(|l| text::shown(l).into_owned())
+        .collect();
+    let skipped: Vec<String> = skipped_lines(report, &s)
+        .iter()
+        .map(|l| text::shown(l).into_owned())
+        .collect();
     let options = roofline::options_line(&opts.about);
     let mut out = String::new();
     if opts.format == Format::Table {
@@ -805,7 +814,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             .into_iter()
             .flatten()
         {
-            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{}", text::shown(&line));
         }
         for (i, line) in folded_lines(report).iter().enumerate() {
             let indent = if i == 0 { "" } else { "  " };
@@ -843,7 +852,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         .into_iter()
         .flatten()
     {
-        let _ = writeln!(out, "\n{line}");
+        let _ = writeln!(out, "\n{}", text::shown(&line));
     }
     for (i, line) in folded_lines(report).iter().enumerate() {
         let _ = match i {
@@ -879,11 +888,7 @@ fn csv_report(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
 
 /// Appends `cell`, escaping the `|` that would end a Markdown table cell.
 fn push_md_cell(out: &mut String, cell: &str) {
-    if cell.contains('|') {
-        out.push_str(&cell.replace('|', "\\|"));
-    } else {
-        out.push_str(cell);
-    }
+    out.push_str(&text::md_cell(cell));
 }
 
 fn markdown(g: &Grid) -> String {
@@ -915,6 +920,7 @@ fn markdown(g: &Grid) -> String {
 }
 
 fn csv_field(s: &str) -> String {
+    let s = &*text::shown(s);
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -929,6 +935,7 @@ fn csv(g: &Grid) -> String {
             if i > 0 {
                 out.push(',');
             }
+            let c = &*text::shown(c);
             if c.contains([',', '"', '\n']) {
                 out.push_str(&csv_field(c));
             } else {

@@ -39,7 +39,9 @@ pub fn shapes(inferred: &Inferred, format: ListFormat, meta: &Meta) -> String {
                     None => "?".to_string(),
                 };
                 let dtype = f.dtype.map_or("?".to_string(), |d| d.name().to_string());
-                t.add_row(vec![name.clone(), dtype, shape]);
+                t.add_row(
+                    [name.as_str(), &dtype, &shape].map(|c| super::text::shown(c).into_owned()),
+                );
             }
             format!("{t}\n{} tensors\n", inferred.values.len())
         }

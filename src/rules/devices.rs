@@ -78,9 +78,10 @@ impl Catalog {
         for (key, d) in defs.0 {
             let byte = text.find(&format!("\n{key}:")).map_or(0, |i| i + 1);
             let at = |m: String| src.error_at(byte, m, Some(&key));
-            if !(d.bandwidth.is_finite() && d.bandwidth > 0.0) {
+            if !(MIN_BANDWIDTH..=MAX_BANDWIDTH).contains(&d.bandwidth) {
                 return Err(at(format!(
-                    "device {key}: bandwidth must be a positive number of bytes/s"
+                    "device {key}: bandwidth must be a positive number of bytes/s from {MIN_BANDWIDTH:e} to {MAX_BANDWIDTH:e} (MIN_BANDWIDTH, MAX_BANDWIDTH), not {:e}",
+                    d.bandwidth
                 )));
             }
             if d.peak.is_empty() {
@@ -93,9 +94,9 @@ impl Catalog {
                         PRECISIONS.join(", ")
                     )));
                 }
-                if !(v.is_finite() && *v > 0.0) {
+                if !(MIN_PEAK..=MAX_PEAK).contains(v) {
                     return Err(at(format!(
-                        "device {key}: peak {p} must be a positive number"
+                        "device {key}: peak {p} must be a positive number of operations/s from {MIN_PEAK:e} to {MAX_PEAK:e} (MIN_PEAK, MAX_PEAK), not {v:e}"
                     )));
                 }
             }
@@ -155,6 +156,17 @@ pub fn precision_of(t: DType) -> &'static str {
         _ => "fp32",
     }
 }
+
+/// A device's peak throughput per precision runs from a microcontroller's
+/// thousand operations per second to an exascale machine's 1e18: outside,
+/// times would print as infinite or zero. NaN is outside too.
+pub const MIN_PEAK: f64 = 1e3;
+/// See [`MIN_PEAK`].
+pub const MAX_PEAK: f64 = 1e18;
+/// A device's memory bandwidth runs from 1 KB/s to 1 PB/s (bytes/s).
+pub const MIN_BANDWIDTH: f64 = 1e3;
+/// See [`MIN_BANDWIDTH`].
+pub const MAX_BANDWIDTH: f64 = 1e15;
 
 /// Where to look when a device has no peak for a precision.
 fn fallbacks(p: &str) -> &'static [&'static str] {
@@ -239,7 +251,7 @@ mod tests {
         let e = c
             .add_source(
                 "d.yaml",
-                "x:\n  name: X\n  peak: {fp33: 1.0}\n  bandwidth: 1.0\n  source: s\n",
+                "x:\n  name: X\n  peak: {fp33: 1.0}\n  bandwidth: 1.0e9\n  source: s\n",
             )
             .unwrap_err();
         assert_eq!(
@@ -255,5 +267,28 @@ mod tests {
                 .to_string()
                 .contains("bandwidth must be a positive")
         );
+        // Infinite, NaN, subnormal, implausibly large: refused with the bounds.
+        for (peak, bw, says) in [
+            (
+                ".inf",
+                "1.0e9",
+                "peak fp32 must be a positive number of operations/s from 1e3 to 1e18 (MIN_PEAK, MAX_PEAK), not inf",
+            ),
+            (".nan", "1.0e9", "not NaN"),
+            ("1.0e-310", "1.0e9", "(MIN_PEAK, MAX_PEAK), not 1e-310"),
+            ("1.0e19", "1.0e9", "(MIN_PEAK, MAX_PEAK), not 1e19"),
+            (
+                "1.0e12",
+                "1.0e16",
+                "bandwidth must be a positive number of bytes/s from 1e3 to 1e15 (MIN_BANDWIDTH, MAX_BANDWIDTH), not 1e16",
+            ),
+            ("1.0e12", ".inf", "(MIN_BANDWIDTH, MAX_BANDWIDTH), not inf"),
+        ] {
+            let text = format!(
+                "x:\n  name: X\n  peak: {{fp32: {peak}}}\n  bandwidth: {bw}\n  source: s\n"
+            );
+            let e = Catalog::default().add_source("d.yaml", &text).unwrap_err();
+            assert!(e.to_string().contains(says), "{peak} {bw}: {e}");
+        }
     }
 }

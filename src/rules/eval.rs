@@ -162,6 +162,30 @@ impl<'r> Env<'r> {
     }
 }
 
+/// What a default of value `d` takes, when attribute value `v` is not
+/// that. Numbers stand for numbers (defaults write a float's `1` as an
+/// int); a string is not a number, a list not a scalar.
+fn kind_mismatch(v: &AttrValue, d: &Value) -> Option<&'static str> {
+    use AttrValue as A;
+    let number = matches!(v, A::Int(_) | A::Float(_));
+    let (ok, want) = match d {
+        Value::Int(_) | Value::Float(_) | Value::Boolean(_) => (number, "a number"),
+        Value::String(_) => (matches!(v, A::Str(_)), "a string"),
+        Value::Tuple(t) => match t.first() {
+            Some(Value::Int(_) | Value::Float(_)) => {
+                (matches!(v, A::Ints(_) | A::Floats(_)), "a list of numbers")
+            }
+            Some(Value::String(_)) => (matches!(v, A::Strs(_)), "strings"),
+            _ => (
+                matches!(v, A::Ints(_) | A::Floats(_) | A::Strs(_)),
+                "a list",
+            ),
+        },
+        _ => (true, ""),
+    };
+    (!ok).then_some(want)
+}
+
 pub fn attr_value(a: &AttrValue) -> Value {
     match a {
         AttrValue::Int(i) => Value::Int(*i),
@@ -577,7 +601,22 @@ impl CostRule {
 
         for (a, key) in self.attrs.iter().zip(&self.keys.attrs) {
             let v = match (node.attrs.get(&a.name), &a.default) {
-                (Some(v), _) => attr_value(v),
+                (Some(v), Some(d)) => {
+                    // The default says what the rule takes: an attribute of
+                    // another kind is an error, not a value costed as absent.
+                    if let Ok(dv) = d.eval(&env, What::AttrDefault(&a.name))
+                        && let Some(want) = kind_mismatch(v, &dv)
+                    {
+                        return Err(EvalError::Binding(format!(
+                            "attribute '{}' is {}, but the rule for {} takes {want}",
+                            a.name,
+                            v.kind_name(),
+                            self.op
+                        )));
+                    }
+                    attr_value(v)
+                }
+                (Some(v), None) => attr_value(v),
                 (None, Some(d)) => d.eval(&env, What::AttrDefault(&a.name))?,
                 (None, None) => Value::Empty,
             };

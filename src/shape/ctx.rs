@@ -8,7 +8,7 @@ use std::fmt;
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use crate::dim::SymInt;
 use crate::ir::{Bound, DType, Dim};
-use crate::proto::{AttributeProto, GraphProto, TensorProto};
+use crate::proto::{AttributeProto, GraphProto, TensorProto, attr_type};
 
 /// Why a node's shapes cannot be inferred (an inconsistent model).
 #[derive(Debug, Clone, PartialEq)]
@@ -116,6 +116,10 @@ pub struct InferCtx<'a> {
     /// How many times the node runs its subgraphs per run of its own
     /// (Loop's trip count, Scan's sequence length); `None`: once.
     repeats: Option<Dim>,
+    /// The first attribute read as a type it does not have (a string where
+    /// ints are expected): the node is an error, never costed as if the
+    /// attribute were absent. See [`InferCtx::attr_error`].
+    wrong_attr: RefCell<Option<String>>,
 }
 
 pub type Result<T> = std::result::Result<T, ShapeError>;
@@ -152,6 +156,7 @@ impl<'a> InferCtx<'a> {
             tensors,
             symbols,
             repeats: None,
+            wrong_attr: RefCell::new(None),
         }
     }
 
@@ -263,8 +268,33 @@ impl<'a> InferCtx<'a> {
         self.attr(name).is_some()
     }
 
+    /// Attribute `name` when it holds `want` (an `AttributeProto` type);
+    /// one of another type is recorded as an error and reads as absent.
+    fn typed(&self, name: &str, want: i32) -> Option<&'a AttributeProto> {
+        let a = self.attr(name)?;
+        let got = attr_kind(a);
+        if got == want {
+            return Some(a);
+        }
+        self.wrong_attr.borrow_mut().get_or_insert_with(|| {
+            format!(
+                "attribute '{name}' is {}, but {} takes {} there",
+                kind_name(got),
+                self.op,
+                kind_name(want)
+            )
+        });
+        None
+    }
+
+    /// The first attribute a shape function read as a type it does not
+    /// have, as an error message.
+    pub fn attr_error(&self) -> Option<String> {
+        self.wrong_attr.borrow().clone()
+    }
+
     pub fn attr_int(&self, name: &str) -> Option<i64> {
-        self.attr(name).and_then(|a| a.i)
+        self.typed(name, attr_type::INT).map(|a| a.i.unwrap_or(0))
     }
 
     pub fn attr_int_or(&self, name: &str, default: i64) -> i64 {
@@ -272,22 +302,22 @@ impl<'a> InferCtx<'a> {
     }
 
     pub fn attr_ints(&self, name: &str) -> Option<Vec<i64>> {
-        self.attr(name).map(|a| a.ints.clone())
+        self.typed(name, attr_type::INTS).map(|a| a.ints.clone())
     }
 
     pub fn attr_float(&self, name: &str) -> Option<f64> {
-        self.attr(name).and_then(|a| a.f).map(f64::from)
+        self.typed(name, attr_type::FLOAT)
+            .map(|a| f64::from(a.f.unwrap_or(0.0)))
     }
 
     pub fn attr_floats(&self, name: &str) -> Option<Vec<f64>> {
-        self.attr(name)
+        self.typed(name, attr_type::FLOATS)
             .map(|a| a.floats.iter().map(|&f| f64::from(f)).collect())
     }
 
     pub fn attr_string(&self, name: &str) -> Option<String> {
-        self.attr(name)
-            .and_then(|a| a.s.as_ref())
-            .map(|s| String::from_utf8_lossy(s).into_owned())
+        self.typed(name, attr_type::STRING)
+            .map(|a| String::from_utf8_lossy(a.s.as_deref().unwrap_or_default()).into_owned())
     }
 
     pub fn attr_string_or(&self, name: &str, default: &str) -> String {
@@ -296,7 +326,7 @@ impl<'a> InferCtx<'a> {
     }
 
     pub fn attr_strings(&self, name: &str) -> Option<Vec<String>> {
-        self.attr(name).map(|a| {
+        self.typed(name, attr_type::STRINGS).map(|a| {
             a.strings
                 .iter()
                 .map(|s| String::from_utf8_lossy(s).into_owned())
@@ -305,11 +335,13 @@ impl<'a> InferCtx<'a> {
     }
 
     pub fn attr_tensor(&self, name: &str) -> Option<&'a TensorProto> {
-        self.attr(name).and_then(|a| a.t.as_deref())
+        self.typed(name, attr_type::TENSOR)
+            .and_then(|a| a.t.as_deref())
     }
 
     pub fn attr_graph(&self, name: &str) -> Option<&'a GraphProto> {
-        self.attr(name).and_then(|a| a.g.as_deref())
+        self.typed(name, attr_type::GRAPH)
+            .and_then(|a| a.g.as_deref())
     }
 
     // ------------------------------------------------------------ outputs
@@ -492,6 +524,50 @@ pub fn run_op(
     );
     f(&mut ctx)?;
     Ok(ctx.outputs)
+}
+
+/// The type an attribute holds: its declared `type`, or for files that
+/// leave it out, the type of the one field that is set.
+pub fn attr_kind(a: &AttributeProto) -> i32 {
+    use attr_type::*;
+    match a.r#type {
+        Some(t) if t != 0 => t,
+        _ if a.g.is_some() => GRAPH,
+        _ if a.t.is_some() => TENSOR,
+        _ if a.sparse_tensor.is_some() => SPARSE_TENSOR,
+        _ if a.tp.is_some() => TYPE_PROTO,
+        _ if a.s.is_some() => STRING,
+        _ if a.f.is_some() => FLOAT,
+        _ if !a.floats.is_empty() => FLOATS,
+        _ if !a.strings.is_empty() => STRINGS,
+        _ if !a.tensors.is_empty() => TENSORS,
+        _ if !a.graphs.is_empty() => GRAPHS,
+        _ if !a.ints.is_empty() => INTS,
+        // `i` set, or nothing at all (an int 0 written by a proto3 writer).
+        _ => INT,
+    }
+}
+
+/// An attribute type as a phrase: "a string", "ints".
+pub fn kind_name(t: i32) -> String {
+    use attr_type::*;
+    match t {
+        FLOAT => "a float".into(),
+        INT => "an int".into(),
+        STRING => "a string".into(),
+        TENSOR => "a tensor".into(),
+        GRAPH => "a graph".into(),
+        FLOATS => "floats".into(),
+        INTS => "ints".into(),
+        STRINGS => "strings".into(),
+        TENSORS => "tensors".into(),
+        GRAPHS => "graphs".into(),
+        SPARSE_TENSOR => "a sparse tensor".into(),
+        12 => "sparse tensors".into(),
+        TYPE_PROTO => "a type".into(),
+        14 => "types".into(),
+        t => format!("of unknown type {t}"),
+    }
 }
 
 /// An element type from an attribute holding an ONNX type code.

@@ -183,20 +183,18 @@ struct Walker<'m> {
     unreadable: Arc<Mutex<Option<String>>>,
 }
 
+/// An attribute as a rule reads it; graphs, tensors and types are not values
+/// (rules never read them). The type is the declared one (or, in files that
+/// leave it out, the field that is set), never a guess past it.
 fn attr_value(a: &AttributeProto) -> Option<AttrValue> {
     let s = |b: &bytes::Bytes| String::from_utf8_lossy(b).into_owned();
-    Some(match a.r#type.unwrap_or(0) {
-        attr_type::FLOAT => AttrValue::Float(f64::from(a.f?)),
-        attr_type::INT => AttrValue::Int(a.i?),
-        attr_type::STRING => AttrValue::Str(s(a.s.as_ref()?)),
+    Some(match crate::shape::ctx::attr_kind(a) {
+        attr_type::FLOAT => AttrValue::Float(f64::from(a.f.unwrap_or(0.0))),
+        attr_type::INT => AttrValue::Int(a.i.unwrap_or(0)),
+        attr_type::STRING => AttrValue::Str(a.s.as_ref().map(s).unwrap_or_default()),
         attr_type::FLOATS => AttrValue::Floats(a.floats.iter().map(|&f| f64::from(f)).collect()),
         attr_type::INTS => AttrValue::Ints(a.ints.clone()),
         attr_type::STRINGS => AttrValue::Strs(a.strings.iter().map(s).collect()),
-        // Old files leave the type out; guess from the field that is set.
-        0 if a.i.is_some() => AttrValue::Int(a.i?),
-        0 if a.f.is_some() => AttrValue::Float(f64::from(a.f?)),
-        0 if !a.ints.is_empty() => AttrValue::Ints(a.ints.clone()),
-        0 if a.s.is_some() => AttrValue::Str(s(a.s.as_ref()?)),
         _ => return None,
     })
 }
@@ -418,6 +416,12 @@ impl<'m> Walker<'m> {
             let unreadable = self.unreadable.lock().ok().and_then(|mut m| m.take());
             if let Some(m) = unreadable {
                 // The walk adds the node's label to what is returned.
+                self.over_limit(format!("{}: {m}", node_label(n)));
+                return Err(m);
+            }
+            // A wrong attribute type outranks what the shape function made
+            // of it; recorded so that no If falling back can swallow it.
+            if let Some(m) = ctx.attr_error() {
                 self.over_limit(format!("{}: {m}", node_label(n)));
                 return Err(m);
             }
