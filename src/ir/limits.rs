@@ -14,3 +14,14 @@ pub const MAX_NODES: usize = 1_000_000;
 /// How deep protobuf messages may nest: prost's own decoder limit, which
 /// refuses deeper files before c3 sees them.
 pub const MAX_MESSAGE_DEPTH: usize = 100;
+/// Terms a symbolic dimension's polynomial may hold (`a*b + a + b + 1` has
+/// four). Real shape arithmetic stays under ten; products of sums grow
+/// exponentially, so this bounds what multiplying them can cost.
+pub const MAX_DIM_TERMS: usize = 64;
+/// The highest total power of one term of a symbolic dimension (`batch^2*seq`
+/// has degree 3): the element count of a rank-64 tensor whose sizes are all
+/// one symbol, squared.
+pub const MAX_DIM_DEGREE: u32 = 128;
+/// Terms and atoms a symbolic dimension may hold in all, counting those
+/// nested inside `floor`, `ceil`, `max` and `min`.
+pub const MAX_DIM_SIZE: usize = 256;
