@@ -350,8 +350,7 @@ fn explain(a: &ExplainArgs) -> Result<String> {
 fn docs(a: &DocsArgs) -> Result<String> {
     let text = crate::docs::render(&RuleSet::builtin()?)?;
     if a.check {
-        let current = std::fs::read_to_string(&a.output).map_err(|e| Error::io(&a.output, e))?;
-        if current != text {
+        if !crate::docs::is_current(&a.output, &text)? {
             return Err(Error::Stale(format!(
                 "{} is out of date with the rules: run `c3 docs -o {}` and commit it",
                 a.output, a.output

@@ -12,6 +12,7 @@ mod decoder;
 mod fusion;
 mod fuzz;
 mod hostile;
+mod hostile_packs;
 mod networks;
 mod onnx_files;
 mod original_suite;

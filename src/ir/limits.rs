@@ -25,3 +25,13 @@ pub const MAX_DIM_DEGREE: u32 = 128;
 /// Terms and atoms a symbolic dimension may hold in all, counting those
 /// nested inside `floor`, `ceil`, `max` and `min`.
 pub const MAX_DIM_SIZE: usize = 256;
+
+/// Reads at most `limit` bytes of a file, counting while it reads rather
+/// than trusting the size the file system reports (files under /proc report
+/// 0). `Ok(None)` when the file holds more than `limit` bytes.
+pub fn read_bounded(file: impl std::io::Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
+}

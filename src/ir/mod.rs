@@ -10,7 +10,10 @@ use std::fmt;
 
 pub use dim::SymInt;
 pub use domain::{DEFAULT_DOMAIN, domain_key, domain_shown, qualified};
-pub use limits::{MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES, MAX_RANK};
+pub use limits::{
+    MAX_DIM_DEGREE, MAX_DIM_SIZE, MAX_DIM_TERMS, MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES,
+    MAX_RANK, read_bounded,
+};
 
 pub mod dim;
 mod domain;

@@ -1,0 +1,225 @@
+//! Hostile rule packs and symbolic arithmetic (issue 12, items 1-4): files
+//! that lead out of a pack, endless files, values that grow without bound,
+//! dimension polynomials that explode. Same harness and judgement as
+//! `hostile.rs`: one `error:` line, the expected exit code, no panic.
+
+use std::process::Command;
+
+use c3::onnx::build::{self, FLOAT, graph, node, tensor_type, untyped, value};
+use prost::Message;
+
+use crate::hostile::{RELU_TRACE, case, pack_case, relu_rule};
+
+/// A pack folder `pack` whose `rules.yaml` is a link to `target`; runs
+/// estimate with it and checks nothing of the target is quoted.
+fn linked_pack(name: &'static str, target: &str) {
+    let c = case(name);
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    std::fs::create_dir_all(c.path("pack")).unwrap();
+    c.file("pack/a.yaml", &relu_rule("|X|"));
+    let link = c.path("pack/rules.yaml");
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    let pack = c.path("pack");
+    let args = ["estimate", &trace, "--rules", pack.to_str().unwrap()];
+    c.fails(
+        &args,
+        2,
+        &[link.to_str().unwrap(), "leads outside the pack's folder"],
+    );
+    let err = c.run(&args, 2).stderr;
+    assert!(!err.contains("root:") && !err.contains("PATH="), "{err}");
+}
+
+#[test]
+fn pack_file_linked_to_etc_passwd() {
+    linked_pack("packs_link_passwd", "/etc/passwd");
+}
+
+#[test]
+fn pack_file_linked_to_proc_environ() {
+    linked_pack("packs_link_environ", "/proc/self/environ");
+}
+
+#[test]
+fn pack_file_linked_inside_the_pack_is_fine() {
+    // A link to a sibling file stays inside the folder: loaded as usual.
+    let c = case("packs_link_inside");
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    std::fs::create_dir_all(c.path("pack")).unwrap();
+    c.file("pack/real.txt", &relu_rule("7 * |X|"));
+    std::os::unix::fs::symlink("real.txt", c.path("pack/rules.yaml")).unwrap();
+    let pack = c.path("pack");
+    let r = c.accepts(&[
+        "estimate",
+        &trace,
+        "--rules",
+        pack.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    // 7 * |X| = 7 * 2*3 = 42
+    assert_eq!(r["layers"][0]["flops"], 42, "{r}");
+}
+
+#[test]
+fn pack_file_that_is_a_fifo() {
+    // Reading a named pipe would block forever: refused unopened.
+    let c = case("packs_fifo");
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    std::fs::create_dir_all(c.path("pack")).unwrap();
+    let fifo = c.path("pack/rules.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo failed");
+    let pack = c.path("pack");
+    c.fails(
+        &["estimate", &trace, "--rules", pack.to_str().unwrap()],
+        2,
+        &[fifo.to_str().unwrap(), "is not a regular file"],
+    );
+}
+
+#[test]
+fn pack_of_too_many_files() {
+    let c = case("packs_too_many_files");
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    std::fs::create_dir_all(c.path("pack")).unwrap();
+    for i in 0..=c3::rules::pack::MAX_PACK_FILES {
+        c.file(&format!("pack/r{i}.yaml"), b"{}\n");
+    }
+    let pack = c.path("pack");
+    c.fails(
+        &["estimate", &trace, "--rules", pack.to_str().unwrap()],
+        2,
+        &["exceeds the limit of 256 *.yaml files (MAX_PACK_FILES)"],
+    );
+}
+
+#[test]
+fn docs_check_against_an_endless_file() {
+    // /dev/zero reports size 0 and never ends: read one byte past the
+    // rendered text at most, then found out of date (exit 1, like any stale file).
+    let c = case("docs_check_dev_zero");
+    c.fails(
+        &["docs", "--check", "-o", "/dev/zero"],
+        1,
+        &["/dev/zero is out of date"],
+    );
+}
+
+#[test]
+fn trace_from_proc_is_read_with_a_bound() {
+    // /proc/self/environ reports size 0; it is read (the user named it) and
+    // refused as JSON without quoting it.
+    let c = case("trace_proc_environ");
+    let o = c.run(&["estimate", "/proc/self/environ", "--format", "json"], 2);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(!o.stderr.contains("PATH="), "{}", o.stderr);
+}
+
+/// `n` squared `k` times through Shape -> Mul(s, s) -> ... : a dimension
+/// `n^(2^k)`, the count that once wrapped to `n^0`.
+fn squaring_model(k: usize) -> Vec<u8> {
+    let mut nodes = vec![node("Shape", &["x"], &["s0"])];
+    for i in 0..k {
+        let (a, b) = (format!("s{i}"), format!("s{}", i + 1));
+        let mut n = node("Mul", &[&a, &a], &[&b]);
+        n.name = Some(format!("square{}", i + 1));
+        nodes.push(n);
+    }
+    let last = format!("s{k}");
+    let mut e = node("ConstantOfShape", &[&last], &["y"]);
+    e.name = Some("fill".into());
+    nodes.push(e);
+    let x = value("x", tensor_type(FLOAT, &["n"]));
+    build::model(graph(vec![x], nodes, vec![untyped("y")]), 17).encode_to_vec()
+}
+
+/// The shape `c3 shapes` infers for `y`.
+fn shape_of_y(c: &crate::hostile::Case, f: &str) -> String {
+    let o = c.run(&["shapes", f, "--format", "json"], 0);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    r["tensors"]["y"]["shape"].to_string()
+}
+
+#[test]
+fn dimension_squared_until_past_the_degree_limit() {
+    // n^(2^8) = n^256 > MAX_DIM_DEGREE = 128: the 8th square's value is
+    // not folded (shape inference leaves a value it cannot fold unknown),
+    // so the fill's size is a new symbol, never n^0 = 1 as it once was.
+    let c = case("dim_squared_8_times");
+    let f = c.file("m.onnx", &squaring_model(8));
+    assert_eq!(shape_of_y(&c, &f), r#"["constant_of_shape_1"]"#);
+}
+
+#[test]
+fn dimension_squared_32_times_never_wraps() {
+    // 2^32 once wrapped the u32 power to 0: `n^0`, a size of 1.
+    let c = case("dim_squared_32_times");
+    let f = c.file("m.onnx", &squaring_model(32));
+    assert_eq!(shape_of_y(&c, &f), r#"["constant_of_shape_1"]"#);
+}
+
+#[test]
+fn dimension_squared_within_the_limit_is_exact() {
+    // n^(2^7) = n^128 = MAX_DIM_DEGREE: kept exactly.
+    let c = case("dim_squared_7_times");
+    let f = c.file("m.onnx", &squaring_model(7));
+    assert_eq!(shape_of_y(&c, &f), r#"["n^128"]"#);
+}
+
+/// Concat of `k` inputs `[d_i]` along axis 0: a size `d_1 + ... + d_k`.
+fn concat_model(k: usize) -> Vec<u8> {
+    let names: Vec<String> = (0..k).map(|i| format!("x{i}")).collect();
+    let inputs = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| value(n, tensor_type(FLOAT, &[&format!("d{i}")])))
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut n = node("Concat", &refs, &["y"]);
+    n.name = Some("join".into());
+    n.attribute.push(build::int("axis", 0));
+    build::model(graph(inputs, vec![n], vec![untyped("y")]), 17).encode_to_vec()
+}
+
+#[test]
+fn dimension_with_more_terms_than_the_limit() {
+    // d0 + ... + d64 has 65 terms > MAX_DIM_TERMS = 64: an error naming the node.
+    let c = case("dim_65_terms");
+    let f = c.file("m.onnx", &concat_model(65));
+    c.rejects(
+        &f,
+        &["join", "exceeds the limit of 64 terms", "MAX_DIM_TERMS"],
+    );
+}
+
+#[test]
+fn dimension_with_as_many_terms_as_the_limit() {
+    let c = case("dim_64_terms");
+    let f = c.file("m.onnx", &concat_model(64));
+    let dims: Vec<String> = (0..64).map(|i| format!("d{i}=1")).collect();
+    let mut args = vec!["estimate", &f, "--format", "json"];
+    for d in &dims {
+        args.extend(["--dim", d]);
+    }
+    let r = c.accepts(&args);
+    // Concat reads 64 floats and writes 64: (64 + 64) * 4 bytes.
+    assert_eq!(
+        r["layers"][0]["mread"].as_u64().unwrap() + r["layers"][0]["mwrite"].as_u64().unwrap(),
+        512,
+        "{r}"
+    );
+}
+
+#[test]
+fn formula_value_too_large_for_pack_case_harness() {
+    // Keeps `pack_case` in use here too: a list literal past the limits.
+    pack_case(
+        "rules_fill_too_long",
+        &relu_rule("len(fill(99999, 1))"),
+        2,
+        &[":7:11:", "exceeds the limit of 4096 elements"],
+    );
+}
