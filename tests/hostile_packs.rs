@@ -213,13 +213,102 @@ fn dimension_with_as_many_terms_as_the_limit() {
     );
 }
 
-#[test]
-fn formula_value_too_large_for_pack_case_harness() {
-    // Keeps `pack_case` in use here too: a list literal past the limits.
-    pack_case(
-        "rules_fill_too_long",
-        &relu_rule("len(fill(99999, 1))"),
-        2,
-        &[":7:11:", "exceeds the limit of 4096 elements"],
+/// A Relu rule with `lets` (name, formula) before its counts.
+fn rule_with_lets(lets: &[(String, String)], flops: &str) -> Vec<u8> {
+    let mut y = String::from(
+        "Relu:\n  category: Activation\n  summary: s\n  doc: d\n  inputs: \"X\"\n  outputs: \"Y\"\n  let:\n",
     );
+    for (n, f) in lets {
+        y += &format!("    {n}: '{f}'\n");
+    }
+    y += &format!("  flops: \"{flops}\"\n  mread: \"|X|\"\n  mwrite: \"|Y|\"\n");
+    y.into_bytes()
+}
+
+#[test]
+fn fill_of_fills() {
+    // 4096 copies of a 4096-element list: 16M elements, refused before
+    // any copy is made.
+    pack_case(
+        "values_fill_of_fills",
+        &relu_rule("len(fill(4096, fill(4096, 1)))"),
+        2,
+        &[
+            ":7:11:",
+            "fill: 4096 copies of a value of size 4096",
+            "MAX_VALUE_SIZE",
+        ],
+    );
+}
+
+#[test]
+fn string_doubled_by_lets() {
+    // s0 has 8 bytes, s_k = s_(k-1) + s_(k-1) has 8 * 2^k: s10 = 8192 bytes
+    // passes MAX_VALUE_SIZE = 4096 at its own line (the 12th of the file).
+    let mut lets = vec![("s0".to_string(), "\"abcdefgh\"".to_string())];
+    for i in 1..=40 {
+        lets.push((format!("s{i}"), format!("s{} + s{}", i - 1, i - 1)));
+    }
+    pack_case(
+        "values_string_doubling",
+        &rule_with_lets(&lets, "|X|"),
+        2,
+        &[":18:11:", "let s10", "MAX_VALUE_SIZE"],
+    );
+}
+
+#[test]
+fn list_literal_of_a_large_let_many_times() {
+    // 1500 reads of a 4096-element list: 6M elements to copy, stopped by
+    // the work limit after 64 of them.
+    let all = vec!["a"; 1500].join(",");
+    let lets = vec![
+        ("a".to_string(), "fill(4096, 1)".to_string()),
+        ("b".to_string(), format!("[{all}]")),
+    ];
+    pack_case(
+        "values_list_of_lets",
+        &rule_with_lets(&lets, "len(b)"),
+        2,
+        &[
+            ":9:9:",
+            "exceeds the limit of 262144 units of work (MAX_EVAL_WORK)",
+        ],
+    );
+}
+
+#[test]
+fn lists_nested_by_lets() {
+    let mut lets = vec![("l0".to_string(), "[1]".to_string())];
+    for i in 1..=20 {
+        lets.push((format!("l{i}"), format!("[l{}]", i - 1)));
+    }
+    pack_case(
+        "values_nested_lists",
+        &rule_with_lets(&lets, "len(l20)"),
+        2,
+        &["let l8", "MAX_VALUE_DEPTH"],
+    );
+}
+
+#[test]
+fn values_within_the_limits_count() {
+    // len(fill(4096, 1)) + sum(fill(64, 2)) = 4096 + 128 = 4224 FLOPs.
+    let c = case("values_within_limits");
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    std::fs::create_dir_all(c.path("pack")).unwrap();
+    c.file(
+        "pack/a.yaml",
+        &relu_rule("len(fill(4096, 1)) + sum(fill(64, 2))"),
+    );
+    let pack = c.path("pack");
+    let r = c.accepts(&[
+        "estimate",
+        &trace,
+        "--rules",
+        pack.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r["layers"][0]["flops"], 4224, "{r}");
 }
