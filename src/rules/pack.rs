@@ -433,6 +433,27 @@ impl RuleSet {
         self.add_file_text(path, &shown, &text, false)
     }
 
+    /// Loads a pack given as (file name, text) pairs, as [`RuleSet::load_dir`]
+    /// loads a folder's files: in name order, each by its name's kind
+    /// (`devices.yaml`, `fusions.yaml`, rules). For the fuzz targets.
+    pub fn load_texts(&mut self, files: &[(String, String)]) -> Result<Vec<String>, Error> {
+        if files.len() > MAX_PACK_FILES {
+            return Err(Error::Input {
+                path: "pack".into(),
+                message: format!(
+                    "the pack exceeds the limit of {MAX_PACK_FILES} *.yaml files (MAX_PACK_FILES)"
+                ),
+            });
+        }
+        let mut sorted: Vec<&(String, String)> = files.iter().collect();
+        sorted.sort();
+        let mut ops = Vec::new();
+        for (name, text) in sorted {
+            ops.extend(self.add_file_text(Path::new(name), name, text, false)?);
+        }
+        Ok(ops)
+    }
+
     /// Adds one file of a pack: `devices.yaml` extends the device catalog,
     /// `fusions.yaml` declares fusion patterns, any other file holds rules.
     fn add_file_text(
