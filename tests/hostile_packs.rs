@@ -312,3 +312,110 @@ fn values_within_the_limits_count() {
     ]);
     assert_eq!(r["layers"][0]["flops"], 4224, "{r}");
 }
+
+/// A pack folder holding `files` (name, text); runs estimate with it.
+fn pack_files(name: &'static str, files: &[(&str, String)]) -> (crate::hostile::Case, Vec<String>) {
+    let c = case(name);
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    std::fs::create_dir_all(c.path("pack")).unwrap();
+    for (f, text) in files {
+        c.file(&format!("pack/{f}"), text.as_bytes());
+    }
+    let pack = c.path("pack").to_str().unwrap().to_string();
+    let args = vec!["estimate".into(), trace, "--rules".into(), pack];
+    (c, args)
+}
+
+#[test]
+fn many_lets_in_one_rule_load_and_count() {
+    // v0 = |X| = 6, v_k = v_(k-1) + 1: v3000 = 3006 FLOPs.
+    let mut lets = vec![("v0".to_string(), "|X|".to_string())];
+    for i in 1..=3000 {
+        lets.push((format!("v{i}"), format!("v{} + 1", i - 1)));
+    }
+    let rule = String::from_utf8(rule_with_lets(&lets, "v3000")).unwrap();
+    let (c, mut args) = pack_files("load_3000_lets", &[("a.yaml", rule)]);
+    args.extend(["--format".into(), "json".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = c.accepts(&args);
+    assert_eq!(r["layers"][0]["flops"], 3006, "{r}");
+}
+
+#[test]
+fn many_devices_load() {
+    let devices: String = (0..5000)
+        .map(|i| {
+            format!(
+                "d{i}:\n  name: D{i}\n  peak: {{fp32: 1.0e12}}\n  bandwidth: 1.0e11\n  source: s\n"
+            )
+        })
+        .collect();
+    let (c, mut args) = pack_files(
+        "load_5000_devices",
+        &[
+            ("a.yaml", String::from_utf8(relu_rule("|X|")).unwrap()),
+            ("devices.yaml", devices),
+        ],
+    );
+    // The last one is found: 6 FLOPs at 1e12/s = 6e-12 s of compute.
+    args.extend([
+        "--device".into(),
+        "d4999".into(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = c.accepts(&args);
+    assert!(r.to_string().contains("D4999"), "{r}");
+}
+
+fn fusions_case(name: &'static str, fusions: String, want: &[&str]) {
+    let (c, args) = pack_files(
+        name,
+        &[
+            ("a.yaml", String::from_utf8(relu_rule("|X|")).unwrap()),
+            ("fusions.yaml", fusions),
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    c.fails(&args, 2, want);
+}
+
+#[test]
+fn too_many_fusion_patterns() {
+    let f: String = (0..=256)
+        .map(|i| format!("f{i}:\n  chain: [Conv, Relu]\n  doc: d\n"))
+        .collect();
+    fusions_case(
+        "fusions_too_many",
+        f,
+        &["fusions.yaml", "exceeds the limit of 256 (MAX_FUSIONS)"],
+    );
+}
+
+#[test]
+fn fusion_step_with_too_many_alternatives() {
+    let alts: Vec<String> = (0..65).map(|i| format!("Op{i}")).collect();
+    let f = format!("x:\n  chain: [Conv, {}]\n  doc: d\n", alts.join("|"));
+    fusions_case(
+        "fusions_too_many_alternatives",
+        f,
+        &[
+            "fusions.yaml:1:1",
+            "exceeds the limit of 64 alternatives (MAX_FUSION_ALTERNATIVES)",
+        ],
+    );
+}
+
+#[test]
+fn fusion_chain_too_long() {
+    let f = format!("y:\n  chain: [{}]\n  doc: d\n", vec!["Relu"; 17].join(", "));
+    fusions_case(
+        "fusions_chain_too_long",
+        f,
+        &[
+            "fusions.yaml:1:1",
+            "exceeds the limit of 16 steps (MAX_FUSION_STEPS)",
+        ],
+    );
+}
