@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(onnx_model rule_file trace)
+[ ${#targets[@]} -gt 0 ] || targets=(onnx_model rule_file trace rule_pack dim_arith)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
@@ -48,6 +48,8 @@ for t in "${targets[@]}"; do
   case $t in
     onnx_model) seeds+=(tests/fixtures/onnx-node) ;;
     rule_file) opts=(-max_len=16384 -dict=fuzz/dict/rule_file.dict) ;;
+    rule_pack) opts=(-max_len=16384 -dict=fuzz/dict/rule_file.dict) ;;
+    dim_arith) opts=(-max_len=512) ;;
     trace) opts+=(-dict=fuzz/dict/trace.dict) ;;
   esac
   log=fuzz/work/$t.log

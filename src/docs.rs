@@ -263,3 +263,13 @@ pub fn render(rules: &RuleSet) -> Result<String> {
     }
     Ok(cleaned.trim().to_string() + "\n")
 }
+
+/// Whether the file at `path` holds exactly `expected` (for `docs --check`).
+/// Reads at most one byte more than `expected`: a longer file differs, so no
+/// target, however large or endless (/dev/zero), is read past that.
+pub fn is_current(path: &str, expected: &str) -> Result<bool> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let bytes =
+        crate::ir::read_bounded(file, expected.len() as u64).map_err(|e| Error::io(path, e))?;
+    Ok(bytes.is_some_and(|b| b == expected.as_bytes()))
+}

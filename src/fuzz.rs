@@ -179,3 +179,167 @@ pub fn rules(data: &[u8]) -> Result<usize> {
     }
     Ok(costed)
 }
+
+/// A rule pack as a folder: the input holds several files, each starting
+/// with a line `--- NAME` (text before the first such line is `rules.yaml`);
+/// a name whose stem is `devices` or `fusions` is that kind of file, any
+/// other a rule file. The pack is loaded over the built-in rules as `c3
+/// --rules FOLDER` loads one, then a chain of layers (built-in ops, then
+/// one layer per op the pack defines, each consuming the previous one's
+/// output, so fusion patterns can match) is costed, fused and rendered, and
+/// the pack's last devices take the roofline. Returns the layers costed.
+pub fn pack(data: &[u8]) -> Result<usize> {
+    let text = std::str::from_utf8(data).map_err(|e| Error::Input {
+        path: "fuzz-pack".into(),
+        message: format!("not UTF-8: {e}"),
+    })?;
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut name = "rules.yaml".to_string();
+    let mut body = String::new();
+    for line in text.split_inclusive('\n') {
+        if let Some(n) = line.strip_prefix("--- ") {
+            if !body.is_empty() || name != "rules.yaml" {
+                files.push((name, std::mem::take(&mut body)));
+            }
+            name = format!("{}.yaml", n.trim());
+        } else {
+            body.push_str(line);
+        }
+    }
+    files.push((name, body));
+    let mut set = builtin().clone();
+    let ops = set.load_texts(&files)?;
+    let mut chain: Vec<(String, String)> = ["Relu", "Sigmoid", "Relu", "Softmax", "Abs"]
+        .iter()
+        .map(|o| (String::new(), o.to_string()))
+        .collect();
+    for q in ops.iter().take(64) {
+        let (domain, op) = q.rsplit_once("::").unwrap_or(("", q));
+        chain.push((domain.to_string(), op.to_string()));
+    }
+    let tensor = |i: usize| {
+        let mut t = TensorFact::f32(&[2, 3]);
+        t.name = Some(format!("t{i}"));
+        Some(t)
+    };
+    let nodes = chain
+        .iter()
+        .enumerate()
+        .map(|(i, (domain, op))| Node {
+            name: format!("layer{i}"),
+            op: op.clone(),
+            domain: domain.clone(),
+            opset: crate::ir::DEFAULT_OPSET,
+            attrs: BTreeMap::new(),
+            inputs: vec![tensor(i)],
+            outputs: vec![tensor(i + 1)],
+            bodies: Vec::new(),
+        })
+        .collect();
+    let graph = Graph {
+        nodes,
+        ..Graph::default()
+    };
+    // A layer the pack's rules refuse is that layer's error, as in `rules`.
+    let report = crate::cost::estimate(&graph, &set, CountOptions::default())?;
+    let n = set.devices.len();
+    for d in set.devices.iter().skip(n.saturating_sub(4)) {
+        let r = crate::cost::roofline(&report, d, Some(1e-3));
+        crate::report::render(&report, &ReportOptions::default(), Some(&r));
+    }
+    cost_and_render(graph, &set)
+}
+
+/// Symbolic dimension arithmetic: the input is a little program over a
+/// stack of values (symbols `a`..`d`, small and extreme integers, `+ - *`,
+/// negation, floor, ceiling and exact division, max, min). Each result is
+/// checked against plain 128-bit arithmetic on the values it stands for
+/// with `a..d` = 0, 1, 3, 7: an arithmetic result that exists must be
+/// exact. Returns how many operations gave a value. A failed check panics.
+pub fn dims(data: &[u8]) -> Result<usize> {
+    use crate::dim::SymInt;
+    const ENVS: [[i64; 4]; 3] = [[0, 1, 3, 7], [1, 1, 1, 1], [2, 5, 0, 9]];
+    fn lookup(env: &[i64; 4], s: &str) -> Option<i64> {
+        let i = ["a", "b", "c", "d"].iter().position(|n| *n == s)?;
+        Some(env[i])
+    }
+    let mut stack: Vec<SymInt> = Vec::new();
+    let mut done = 0;
+    let mut bytes = data.iter().copied();
+    while let Some(b) = bytes.next() {
+        if stack.len() > 64 {
+            stack.remove(0);
+        }
+        let arg = bytes.next().unwrap_or(0);
+        let v = match b % 12 {
+            0 => Some(SymInt::sym(["a", "b", "c", "d"][(arg % 4) as usize])),
+            1 => Some(SymInt::Int(match arg {
+                0 => i64::MIN,
+                1 => i64::MAX,
+                2 => -1,
+                n => n as i64 - 128,
+            })),
+            11 => {
+                // Squares the top value: x^(2^k) after k of them.
+                let Some(x) = stack.pop() else { continue };
+                let r = x.mul(&x).ok();
+                if let Some(r) = &r {
+                    for env in &ENVS {
+                        let e = |s: &str| lookup(env, s);
+                        if let (Ok(p), Ok(got)) = (x.eval_with(&e), r.eval_with(&e)) {
+                            let want = (p as i128).checked_mul(p as i128);
+                            assert_eq!(Some(got as i128), want, "square of {x} gave {r}");
+                        }
+                    }
+                }
+                r
+            }
+            op => {
+                let (Some(y), Some(x)) = (stack.pop(), stack.pop()) else {
+                    continue;
+                };
+                let k = (arg as i8) as i64;
+                let (r, want): (Option<SymInt>, &dyn Fn(i128, i128) -> Option<i128>) = match op {
+                    2 => (x.add(&y).ok(), &|p, q| p.checked_add(q)),
+                    3 => (x.sub(&y).ok(), &|p, q| p.checked_sub(q)),
+                    4 => (x.mul(&y).ok(), &|p, q| p.checked_mul(q)),
+                    5 => (x.neg().ok(), &|p, _| p.checked_neg()),
+                    6 if k != 0 => (x.floor_div(k).ok(), &|p, _| Some(p.div_euclid(k as i128))),
+                    7 if k != 0 => (x.ceil_div(k).ok(), &|p, _| {
+                        Some(-((-p).div_euclid(k as i128)))
+                    }),
+                    8 => (x.exact_div(&y), &|p, q| {
+                        (q != 0 && p % q == 0).then(|| p / q)
+                    }),
+                    9 => (Some(x.max_with(&y)), &|p, q| Some(p.max(q))),
+                    10 => (Some(x.min_with(&y)), &|p, q| Some(p.min(q))),
+                    _ => (Some(x.clone()), &|p, _| Some(p)),
+                };
+                if let Some(r) = &r {
+                    for env in &ENVS {
+                        let e = |s: &str| lookup(env, s);
+                        if let (Ok(p), Ok(q), Ok(got)) =
+                            (x.eval_with(&e), y.eval_with(&e), r.eval_with(&e))
+                        {
+                            // Exact division is only claimed when it holds
+                            // for every value of the symbols.
+                            if op == 8 && !(y.is_known()) {
+                                continue;
+                            }
+                            if let Some(w) = want(p as i128, q as i128) {
+                                assert_eq!(got as i128, w, "op {op} on {x} and {y} gave {r}");
+                            }
+                        }
+                    }
+                    let _ = (r.to_string(), r.symbols(), r.is_non_negative());
+                }
+                r
+            }
+        };
+        if let Some(v) = v {
+            done += 1;
+            stack.push(v);
+        }
+    }
+    Ok(done)
+}

@@ -300,36 +300,62 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// file holds rather than its length (a file of blanks costs nothing).
 const READ_WHOLE_BYTES: u64 = 32 * 1024 * 1024;
 
-/// Reads a trace file, refused by its size before it is read.
+/// Reads a trace file. Its bytes are counted while they are read, not
+/// taken from what the file system reports (a /proc file or a pipe reports
+/// 0): past `MAX_TRACE_BYTES` reading stops and the trace is refused.
 pub fn read_trace(path: &str) -> Result<Graph> {
+    use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let too_big = || Error::Input {
+        path: path.to_string(),
+        message: format!(
+            "trace file exceeds the limit of {MAX_TRACE_BYTES} bytes (MAX_TRACE_BYTES)"
+        ),
+    };
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if len > MAX_TRACE_BYTES {
-        return Err(Error::Input {
-            path: path.to_string(),
-            message: format!(
-                "trace file is {len} bytes, which exceeds the limit of {MAX_TRACE_BYTES} bytes"
-            ),
-        });
+        return Err(too_big());
     }
-    if len <= READ_WHOLE_BYTES {
-        let mut bytes = Vec::with_capacity(len as usize);
-        std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io(path, e))?;
-        return parse_trace(&bytes, path);
+    let mut head = Vec::new();
+    (&mut file)
+        .take(READ_WHOLE_BYTES + 1)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::io(path, e))?;
+    if head.len() as u64 <= READ_WHOLE_BYTES {
+        return parse_trace(&head, path);
     }
     // A byte order mark some editors write first is skipped.
-    let mut head = Vec::with_capacity(UTF8_BOM.len());
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(&mut file, UTF8_BOM.len() as u64),
-        &mut head,
-    )
-    .map_err(|e| Error::io(path, e))?;
-    if head == UTF8_BOM {
-        head.clear();
+    if head.starts_with(UTF8_BOM) {
+        head.drain(..UTF8_BOM.len());
     }
-    let reader = std::io::Read::chain(std::io::Cursor::new(head), file);
-    let file = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, reader));
-    from_file(file, path)
+    // Longer: what came so far, then the rest as it is parsed, cut at the
+    // limit (one byte more than allowed makes the refusal certain).
+    let rest = std::io::Cursor::new(head)
+        .chain(file)
+        .take(MAX_TRACE_BYTES + 1);
+    let mut counted = Counted {
+        inner: rest,
+        seen: 0,
+    };
+    let parsed = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, &mut counted));
+    if counted.seen > MAX_TRACE_BYTES {
+        return Err(too_big());
+    }
+    from_file(parsed, path)
+}
+
+/// A reader that counts the bytes it passes on.
+struct Counted<R> {
+    inner: R,
+    seen: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.seen += n as u64;
+        Ok(n)
+    }
 }
 
 /// Parses trace JSON; `path` is only used in error messages. The layers are

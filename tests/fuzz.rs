@@ -223,3 +223,22 @@ fn a_nan_attribute_is_remembered_like_any_other() {
         assert_eq!(c3::fuzz::onnx(&bytes).unwrap(), 2);
     }
 }
+
+#[test]
+fn found_packs_are_errors_not_crashes() {
+    // The seed pack (a rule with lets, a device, a fusion) loads: 0 refused.
+    assert_eq!(replay("rule_pack", c3::fuzz::pack, false), 0);
+}
+
+#[test]
+fn symbolic_arithmetic_programs_run() {
+    // Programs never fail as a whole; each op is checked inside.
+    assert_eq!(replay("dim_arith", c3::fuzz::dims, false), 0);
+    // `a` pushed, then squared 40 times: a^2 .. a^128 are 7 squares; the
+    // 8th (a^256) passes MAX_DIM_DEGREE and gives no value, so the stack
+    // is empty and the other 32 do nothing: 1 + 7 = 8 values.
+    assert_eq!(
+        c3::fuzz::dims(&fixture("dim_arith", "squares_40_times")).unwrap(),
+        8
+    );
+}

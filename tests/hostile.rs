@@ -33,12 +33,12 @@ const KILL_AFTER: Duration = Duration::from_secs(20);
 // ------------------------------------------------------------------ harness
 
 /// One hostile case: a folder for its files and one run of `c3`.
-struct Case {
+pub(crate) struct Case {
     name: &'static str,
     dir: PathBuf,
 }
 
-fn case(name: &'static str) -> Case {
+pub(crate) fn case(name: &'static str) -> Case {
     let base = match std::env::var_os("C3_HOSTILE_DIR") {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile"),
@@ -51,7 +51,7 @@ fn case(name: &'static str) -> Case {
 
 impl Case {
     /// Writes a file of the case; returns its path.
-    fn file(&self, name: &str, bytes: &[u8]) -> String {
+    pub(crate) fn file(&self, name: &str, bytes: &[u8]) -> String {
         let p = self.dir.join(name);
         std::fs::write(&p, bytes).unwrap();
         p.to_str().unwrap().to_string()
@@ -59,7 +59,7 @@ impl Case {
 
     /// A file of `len` bytes that starts with `head` and is sparse after it:
     /// large on paper, nothing written to disk.
-    fn sparse_file(&self, name: &str, head: &[u8], len: u64) -> String {
+    pub(crate) fn sparse_file(&self, name: &str, head: &[u8], len: u64) -> String {
         let p = self.dir.join(name);
         let mut f = std::fs::File::create(&p).unwrap();
         f.write_all(head).unwrap();
@@ -67,13 +67,13 @@ impl Case {
         p.to_str().unwrap().to_string()
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 
     /// Runs `c3 args...`, killing it after [`KILL_AFTER`]; records the
     /// command and the expected code for scripts/hostile.sh.
-    fn run(&self, args: &[&str], expect: i32) -> Run {
+    pub(crate) fn run(&self, args: &[&str], expect: i32) -> Run {
         std::fs::write(self.dir.join("cmd"), args.join("\n") + "\n").unwrap();
         std::fs::write(self.dir.join("expect"), format!("{expect}\n")).unwrap();
         C3::new().args(args).kill_after(KILL_AFTER).run()
@@ -81,7 +81,7 @@ impl Case {
 
     /// Asserts `c3 args...` fails with `code` and one line `error: ...`
     /// holding every string of `want` (the place first: file, node, limit).
-    fn fails(&self, args: &[&str], code: i32, want: &[&str]) {
+    pub(crate) fn fails(&self, args: &[&str], code: i32, want: &[&str]) {
         let o = self.run(args, code);
         let name = self.name;
         let err = &o.stderr;
@@ -102,7 +102,7 @@ impl Case {
     }
 
     /// `c3 estimate FILE --format json` fails with exit 2 naming the file.
-    fn rejects(&self, file: &str, want: &[&str]) {
+    pub(crate) fn rejects(&self, file: &str, want: &[&str]) {
         let mut all = vec![file];
         all.extend_from_slice(want);
         self.fails(&["estimate", file, "--format", "json"], 2, &all);
@@ -115,7 +115,7 @@ impl Case {
     }
 
     /// `c3 estimate FILE --format json` succeeds; returns the JSON report.
-    fn accepts(&self, args: &[&str]) -> serde_json::Value {
+    pub(crate) fn accepts(&self, args: &[&str]) -> serde_json::Value {
         let o = self.run(args, 0);
         assert_eq!(o.code, 0, "{}: {}", self.name, o.stderr);
         serde_json::from_str(&o.stdout)
@@ -1089,7 +1089,7 @@ fn external_data_declaring_2_pow_40_elements() {
 
 // ------------------------------------------------------------- traces
 
-const RELU_TRACE: &str = r#"{"layers": [{"op": "Relu", "inputs": [{"shape": [2, 3]}], "outputs": [{"shape": [2, 3]}]}]}"#;
+pub(crate) const RELU_TRACE: &str = r#"{"layers": [{"op": "Relu", "inputs": [{"shape": [2, 3]}], "outputs": [{"shape": [2, 3]}]}]}"#;
 
 #[test]
 fn trace_nested_10000_deep() {
@@ -1200,7 +1200,7 @@ const RELU_HEAD: &str =
 
 /// A case whose pack holds `pack.yaml` with `yaml`; runs estimate on a
 /// one-Relu trace with it.
-fn pack_case(name: &'static str, yaml: &[u8], code: i32, want: &[&str]) {
+pub(crate) fn pack_case(name: &'static str, yaml: &[u8], code: i32, want: &[&str]) {
     let c = case(name);
     let trace = c.file("t.json", RELU_TRACE.as_bytes());
     std::fs::create_dir_all(c.path("pack")).unwrap();
@@ -1219,7 +1219,7 @@ fn pack_case(name: &'static str, yaml: &[u8], code: i32, want: &[&str]) {
     );
 }
 
-fn relu_rule(flops: &str) -> Vec<u8> {
+pub(crate) fn relu_rule(flops: &str) -> Vec<u8> {
     format!("{RELU_HEAD}  flops: \"{flops}\"\n  mread: \"|X|\"\n  mwrite: \"|Y|\"\n").into_bytes()
 }
 

@@ -14,6 +14,7 @@ mod exports;
 mod fusion;
 mod fuzz;
 mod hostile;
+mod hostile_packs;
 mod io;
 mod layout;
 mod networks;

@@ -46,8 +46,7 @@ pub(super) fn docs(a: &DocsArgs) -> Result<String> {
             return Err(Error::Usage("docs --check needs a file, not -o -".into()));
         }
         let text = crate::docs::render(&RuleSet::builtin()?)?;
-        let current = crate::docs::read_bounded(&a.output)?;
-        if current != text {
+        if !crate::docs::is_current(&a.output, &text)? {
             return Err(Error::Stale(format!(
                 "{} is out of date with the rules: run `c3 docs -o {}` and commit it",
                 a.output, a.output

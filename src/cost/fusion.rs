@@ -6,7 +6,7 @@
 //! connect. The tensors passed inside a group are never written to memory nor
 //! read back, so their traffic is removed from the layers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::cost::LayerCost;
 use crate::ir::{Node, TensorFact};
@@ -49,7 +49,8 @@ pub fn apply(
         for t in n.inputs.iter().flatten() {
             if let Some(name) = &t.name {
                 let list = consumers.entry(name.as_str()).or_default();
-                if !list.contains(&i) {
+                // Layers come in order: a repeat is always the last one.
+                if list.last() != Some(&i) {
                     list.push(i);
                 }
             }
@@ -80,6 +81,27 @@ pub fn apply(
     let mut patterns: Vec<&Fusion> = fusions.iter().collect();
     // Longer chains first, so Conv→BN→Relu wins over Conv→BN.
     patterns.sort_by_key(|p| std::cmp::Reverse(p.chain.len()));
+    // Indexed by op: each layer tries only the patterns whose first step
+    // accepts it, and each step's alternatives are a set.
+    let steps: Vec<Vec<HashSet<&str>>> = patterns
+        .iter()
+        .map(|p| {
+            p.chain
+                .iter()
+                .map(|s| s.iter().map(String::as_str).collect())
+                .collect()
+        })
+        .collect();
+    let mut by_first: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (k, p) in patterns.iter().enumerate() {
+        for op in &p.chain[0] {
+            let list = by_first.entry(op.as_str()).or_default();
+            if list.last() != Some(&k) {
+                list.push(k);
+            }
+        }
+    }
+    let graph_outputs: HashSet<&str> = graph_outputs.iter().map(String::as_str).collect();
     let mut taken = vec![false; nodes.len()];
     let mut groups: Vec<FusedGroup> = Vec::new();
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -87,14 +109,15 @@ pub fn apply(
         if taken[start] {
             continue;
         }
-        'pattern: for p in &patterns {
-            let accepts = |step: &[String], i: usize| step.iter().any(|o| *o == nodes[i].op);
-            if !accepts(&p.chain[0], start) {
-                continue;
-            }
+        let candidates = by_first
+            .get(nodes[start].op.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        'pattern: for &k in candidates {
+            let p = patterns[k];
+            let accepts = |step: &HashSet<&str>, i: usize| step.contains(nodes[i].op.as_str());
             let mut members = vec![start];
             let mut cur = start;
-            for step in &p.chain[1..] {
+            for step in &steps[k][1..] {
                 match successor(cur) {
                     Some(next) if !taken[next] && accepts(step, next) => {
                         members.push(next);
@@ -109,7 +132,7 @@ pub fn apply(
                     continue 'pattern;
                 };
                 if let Some(name) = &out.name {
-                    if graph_outputs.contains(name) {
+                    if graph_outputs.contains(name.as_str()) {
                         continue 'pattern;
                     }
                     let used = consumers.get(name.as_str()).map_or(&[][..], Vec::as_slice);

@@ -11,6 +11,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::limits::{MAX_DIM_DEGREE, MAX_DIM_SIZE, MAX_DIM_TERMS};
+
 /// An atom of a polynomial.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Atom {
@@ -38,24 +40,66 @@ pub enum SymInt {
     Sym(Arc<Poly>),
 }
 
-/// An arithmetic result that does not fit in 64 bits.
+/// An arithmetic result that does not fit in 64 bits, or a symbolic value
+/// larger than the limits allow (`MAX_DIM_TERMS`, `MAX_DIM_DEGREE`,
+/// `MAX_DIM_SIZE`). `Overflow` is also the plain 64-bit overflow value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Overflow;
+pub struct Overflow {
+    limit: Limit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Limit {
+    Bits,
+    Terms,
+    Degree,
+    Size,
+}
+
+/// The 64-bit overflow.
+#[allow(non_upper_case_globals)]
+pub const Overflow: Overflow = Overflow { limit: Limit::Bits };
+
+const fn too_big(limit: Limit) -> Overflow {
+    Overflow { limit }
+}
 
 impl fmt::Display for Overflow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("integer overflow")
+        match self.limit {
+            Limit::Bits => f.write_str("overflows 64 bits"),
+            Limit::Terms => write!(
+                f,
+                "exceeds the limit of {MAX_DIM_TERMS} terms per symbolic dimension (MAX_DIM_TERMS)"
+            ),
+            Limit::Degree => write!(
+                f,
+                "exceeds the limit of degree {MAX_DIM_DEGREE} per symbolic dimension (MAX_DIM_DEGREE)"
+            ),
+            Limit::Size => write!(
+                f,
+                "exceeds the limit of {MAX_DIM_SIZE} terms and atoms per symbolic dimension (MAX_DIM_SIZE)"
+            ),
+        }
     }
 }
 
 type R<T> = Result<T, Overflow>;
 
-fn mul_monomials(a: &Monomial, b: &Monomial) -> Monomial {
+/// The product of two monomials; powers add with a check, so `x^(2^32)`
+/// never wraps to `x^0`, and no term's degree passes `MAX_DIM_DEGREE`.
+fn mul_monomials(a: &Monomial, b: &Monomial) -> R<Monomial> {
     let mut m: BTreeMap<Atom, u32> = BTreeMap::new();
+    let mut degree: u32 = 0;
     for (atom, p) in a.iter().chain(b) {
-        *m.entry(atom.clone()).or_insert(0) += p;
+        let e = m.entry(atom.clone()).or_insert(0);
+        *e = e.checked_add(*p).ok_or(too_big(Limit::Degree))?;
+        degree = degree.checked_add(*p).ok_or(too_big(Limit::Degree))?;
     }
-    m.into_iter().collect()
+    if degree > MAX_DIM_DEGREE {
+        return Err(too_big(Limit::Degree));
+    }
+    Ok(m.into_iter().collect())
 }
 
 impl Poly {
@@ -98,33 +142,76 @@ impl Poly {
     }
 
     fn mul(&self, other: &Poly) -> R<Poly> {
+        // Operands are within MAX_DIM_TERMS, so this is at most
+        // (MAX_DIM_TERMS + 1)^2 products, merged in place.
         let mut out = self.scale(other.constant)?;
+        let mut put = |m: Monomial, c: i64| -> R<()> {
+            let e = out.terms.entry(m).or_insert(0);
+            *e = e.checked_add(c).ok_or(Overflow)?;
+            Ok(())
+        };
         for (m, c) in &other.terms {
-            // self.constant * c * m
             if self.constant != 0 {
-                let mut t = Poly::constant(0);
-                t.terms
-                    .insert(m.clone(), self.constant.checked_mul(*c).ok_or(Overflow)?);
-                out = out.add(&t)?;
+                put(m.clone(), self.constant.checked_mul(*c).ok_or(Overflow)?)?;
             }
             for (m2, c2) in &self.terms {
-                let mut t = Poly::constant(0);
-                t.terms
-                    .insert(mul_monomials(m, m2), c.checked_mul(*c2).ok_or(Overflow)?);
-                out = out.add(&t)?;
+                put(mul_monomials(m, m2)?, c.checked_mul(*c2).ok_or(Overflow)?)?;
             }
         }
+        out.terms.retain(|_, c| *c != 0);
         Ok(out)
+    }
+
+    /// Whether the polynomial is within `MAX_DIM_TERMS` and, counting what
+    /// is nested in its atoms, `MAX_DIM_SIZE`. Stops counting at the limit,
+    /// so the check costs at most `MAX_DIM_SIZE` steps.
+    fn check_size(&self) -> R<()> {
+        if self.terms.len() > MAX_DIM_TERMS {
+            return Err(too_big(Limit::Terms));
+        }
+        let mut budget = MAX_DIM_SIZE;
+        if self.spend(&mut budget) {
+            Ok(())
+        } else {
+            Err(too_big(Limit::Size))
+        }
+    }
+
+    /// Takes this polynomial's size from `budget`; false when it runs out.
+    fn spend(&self, budget: &mut usize) -> bool {
+        for m in self.terms.keys() {
+            for (atom, _) in m {
+                if *budget == 0 {
+                    return false;
+                }
+                *budget -= 1;
+                let inner = match atom {
+                    Atom::Symbol(_) => continue,
+                    Atom::FloorDiv(a, _) | Atom::CeilDiv(a, _) => vec![a],
+                    Atom::Max(a, b) | Atom::Min(a, b) => vec![a, b],
+                };
+                for v in inner {
+                    if let SymInt::Sym(p) = v
+                        && !p.spend(budget)
+                    {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
     }
 
     /// The exact quotient when every coefficient divides by `k`.
     fn exact_div(&self, k: i64) -> Option<Poly> {
-        if k == 0 || self.constant % k != 0 || self.terms.values().any(|c| c % k != 0) {
-            return None;
+        let div = |c: i64| (c.checked_rem(k)? == 0).then(|| c.checked_div(k)).flatten();
+        let mut terms = BTreeMap::new();
+        for (m, c) in &self.terms {
+            terms.insert(m.clone(), div(*c)?);
         }
         Some(Poly {
-            constant: self.constant / k,
-            terms: self.terms.iter().map(|(m, c)| (m.clone(), c / k)).collect(),
+            constant: div(self.constant)?,
+            terms,
         })
     }
 
@@ -134,9 +221,9 @@ impl Poly {
             let mut t = *c as i128;
             for (atom, p) in m {
                 let v = atom.eval(env)? as i128;
-                for _ in 0..*p {
-                    t = t.checked_mul(v).ok_or(EvalError::Overflow)?;
-                }
+                // Checked square-and-multiply, not a loop over the power.
+                let pw = v.checked_pow(*p).ok_or(EvalError::Overflow)?;
+                t = t.checked_mul(pw).ok_or(EvalError::Overflow)?;
             }
             acc = acc.checked_add(t).ok_or(EvalError::Overflow)?;
         }
@@ -177,14 +264,16 @@ impl Atom {
                 if *k == 0 {
                     return Err(EvalError::DivisionByZero);
                 }
-                a.eval_with(env)?.div_euclid(*k)
+                a.eval_with(env)?
+                    .checked_div_euclid(*k)
+                    .ok_or(EvalError::Overflow)?
             }
             Atom::CeilDiv(a, k) => {
                 if *k == 0 {
                     return Err(EvalError::DivisionByZero);
                 }
                 let v = a.eval_with(env)?;
-                -((-v).div_euclid(*k))
+                ceil_div(v, *k).ok_or(EvalError::Overflow)?
             }
             Atom::Max(a, b) => a.eval_with(env)?.max(b.eval_with(env)?),
             Atom::Min(a, b) => a.eval_with(env)?.min(b.eval_with(env)?),
@@ -207,12 +296,23 @@ impl Atom {
     }
 }
 
+/// `ceil(v / k)` for a non-zero `k`, `None` when it does not fit.
+fn ceil_div(v: i64, k: i64) -> Option<i64> {
+    v.checked_neg()?.checked_div_euclid(k)?.checked_neg()
+}
+
 impl SymInt {
     pub fn sym(name: impl Into<String>) -> SymInt {
-        SymInt::from_poly(Poly::atom(Atom::Symbol(name.into())))
+        SymInt::wrap(Poly::atom(Atom::Symbol(name.into())))
     }
 
-    fn from_poly(p: Poly) -> SymInt {
+    /// A polynomial as a value, refused when it is larger than the limits.
+    fn from_poly(p: Poly) -> R<SymInt> {
+        p.check_size()?;
+        Ok(SymInt::wrap(p))
+    }
+
+    fn wrap(p: Poly) -> SymInt {
         if p.terms.is_empty() {
             SymInt::Int(p.constant)
         } else {
@@ -241,7 +341,7 @@ impl SymInt {
     pub fn add(&self, o: &SymInt) -> R<SymInt> {
         match (self, o) {
             (SymInt::Int(a), SymInt::Int(b)) => a.checked_add(*b).map(SymInt::Int).ok_or(Overflow),
-            _ => Ok(SymInt::from_poly(self.poly().add(&o.poly())?)),
+            _ => SymInt::from_poly(self.poly().add(&o.poly())?),
         }
     }
 
@@ -252,14 +352,14 @@ impl SymInt {
     pub fn neg(&self) -> R<SymInt> {
         match self {
             SymInt::Int(a) => a.checked_neg().map(SymInt::Int).ok_or(Overflow),
-            SymInt::Sym(p) => Ok(SymInt::from_poly(p.scale(-1)?)),
+            SymInt::Sym(p) => SymInt::from_poly(p.scale(-1)?),
         }
     }
 
     pub fn mul(&self, o: &SymInt) -> R<SymInt> {
         match (self, o) {
             (SymInt::Int(a), SymInt::Int(b)) => a.checked_mul(*b).map(SymInt::Int).ok_or(Overflow),
-            _ => Ok(SymInt::from_poly(self.poly().mul(&o.poly())?)),
+            _ => SymInt::from_poly(self.poly().mul(&o.poly())?),
         }
     }
 
@@ -269,12 +369,12 @@ impl SymInt {
             return Err(Overflow);
         }
         match self {
-            SymInt::Int(a) => Ok(SymInt::Int(a.div_euclid(k))),
-            SymInt::Sym(p) => Ok(match p.exact_div(k) {
+            SymInt::Int(a) => a.checked_div_euclid(k).map(SymInt::Int).ok_or(Overflow),
+            SymInt::Sym(p) => match p.exact_div(k) {
                 Some(q) => SymInt::from_poly(q),
-                None if k == 1 => self.clone(),
+                None if k == 1 => Ok(self.clone()),
                 None => SymInt::from_poly(Poly::atom(Atom::FloorDiv(self.clone(), k))),
-            }),
+            },
         }
     }
 
@@ -284,11 +384,11 @@ impl SymInt {
             return Err(Overflow);
         }
         match self {
-            SymInt::Int(a) => Ok(SymInt::Int(-((-a).div_euclid(k)))),
-            SymInt::Sym(p) => Ok(match p.exact_div(k) {
+            SymInt::Int(a) => ceil_div(*a, k).map(SymInt::Int).ok_or(Overflow),
+            SymInt::Sym(p) => match p.exact_div(k) {
                 Some(q) => SymInt::from_poly(q),
                 None => SymInt::from_poly(Poly::atom(Atom::CeilDiv(self.clone(), k))),
-            }),
+            },
         }
     }
 
@@ -297,8 +397,10 @@ impl SymInt {
     pub fn exact_div(&self, d: &SymInt) -> Option<SymInt> {
         match (self, d) {
             (_, SymInt::Int(0)) => None,
-            (SymInt::Int(a), SymInt::Int(b)) => (a % b == 0).then(|| SymInt::Int(a / b)),
-            (_, SymInt::Int(b)) => self.poly().exact_div(*b).map(SymInt::from_poly),
+            (SymInt::Int(a), SymInt::Int(b)) => {
+                (a.checked_rem(*b)? == 0).then(|| a.checked_div(*b).map(SymInt::Int))?
+            }
+            (_, SymInt::Int(b)) => self.poly().exact_div(*b).map(SymInt::wrap),
             (SymInt::Sym(p), SymInt::Sym(q)) => {
                 // A single-term divisor divides each term of the dividend.
                 let (dm, dc) = match (q.constant, q.terms.len()) {
@@ -310,9 +412,10 @@ impl SymInt {
                 }
                 let mut out = Poly::constant(0);
                 for (m, c) in &p.terms {
-                    if c % dc != 0 {
+                    if c.checked_rem(dc)? != 0 {
                         return None;
                     }
+                    let q = c.checked_div(dc)?;
                     let mut rest: BTreeMap<Atom, u32> = m.iter().cloned().collect();
                     for (atom, pw) in &dm {
                         let have = rest.get_mut(atom)?;
@@ -326,12 +429,12 @@ impl SymInt {
                     }
                     let mono: Monomial = rest.into_iter().collect();
                     if mono.is_empty() {
-                        out.constant += c / dc;
+                        out.constant = out.constant.checked_add(q)?;
                     } else {
-                        out.terms.insert(mono, c / dc);
+                        out.terms.insert(mono, q);
                     }
                 }
-                Some(SymInt::from_poly(out))
+                Some(SymInt::wrap(out))
             }
             (SymInt::Int(_), SymInt::Sym(_)) => None,
         }
@@ -341,7 +444,7 @@ impl SymInt {
         match (self, o) {
             (SymInt::Int(a), SymInt::Int(b)) => SymInt::Int(*a.max(b)),
             _ if self == o => self.clone(),
-            _ => SymInt::from_poly(Poly::atom(Atom::Max(
+            _ => SymInt::wrap(Poly::atom(Atom::Max(
                 self.clone().min_of(o.clone()),
                 self.clone().max_of(o.clone()),
             ))),
@@ -352,7 +455,7 @@ impl SymInt {
         match (self, o) {
             (SymInt::Int(a), SymInt::Int(b)) => SymInt::Int(*a.min(b)),
             _ if self == o => self.clone(),
-            _ => SymInt::from_poly(Poly::atom(Atom::Min(
+            _ => SymInt::wrap(Poly::atom(Atom::Min(
                 self.clone().min_of(o.clone()),
                 self.clone().max_of(o.clone()),
             ))),
@@ -424,10 +527,7 @@ impl From<i64> for SymInt {
 /// A value in parentheses when it is a sum, so a quotient reads right.
 fn grouped(v: &SymInt) -> String {
     let text = v.to_string();
-    // Past the first character (a sign), which may be several bytes long.
-    let mut rest = text.chars();
-    rest.next();
-    if rest.as_str().contains(['+', '-']) {
+    if text.chars().skip(1).any(|c| c == '+' || c == '-') {
         format!("({text})")
     } else {
         text
@@ -574,5 +674,68 @@ mod tests {
     fn overflow_is_an_error() {
         assert_eq!(i(i64::MAX).add(&i(1)), Err(Overflow));
         assert!(s("x").mul(&i(i64::MAX)).unwrap().mul(&i(2)).is_err());
+    }
+
+    #[test]
+    fn powers_never_wrap_and_sizes_are_bounded() {
+        // x squared 7 times is x^128 (2^7 = MAX_DIM_DEGREE); once more is
+        // x^256, refused instead of wrapping the power as it once did.
+        let mut x = s("x");
+        for _ in 0..7 {
+            x = x.mul(&x).unwrap();
+        }
+        assert_eq!(x.to_string(), "x^128");
+        // 2^128 overflows i128; 1^128 = 1 is computed by fast powers.
+        assert_eq!(x.eval_with(&|_| Some(1)), Ok(1));
+        assert_eq!(x.eval_with(&|_| Some(2)), Err(EvalError::Overflow));
+        let e = x.mul(&x).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "exceeds the limit of degree 128 per symbolic dimension (MAX_DIM_DEGREE)"
+        );
+        // (a+1)(b+1)... over 7 symbols has 2^7 = 128 terms > MAX_DIM_TERMS.
+        let mut p = i(1);
+        let mut err = None;
+        for n in ["a", "b", "c", "d", "e", "f", "g"] {
+            match p.mul(&s(n).add(&i(1)).unwrap()) {
+                Ok(v) => p = v,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            err.map(|e| e.to_string()).as_deref(),
+            Some("exceeds the limit of 64 terms per symbolic dimension (MAX_DIM_TERMS)")
+        );
+        // Nesting floor() 256 deep passes MAX_DIM_SIZE.
+        let mut f = s("h");
+        let mut err = None;
+        for _ in 0..300 {
+            match f.add(&i(1)).and_then(|v| v.floor_div(2)) {
+                Ok(v) => f = v,
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        assert!(err.unwrap().to_string().contains("MAX_DIM_SIZE"));
+    }
+
+    #[test]
+    fn extreme_divisions_do_not_panic() {
+        assert_eq!(i(i64::MIN).floor_div(-1), Err(Overflow));
+        assert_eq!(i(i64::MIN).ceil_div(-1), Err(Overflow));
+        assert_eq!(i(i64::MIN).exact_div(&i(-1)), None);
+        let m = s("x").mul(&i(i64::MIN)).unwrap();
+        assert_eq!(m.exact_div(&i(-1)), None);
+        assert_eq!(m.exact_div(&s("x").neg().unwrap()), None);
+        // A name that starts with a multi-byte character prints whole.
+        assert_eq!(
+            s("é").add(&i(1)).unwrap().floor_div(2).unwrap().to_string(),
+            "floor((é+1)/2)"
+        );
     }
 }

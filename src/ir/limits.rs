@@ -51,3 +51,24 @@ pub const MAX_MEASURED_S: f64 = 1e9;
 pub const DECODE_BASE_BYTES: usize = 64 << 20;
 /// See [`DECODE_BASE_BYTES`].
 pub const DECODE_BYTES_PER_BYTE: usize = 32;
+/// Terms a symbolic dimension's polynomial may hold (`a*b + a + b + 1` has
+/// four). Real shape arithmetic stays under ten; products of sums grow
+/// exponentially, so this bounds what multiplying them can cost.
+pub const MAX_DIM_TERMS: usize = 64;
+/// The highest total power of one term of a symbolic dimension (`batch^2*seq`
+/// has degree 3): the element count of a rank-64 tensor whose sizes are all
+/// one symbol, squared.
+pub const MAX_DIM_DEGREE: u32 = 128;
+/// Terms and atoms a symbolic dimension may hold in all, counting those
+/// nested inside `floor`, `ceil`, `max` and `min`.
+pub const MAX_DIM_SIZE: usize = 256;
+
+/// Reads at most `limit` bytes of a file, counting while it reads rather
+/// than trusting the size the file system reports (files under /proc report
+/// 0). `Ok(None)` when the file holds more than `limit` bytes.
+pub fn read_bounded(file: impl std::io::Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= limit).then_some(bytes))
+}

@@ -75,8 +75,10 @@ impl Catalog {
         let defs: OrderedMap<DeviceDef> =
             serde_saphyr::from_str(text).map_err(|e| crate::rules::pack::yaml_error(&src, &e))?;
         let mut keys = Vec::new();
+        let mut added = Vec::new();
         for (key, d) in defs.0 {
-            let byte = text.find(&format!("\n{key}:")).map_or(0, |i| i + 1);
+            // The loader's one-pass index of top-level keys: no scan per key.
+            let byte = src.key_offset(&key);
             let at = |m: String| src.error_at(byte, m, Some(&key));
             if !(MIN_BANDWIDTH..=MAX_BANDWIDTH).contains(&d.bandwidth) {
                 return Err(at(format!(
@@ -110,10 +112,13 @@ impl Catalog {
                 source: d.source,
                 origin: format!("{path}:{line}"),
             };
-            self.devices.retain(|x| x.key != key);
-            self.devices.push(dev);
+            added.push(dev);
             keys.push(key);
         }
+        // Replaces by key in one pass, not one pass per device.
+        let new: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
+        self.devices.retain(|x| !new.contains(x.key.as_str()));
+        self.devices.extend(added);
         Ok(keys)
     }
 

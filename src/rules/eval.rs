@@ -133,14 +133,39 @@ impl fmt::Display for EvalError {
 /// The variables one evaluation sees, keyed by the rule's own names.
 pub(crate) struct Env<'r> {
     vars: rustc_hash::FxHashMap<&'r str, Value>,
+    /// Work done so far (see [`lower::MAX_EVAL_WORK`]); once it passes the
+    /// limit, every read fails and `over_budget` says why.
+    work: std::cell::Cell<u64>,
+    over_budget: std::cell::Cell<bool>,
 }
 
 impl evalexpr::Context for Env<'_> {
     fn get_value(&self, identifier: &str) -> Option<&Value> {
-        self.vars.get(identifier)
+        let v = self.vars.get(identifier)?;
+        // evalexpr copies what it reads: a list costs its size.
+        let cost = match v {
+            Value::Tuple(_) | Value::String(_) => {
+                lower::check_value(v).unwrap_or(lower::MAX_VALUE_SIZE)
+            }
+            _ => 1,
+        };
+        if !self.spend(cost as u64) {
+            return None;
+        }
+        Some(v)
     }
     fn call_function(&self, identifier: &str, argument: &Value) -> evalexpr::EvalexprResult<Value> {
-        lower::call(identifier, argument)
+        if !self.spend(1) {
+            return Err(EvalexprError::CustomMessage(over_budget_message()));
+        }
+        let v = lower::call(identifier, argument)?;
+        if let Value::Tuple(_) | Value::String(_) = &v {
+            let size = lower::check_value(&v).map_err(EvalexprError::CustomMessage)?;
+            if !self.spend(size as u64) {
+                return Err(EvalexprError::CustomMessage(over_budget_message()));
+            }
+        }
+        Ok(v)
     }
     fn are_builtin_functions_disabled(&self) -> bool {
         true
@@ -156,9 +181,34 @@ impl evalexpr::Context for Env<'_> {
     }
 }
 
+fn over_budget_message() -> String {
+    format!(
+        "evaluating this layer exceeds the limit of {} units of work (MAX_EVAL_WORK)",
+        lower::MAX_EVAL_WORK
+    )
+}
+
 impl<'r> Env<'r> {
+    fn new() -> Self {
+        Env {
+            vars: rustc_hash::FxHashMap::with_capacity_and_hasher(64, Default::default()),
+            work: std::cell::Cell::new(0),
+            over_budget: std::cell::Cell::new(false),
+        }
+    }
+
     fn set(&mut self, var: &'r str, v: Value) {
         self.vars.insert(var, v);
+    }
+
+    /// Takes `cost` from the layer's work budget; false once it is spent.
+    fn spend(&self, cost: u64) -> bool {
+        let w = self.work.get().saturating_add(cost);
+        self.work.set(w);
+        if w > lower::MAX_EVAL_WORK {
+            self.over_budget.set(true);
+        }
+        !self.over_budget.get()
     }
 }
 
@@ -262,8 +312,9 @@ pub(crate) fn tensor_counts(t: &TensorFact, name: &str) -> Result<(i64, i64), Ev
 
 impl Formula {
     fn eval(&self, env: &Env, what: What) -> Result<Value, EvalError> {
-        self.code.eval_with_context(env).map_err(|e| {
+        let v = self.code.eval_with_context(env).map_err(|e| {
             let message = match e {
+                _ if env.over_budget.get() => over_budget_message(),
                 EvalexprError::CustomMessage(m) => m,
                 EvalexprError::DivisionError { .. } => "division by zero".to_string(),
                 EvalexprError::ModulationError { .. } => "remainder by zero".to_string(),
@@ -280,7 +331,17 @@ impl Formula {
                 text,
                 message,
             }
-        })
+        })?;
+        // A string built with `+` inside evalexpr is checked here.
+        if let Value::Tuple(_) | Value::String(_) = &v {
+            lower::check_value(&v).map_err(|message| EvalError::Formula {
+                origin: self.origin.clone(),
+                what: what.to_string(),
+                text: self.text.clone(),
+                message,
+            })?;
+        }
+        Ok(v)
     }
 
     /// For a division by zero, the divisor that is zero; otherwise the formula.
@@ -576,9 +637,7 @@ impl CostRule {
         opts: CountOptions,
         keep_bindings: bool,
     ) -> Result<Evaluation, EvalError> {
-        let mut env = Env {
-            vars: rustc_hash::FxHashMap::with_capacity_and_hasher(64, Default::default()),
-        };
+        let mut env = Env::new();
         let switches = [
             Value::Boolean(opts.fma),
             Value::Int(node.opset),

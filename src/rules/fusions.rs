@@ -50,6 +50,13 @@ impl Fusion {
     }
 }
 
+/// Fusion patterns in force at most (a pack's and the built-in ones).
+pub const MAX_FUSIONS: usize = 256;
+/// Steps one fusion chain may have.
+pub const MAX_FUSION_STEPS: usize = 16;
+/// Alternatives one step of a chain may accept (`Relu|Clip` has two).
+pub const MAX_FUSION_ALTERNATIVES: usize = 64;
+
 /// The fusion patterns in force.
 #[derive(Debug, Clone, Default)]
 pub struct Fusions {
@@ -63,11 +70,22 @@ impl Fusions {
         let defs: OrderedMap<FusionDef> =
             serde_saphyr::from_str(text).map_err(|e| crate::rules::pack::yaml_error(&src, &e))?;
         let mut names = Vec::new();
+        let mut added = Vec::new();
         for (name, d) in defs.0 {
-            let line = text
-                .lines()
-                .position(|l| l.starts_with(&format!("{name}:")))
-                .map_or(1, |i| i + 1);
+            // The loader's one-pass index of top-level keys: no scan per name.
+            let line = src.line_col(src.key_offset(&name)).0;
+            let limit = |message: String| RuleError {
+                path: path.to_string(),
+                line,
+                col: 1,
+                message,
+                text: None,
+            };
+            if d.chain.len() > MAX_FUSION_STEPS {
+                return Err(limit(format!(
+                    "fusion {name}: the chain exceeds the limit of {MAX_FUSION_STEPS} steps (MAX_FUSION_STEPS)"
+                )));
+            }
             if d.chain.len() < 2 {
                 return Err(RuleError {
                     path: path.to_string(),
@@ -82,6 +100,11 @@ impl Fusions {
                 .iter()
                 .map(|s| s.split('|').map(|o| o.trim().to_string()).collect())
                 .collect();
+            if chain.iter().any(|s| s.len() > MAX_FUSION_ALTERNATIVES) {
+                return Err(limit(format!(
+                    "fusion {name}: a step exceeds the limit of {MAX_FUSION_ALTERNATIVES} alternatives (MAX_FUSION_ALTERNATIVES)"
+                )));
+            }
             if let Some(bad) = chain.iter().flatten().find(|o| o.is_empty()) {
                 return Err(RuleError {
                     path: path.to_string(),
@@ -91,14 +114,29 @@ impl Fusions {
                     text: Some(name),
                 });
             }
-            self.patterns.retain(|p| p.name != name);
-            self.patterns.push(Fusion {
+            added.push(Fusion {
                 name: name.clone(),
                 chain,
                 doc: d.doc.trim().to_string(),
                 origin: format!("{path}:{line}"),
             });
             names.push(name);
+        }
+        // Replaces by name in one pass, not one pass per pattern.
+        let new: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
+        self.patterns.retain(|p| !new.contains(p.name.as_str()));
+        self.patterns.extend(added);
+        if self.patterns.len() > MAX_FUSIONS {
+            return Err(RuleError {
+                path: path.to_string(),
+                line: 1,
+                col: 1,
+                message: format!(
+                    "{} fusion patterns in force, which exceeds the limit of {MAX_FUSIONS} (MAX_FUSIONS)",
+                    self.patterns.len()
+                ),
+                text: None,
+            });
         }
         Ok(names)
     }

@@ -12,6 +12,50 @@ use super::ast::{BinOp, Expr, ExprKind, Span, UnOp};
 
 /// `fill(n, v)` builds lists of at most this many elements.
 pub const MAX_FILL: usize = 4096;
+/// The size of any value a formula builds or a `let` holds: list elements
+/// (counted through nested lists) plus string bytes. Values are copied each
+/// time a formula reads them, so this bounds what one read can cost.
+pub const MAX_VALUE_SIZE: usize = 4096;
+/// Lists may nest this deep (a list of lists is 2).
+pub const MAX_VALUE_DEPTH: usize = 8;
+/// The work one layer's evaluation may do: the sizes of every value its
+/// formulas read or their functions build, summed over all its formulas.
+/// Built-in rules stay under a few thousand.
+pub const MAX_EVAL_WORK: u64 = 1 << 18;
+
+/// A value's size (see [`MAX_VALUE_SIZE`]) and list depth, or an error
+/// naming the limit it passes. Stops at the first limit passed, so checking
+/// costs at most `MAX_VALUE_SIZE` steps.
+pub fn check_value(v: &Value) -> Result<usize, String> {
+    fn walk(v: &Value, depth: usize, size: &mut usize) -> Result<(), String> {
+        match v {
+            Value::Tuple(t) => {
+                if depth >= MAX_VALUE_DEPTH {
+                    return Err(format!(
+                        "a list nests deeper than the limit of {MAX_VALUE_DEPTH} levels (MAX_VALUE_DEPTH)"
+                    ));
+                }
+                if t.is_empty() {
+                    *size += 1;
+                }
+                for x in t {
+                    walk(x, depth + 1, size)?;
+                }
+            }
+            Value::String(s) => *size += s.len().max(1),
+            _ => *size += 1,
+        }
+        if *size > MAX_VALUE_SIZE {
+            return Err(format!(
+                "a value exceeds the limit of {MAX_VALUE_SIZE} elements and string bytes (MAX_VALUE_SIZE)"
+            ));
+        }
+        Ok(())
+    }
+    let mut size = 0;
+    walk(v, 0, &mut size)?;
+    Ok(size)
+}
 
 /// What a name in a formula stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,7 +462,11 @@ pub fn call(identifier: &str, arg: &Value) -> EvalexprResult<Value> {
             };
             Ok(if c { a.clone() } else { b.clone() })
         }
-        ("list", items) => Ok(Value::Tuple(items.to_vec())),
+        ("list", items) => {
+            let v = Value::Tuple(items.to_vec());
+            check_value(&v).map_err(EvalexprError::CustomMessage)?;
+            Ok(v)
+        }
         ("min" | "max", items) => {
             let items = match items {
                 [Value::Tuple(t)] => t.as_slice(),
@@ -496,7 +544,16 @@ pub fn call(identifier: &str, arg: &Value) -> EvalexprResult<Value> {
                     "fill: length {n} exceeds the limit of {MAX_FILL} elements"
                 ));
             }
-            Ok(Value::Tuple(vec![v.clone(); n as usize]))
+            // Checked before the copies are made.
+            let one = check_value(v).map_err(EvalexprError::CustomMessage)?;
+            if (n as usize).saturating_mul(one) > MAX_VALUE_SIZE {
+                return fail(format!(
+                    "fill: {n} copies of a value of size {one} exceed the limit of {MAX_VALUE_SIZE} elements and string bytes (MAX_VALUE_SIZE)"
+                ));
+            }
+            let v = Value::Tuple(vec![v.clone(); n as usize]);
+            check_value(&v).map_err(EvalexprError::CustomMessage)?;
+            Ok(v)
         }
         ("mismatches", [a, b]) => {
             let (a, b) = (list(a, name)?, list(b, name)?);

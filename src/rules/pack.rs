@@ -120,6 +120,37 @@ pub const BUILTIN_PACKS: &[BuiltinPack] = &[
 
 /// Rule files larger than this are refused before they are parsed.
 pub const MAX_RULE_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// `*.yaml` files one pack folder may hold.
+pub const MAX_PACK_FILES: usize = 256;
+
+/// Reads one rule file, counting its bytes as they are read (a /proc file
+/// reports a size of 0). Anything but a regular file is refused unopened,
+/// so a FIFO cannot block the read.
+fn read_rule_file(path: &Path, shown: &str) -> Result<String, Error> {
+    let bad = |message: String| Error::Input {
+        path: shown.to_string(),
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(shown, e))?;
+    if !meta.is_file() {
+        return Err(bad("is not a regular file".into()));
+    }
+    if meta.len() > MAX_RULE_FILE_BYTES {
+        return Err(bad(format!(
+            "rule file is {} bytes, which exceeds the limit of {MAX_RULE_FILE_BYTES} bytes",
+            meta.len()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(|e| Error::io(shown, e))?;
+    let bytes = crate::ir::read_bounded(file, MAX_RULE_FILE_BYTES)
+        .map_err(|e| Error::io(shown, e))?
+        .ok_or_else(|| {
+            bad(format!(
+                "rule file exceeds the limit of {MAX_RULE_FILE_BYTES} bytes (MAX_RULE_FILE_BYTES)"
+            ))
+        })?;
+    String::from_utf8(bytes).map_err(|_| bad("rule file is not UTF-8 text".into()))
+}
 
 /// Every rule in force, by (domain, op); later loads override earlier ones.
 /// A pack's `devices.yaml` adds to the device catalog.
@@ -374,7 +405,10 @@ impl RuleSet {
         let files: Vec<(String, String, bool)> = if path.is_dir() {
             yaml_files(path)?
                 .into_iter()
-                .map(|f| Ok((f.display().to_string(), read_rule_file(&f)?, false)))
+                .map(|f| {
+                    let shown = f.display().to_string();
+                    Ok((shown.clone(), read_rule_file(&f, &shown)?, false))
+                })
                 .collect::<Result<_, Error>>()?
         } else if let Some(pack) = BUILTIN_PACKS.iter().find(|p| p.name == spec) {
             pack.files
@@ -382,7 +416,7 @@ impl RuleSet {
                 .map(|(f, t)| (f.to_string(), t.to_string(), true))
                 .collect()
         } else if path.is_file() {
-            vec![(spec.to_string(), read_rule_file(path)?, false)]
+            vec![(spec.to_string(), read_rule_file(path, spec)?, false)]
         } else {
             return Err(no_pack(spec, "no such folder or file"));
         };
@@ -437,8 +471,29 @@ impl RuleSet {
 
     fn load_file(&mut self, path: &Path) -> Result<Vec<String>, Error> {
         let shown = path.display().to_string();
-        let text = read_rule_file(path)?;
+        let text = read_rule_file(path, &shown)?;
         self.add_file_text(path, &shown, &text, false)
+    }
+
+    /// Loads a pack given as (file name, text) pairs, as [`RuleSet::load_dir`]
+    /// loads a folder's files: in name order, each by its name's kind
+    /// (`devices.yaml`, `fusions.yaml`, rules). For the fuzz targets.
+    pub fn load_texts(&mut self, files: &[(String, String)]) -> Result<Vec<String>, Error> {
+        if files.len() > MAX_PACK_FILES {
+            return Err(Error::Input {
+                path: "pack".into(),
+                message: format!(
+                    "the pack exceeds the limit of {MAX_PACK_FILES} *.yaml files (MAX_PACK_FILES)"
+                ),
+            });
+        }
+        let mut sorted: Vec<&(String, String)> = files.iter().collect();
+        sorted.sort();
+        let mut ops = Vec::new();
+        for (name, text) in sorted {
+            ops.extend(self.add_file_text(Path::new(name), name, text, false)?);
+        }
+        Ok(ops)
     }
 
     /// Adds one file of a pack: `devices.yaml` extends the device catalog,
@@ -463,7 +518,9 @@ impl RuleSet {
         }
     }
 
-    /// Loads every `*.yaml` / `*.yml` file of a folder, in name order.
+    /// Loads every `*.yaml` / `*.yml` file of a folder, in name order. Each
+    /// must be a regular file inside the folder: a link that leads out of
+    /// it, or anything that is not a regular file, is refused unread.
     pub fn load_dir(&mut self, dir: &Path) -> Result<Vec<String>, Error> {
         let mut ops = Vec::new();
         for f in yaml_files(dir)? {
@@ -578,11 +635,44 @@ fn compile_source(
 /// A pack folder's `*.yaml` / `*.yml` files, in name order.
 fn yaml_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
     let shown = dir.display().to_string();
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io(&shown, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
+    let bad = |path: &Path, message: String| Error::Input {
+        path: path.display().to_string(),
+        message,
+    };
+    let base = dir.canonicalize().map_err(|e| Error::io(&shown, e))?;
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(&shown, e))? {
+        let path = entry.map_err(|e| Error::io(&shown, e))?.path();
+        if !path.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+            continue;
+        }
+        if files.len() == MAX_PACK_FILES {
+            return Err(bad(
+                dir,
+                format!(
+                    "the pack exceeds the limit of {MAX_PACK_FILES} *.yaml files (MAX_PACK_FILES)"
+                ),
+            ));
+        }
+        let real = path
+            .canonicalize()
+            .map_err(|e| Error::io(path.display().to_string(), e))?;
+        if real.parent() != Some(base.as_path()) {
+            return Err(bad(
+                &path,
+                "leads outside the pack's folder; a pack's files must be inside it".into(),
+            ));
+        }
+        let kind =
+            std::fs::metadata(&real).map_err(|e| Error::io(path.display().to_string(), e))?;
+        if !kind.is_file() {
+            return Err(bad(
+                &path,
+                "is not a regular file; a pack's files must be".into(),
+            ));
+        }
+        files.push(path);
+    }
     files.sort();
     if files.is_empty() {
         return Err(Error::Input {
@@ -591,22 +681,6 @@ fn yaml_files(dir: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
         });
     }
     Ok(files)
-}
-
-/// A rule file's text, refused past [`MAX_RULE_FILE_BYTES`].
-fn read_rule_file(path: &Path) -> Result<String, Error> {
-    let shown = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(&shown, e))?;
-    if meta.len() > MAX_RULE_FILE_BYTES {
-        return Err(Error::Input {
-            path: shown,
-            message: format!(
-                "rule file is {} bytes, which exceeds the limit of {MAX_RULE_FILE_BYTES} bytes",
-                meta.len()
-            ),
-        });
-    }
-    std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))
 }
 
 /// A pack that names neither a folder, a file nor a built-in pack.

@@ -28,8 +28,10 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for OrderedMap<V> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut out: Vec<(String, V)> = Vec::new();
+                // A set, so a mapping of many keys loads in linear time.
+                let mut seen = std::collections::HashSet::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    if out.iter().any(|(k, _)| *k == key) {
+                    if !seen.insert(key.clone()) {
                         return Err(de::Error::custom(format!("duplicate key '{key}'")));
                     }
                     let value = map.next_value()?;
@@ -131,6 +133,7 @@ impl<'de> Deserialize<'de> for RuleFileDef {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut domain: Option<String> = None;
                 let mut out: Vec<(String, RuleDef)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
                 while let Some(key) = map.next_key::<String>()? {
                     if key == FILE_DOMAIN_KEY {
                         if domain.is_some() {
@@ -139,7 +142,7 @@ impl<'de> Deserialize<'de> for RuleFileDef {
                         domain = Some(map.next_value()?);
                         continue;
                     }
-                    if out.iter().any(|(k, _)| *k == key) {
+                    if !seen.insert(key.clone()) {
                         return Err(de::Error::custom(format!("duplicate key '{key}'")));
                     }
                     out.push((key, map.next_value()?));

@@ -21,8 +21,8 @@ impl fmt::Display for ShapeError {
 }
 
 impl From<crate::dim::Overflow> for ShapeError {
-    fn from(_: crate::dim::Overflow) -> Self {
-        ShapeError("dimension arithmetic overflows 64 bits".into())
+    fn from(e: crate::dim::Overflow) -> Self {
+        ShapeError(format!("dimension arithmetic {e}"))
     }
 }
 
