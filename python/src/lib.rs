@@ -204,6 +204,7 @@ fn estimate(
                 device: device.clone(),
                 measured_s,
                 strict,
+                ..EstimateOptions::default()
             },
             report: ReportOptions {
                 format: format.parse::<Format>().map_err(usage)?,
