@@ -47,3 +47,79 @@ fn code_lines_stop_at_the_unit_tests() {
         2
     );
 }
+
+#[test]
+fn the_licence_notice_changelog_and_rust_version_are_shipped() {
+    let root = Path::new(ROOT);
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap_or_default();
+    // Cargo.toml names the MIT licence; LICENSE holds it.
+    assert!(read("Cargo.toml").contains("license = \"MIT\""));
+    assert!(read("LICENSE").starts_with("MIT License"));
+    // The model-zoo files are Apache-2.0: a notice says so beside them.
+    assert!(read("examples/onnx/NOTICE").contains("Apache License, Version 2.0"));
+    assert!(read("CHANGELOG.md").contains("## Unreleased"));
+    // The minimum Rust version is declared, and README states the same one.
+    let manifest = read("Cargo.toml");
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("Cargo.toml declares rust-version");
+    assert!(
+        read("README.md").contains(&format!("needs Rust {version} or")),
+        "README states rust-version {version}"
+    );
+    assert!(read("README.md").contains("cargo install --path ."));
+}
+
+#[test]
+fn no_compiled_python_is_committed() {
+    // What git tracks, when the tests run from a checkout.
+    let Ok(out) = std::process::Command::new("git")
+        .args(["ls-files"])
+        .current_dir(ROOT)
+        .output()
+    else {
+        return;
+    };
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(listed.lines().count() > 100, "git lists the checkout");
+    let compiled: Vec<&str> = listed
+        .lines()
+        .filter(|f| f.ends_with(".pyc") || f.contains("__pycache__"))
+        .collect();
+    assert!(compiled.is_empty(), "{compiled:?}");
+    assert!(
+        std::fs::read_to_string(Path::new(ROOT).join(".gitignore"))
+            .unwrap()
+            .contains("__pycache__/")
+    );
+}
+
+#[test]
+fn readme_tells_the_two_resnet50s_apart_with_their_real_figures() {
+    use crate::common::cli::C3;
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    assert!(readme.contains("is a different ResNet50"));
+    // The zoo's v1.5 export strides on the 3x3 convolutions: 4,117,136,287
+    // FLOPs; Chainer's MSRA network on the first 1x1: 3,884,871,583.
+    for (model, flops, shown) in [
+        (
+            "examples/onnx/light_resnet50.onnx",
+            4_117_136_287u64,
+            "4.117 GFLOPs",
+        ),
+        (
+            "examples/resnet50.trace.json",
+            3_884_871_583,
+            "3.885 GFLOPs",
+        ),
+    ] {
+        let j = C3::new()
+            .args(["estimate", model, "--format", "json", "--summary"])
+            .run()
+            .json();
+        assert_eq!(j["total"]["flops"], flops, "{model}");
+        assert!(readme.contains(shown), "README gives {shown} for {model}");
+    }
+}

@@ -59,7 +59,8 @@ def test_linear_2d_is_gemm_3d_is_matmul_and_add():
 
     out = io.StringIO()
     hook.show_report(unit=None, mode="csv", columns=["name", "type", "flops"], file=out)
-    assert out.getvalue().splitlines() == ["Layer,Op,FLOPs", "0,Gemm,2112", "total,,2112"]
+    # CSV headers are the column names, as on the command line.
+    assert out.getvalue().splitlines() == ["name,op,flops", "0,Gemm,2112", "total,,2112"]
     hook = run(torch.nn.Sequential(lin), torch.randn(2, 5, 32))
     (m,) = layers(hook, "MatMul")
     (a,) = layers(hook, "Add")
