@@ -17,7 +17,7 @@ fn hidden(c: char) -> bool {
         )
 }
 
-/// `name` as it is printed: every character [`hidden`] keeps is written as
+/// `name` as it is printed: every character `hidden` keeps is written as
 /// an escape (`\n`, `\t`, `\r`, `\u{1b}`), the rest unchanged. Borrowed when
 /// nothing needs escaping.
 pub fn shown(name: &str) -> Cow<'_, str> {
