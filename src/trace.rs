@@ -316,7 +316,9 @@ pub fn read_trace(path: &str) -> Result<Graph> {
     if len > MAX_TRACE_BYTES {
         return Err(too_big());
     }
-    let mut head = Vec::new();
+    // Sized from what the file system says, only as a hint (a /proc file
+    // says 0): growing by doubling would hold two copies of a large head.
+    let mut head = Vec::with_capacity(len.min(READ_WHOLE_BYTES + 1) as usize);
     (&mut file)
         .take(READ_WHOLE_BYTES + 1)
         .read_to_end(&mut head)
