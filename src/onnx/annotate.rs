@@ -19,7 +19,6 @@ use prost::encoding::{decode_varint, encode_varint};
 use crate::cost::CostReport;
 use crate::cost::Roofline;
 use crate::error::{Error, Result};
-use crate::ir::Dim;
 use crate::onnx::OnnxModel;
 use crate::onnx::infer::{Inferred, InferredNode};
 
@@ -305,54 +304,6 @@ fn node_bytes(node: &[u8], entries: &[(String, String)]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The inferred shapes of the main graph's values that the model does not
-/// declare, as `ValueInfoProto`s.
-fn value_info(model: &OnnxModel, inferred: &Inferred) -> Vec<crate::proto::ValueInfoProto> {
-    use crate::proto::{Dimension, TensorShapeProto, TensorTypeProto, TypeProto, ValueInfoProto};
-    let mut declared: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    if let Some(g) = model.model.graph.as_ref() {
-        for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
-            declared.insert(v.name.as_deref().unwrap_or(""));
-        }
-        for t in &g.initializer {
-            declared.insert(t.name.as_deref().unwrap_or(""));
-        }
-    }
-    let mut out = Vec::new();
-    for (name, f) in &inferred.values {
-        if declared.contains(name.as_str()) || f.kind != crate::shape::ValueKind::Tensor {
-            continue;
-        }
-        let (Some(dtype), Some(shape)) = (f.dtype, &f.shape) else {
-            continue;
-        };
-        let dim = shape
-            .iter()
-            .map(|d| match d {
-                Dim::Known(n) => Dimension {
-                    dim_value: i64::try_from(*n).ok(),
-                    dim_param: None,
-                },
-                Dim::Sym(s) => Dimension {
-                    dim_value: None,
-                    dim_param: Some(s.to_string()),
-                },
-            })
-            .collect();
-        out.push(ValueInfoProto {
-            name: Some(name.clone()),
-            r#type: Some(TypeProto {
-                tensor_type: Some(TensorTypeProto {
-                    elem_type: Some(dtype.onnx_code()),
-                    shape: Some(TensorShapeProto { dim }),
-                }),
-                ..Default::default()
-            }),
-        });
-    }
-    out
-}
-
 /// The annotated copy of `model`: `inferred` is its shape inference (with
 /// every value), `report` and `roofline` the costs of the same model.
 pub fn annotate(
@@ -398,7 +349,7 @@ pub fn annotate(
             _ => tail.extend_from_slice(f.raw),
         }
     }
-    let infos = value_info(model, inferred);
+    let infos = super::write::inferred_value_info(model, inferred);
     let mut g = graph_out.unwrap_or_default();
     for v in &infos {
         put_len(&mut g, GRAPH_VALUE_INFO, &v.encode_to_vec());
