@@ -575,7 +575,7 @@ impl Graph {
         if values.is_empty() {
             return;
         }
-        self.for_each_node_mut(&mut |node| {
+        let bind_tensors = |node: &mut Node| {
             for t in node
                 .inputs
                 .iter_mut()
@@ -586,22 +586,14 @@ impl Graph {
                     *d = d.bind(&values);
                 }
             }
+        };
+        self.for_each_node_mut(&mut |node| {
+            bind_tensors(node);
             for b in &mut node.bodies {
                 b.repeats = b.repeats.bind(&values);
             }
         });
-        for node in &mut self.folded_nodes {
-            for t in node
-                .inputs
-                .iter_mut()
-                .chain(node.outputs.iter_mut())
-                .flatten()
-            {
-                for d in &mut t.shape {
-                    *d = d.bind(&values);
-                }
-            }
-        }
+        self.folded_nodes.iter_mut().for_each(bind_tensors);
     }
 
     /// Every symbol left in the graph's layers and subgraphs' run counts.
