@@ -59,7 +59,7 @@ fn estimate_json_has_exact_totals() {
     let conv1 = &j["layers"][0];
     assert_eq!(conv1["name"], "Convolution2DFunction-1");
     assert_eq!(conv1["flops"], 64 * 112 * 112 * 3 * 49);
-    assert_eq!(conv1["params"]["k"], serde_json::json!([7, 7]));
+    assert_eq!(conv1["attrs"]["k"], serde_json::json!([7, 7]));
     assert_eq!(
         conv1["inputs"][0]["shape"],
         serde_json::json!([1, 3, 224, 224])

@@ -66,11 +66,11 @@ fn a_loop_body_is_counted_once_per_iteration() {
     let lp = layer(&r, "Loop-1");
     assert_eq!((lp.flops, lp.mread, lp.mwrite), (0, 8, 0));
     assert!(
-        lp.params
+        lp.attrs
             .iter()
             .any(|(k, v)| k == "body_runs" && *v == evalexpr::Value::Int(5)),
         "{:?}",
-        lp.params
+        lp.attrs
     );
     // The body's layers follow the Loop in the layer list; Identity moves
     // nothing. Totals are the sum of the layers.
@@ -336,7 +336,7 @@ fn a_known_condition_costs_only_its_branch() {
     assert_eq!(r.total.flops, 64);
     assert_eq!(layer(&r, "If-1/else_branch/Relu-1").flops, 64);
     assert!(r.skipped.is_empty(), "{:?}", r.skipped);
-    let branch = layer(&r, "If-1").params.iter().find(|(k, _)| k == "branch");
+    let branch = layer(&r, "If-1").attrs.iter().find(|(k, _)| k == "branch");
     assert_eq!(
         branch.map(|(_, v)| v.clone()),
         Some(evalexpr::Value::String("else_branch".into()))

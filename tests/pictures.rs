@@ -467,7 +467,10 @@ fn layer(name: &str, op: &str, flops: u64, mread: u64, mwrite: u64) -> c3::cost:
         iops: 0,
         inputs: Vec::new(),
         outputs: Vec::new(),
-        params: Vec::new(),
+        attrs: Vec::new(),
+        params: 0,
+        weight_bytes: 0,
+        live_bytes: 0,
         fused: None,
         runs: 1,
     }
@@ -487,6 +490,8 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
         mwrite,
         mrw: mread + mwrite,
         iops: 0,
+        params: 0,
+        weight_bytes: 0,
     };
     let report = CostReport {
         summary: vec![
@@ -531,6 +536,7 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
             op: "NonZero".into(),
         }],
         folded: Vec::new(),
+        peak: Default::default(),
     };
     let opts = c3::report::ReportOptions {
         format: c3::report::Format::Html,

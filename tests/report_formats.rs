@@ -7,15 +7,15 @@ use c3::rules::{CountOptions, RuleSet};
 
 const TRACE: &str = r#"{"layers": [
   {"op": "Conv", "name": "conv1", "attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
-   "inputs": [{"shape": [1, 3, 32, 32]}, {"shape": [16, 3, 3, 3]}, {"shape": [16]}],
+   "inputs": [{"shape": [1, 3, 32, 32]}, {"shape": [16, 3, 3, 3], "const": true}, {"shape": [16], "const": true}],
    "outputs": [{"shape": [1, 16, 32, 32]}]},
   {"op": "Relu", "inputs": [{"shape": [1, 16, 32, 32]}], "outputs": [{"shape": [1, 16, 32, 32]}]},
   {"op": "MaxPool", "attrs": {"kernel_shape": [2, 2], "strides": [2, 2]},
    "inputs": [{"shape": [1, 16, 32, 32]}], "outputs": [{"shape": [1, 16, 16, 16]}]},
-  {"op": "Reshape", "inputs": [{"shape": [1, 16, 16, 16]}, {"shape": [2], "dtype": "int64"}],
+  {"op": "Reshape", "inputs": [{"shape": [1, 16, 16, 16]}, {"shape": [2], "dtype": "int64", "const": true}],
    "outputs": [{"shape": [1, 4096]}]},
   {"op": "Gemm", "name": "fc", "attrs": {"transB": 1},
-   "inputs": [{"shape": [1, 4096]}, {"shape": [10, 4096], "dtype": "float16"}, {"shape": [10]}],
+   "inputs": [{"shape": [1, 4096]}, {"shape": [10, 4096], "dtype": "float16", "const": true}, {"shape": [10], "const": true}],
    "outputs": [{"shape": [1, 10]}]},
   {"op": "Relu", "inputs": [{"shape": [1, 10]}], "outputs": [{"shape": [1, 10]}]},
   {"op": "CustomNorm", "name": "custom", "inputs": [{"shape": [1, 10]}], "outputs": [{"shape": [1, 10]}]}
@@ -68,4 +68,16 @@ fn figures_in_the_snapshots() {
     assert_eq!(j["summary"][1]["op"], "Relu");
     assert_eq!(j["summary"][1]["layers"], 2);
     assert_eq!(j["total"]["layers"], 6);
+    // Parameters (the tensors marked const; the int64 shape is not one):
+    // conv1 16 x 3 x 3 x 3 + 16 = 448, fc 10 x 4096 + 10 = 40,970.
+    assert_eq!(j["layers"][0]["params"], 16 * 27 + 16);
+    assert_eq!(j["layers"][3]["params"], 0);
+    assert_eq!(j["total"]["params"], 448 + 40_970);
+    // Bytes: 448 float32, 40,960 float16 and 10 float32.
+    assert_eq!(j["total"]["weight_bytes"], 448 * 4 + 40_960 * 2 + 10 * 4);
+    // The trace names no tensor: each is live during the layers listing it.
+    // Relu-1 reads and writes 16 x 32 x 32 floats: 2 x 65,536 bytes, the peak.
+    assert_eq!(j["layers"][0]["live_bytes"], (3 + 16) * 32 * 32 * 4);
+    assert_eq!(j["total"]["peak_activation_bytes"], 2 * 65_536);
+    assert_eq!(j["total"]["peak_at"], "Relu-1");
 }

@@ -381,17 +381,20 @@ fn csv_is_one_table_of_exact_integers() {
     let lines: Vec<&str> = out.lines().collect();
     // A header, 176 layers and the total: no blank line, no second table.
     assert_eq!(lines.len(), 1 + 176 + 1);
-    assert_eq!(lines[0], "name,op,flops,mread,mwrite,mrw");
-    // conv1: 118,013,952 FLOPs; 640,000 bytes read, 3,211,264 written.
+    assert_eq!(lines[0], "name,op,flops,mread,mwrite,mrw,params");
+    // conv1: 118,013,952 FLOPs; 640,000 bytes read, 3,211,264 written;
+    // its weights 64 x 3 x 7 x 7 = 9,408 and its bias 64: 9,472 params.
     assert_eq!(
         lines[1],
-        "Convolution2DFunction-1,Conv,118013952,640000,3211264,3851264"
+        "Convolution2DFunction-1,Conv,118013952,640000,3211264,3851264,9472"
     );
     // The totals: 269,226,304 read + 143,920,960 written = 413,147,264 bytes.
     assert_eq!(269_226_304u64 + 143_920_960, 413_147_264);
+    // Parameters: the trace names no tensor, so each constant counts; the
+    // ONNX export's 25,610,152 (see exports::) and conv1's bias, 64.
     assert_eq!(
         lines[177],
-        "total,,3884871583,269226304,143920960,413147264"
+        "total,,3884871583,269226304,143920960,413147264,25610216"
     );
     // --summary picks the summary table, in the same units.
     let out = estimate(&["--format", "csv", "--summary"])
@@ -401,7 +404,7 @@ fn csv_is_one_table_of_exact_integers() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(
         lines[0],
-        "op,layers,flops,mread,mwrite,mrw,flops%,mread%,mwrite%,mrw%"
+        "op,layers,flops,mread,mwrite,mrw,params,flops%,mread%,mwrite%,mrw%"
     );
     assert!(lines.iter().all(|l| !l.is_empty()));
     assert!(lines.last().unwrap().starts_with("total,176,3884871583,"));
@@ -411,7 +414,7 @@ fn csv_is_one_table_of_exact_integers() {
         .stdout
         .clone();
     assert!(
-        out.starts_with("name,op,flops_M,mread_MiB,mwrite_MiB,mrw_MiB\n"),
+        out.starts_with("name,op,flops_M,mread_MiB,mwrite_MiB,mrw_MiB,params_M\n"),
         "{out}"
     );
 }
@@ -475,7 +478,8 @@ fn sort_and_top_cut_the_layer_rows_but_not_the_totals() {
         .clone();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 1 + 3 + 1);
-    let mrw = |l: &str| l.rsplit(',').next().unwrap().parse::<u64>().unwrap();
+    // mrw is the sixth column (params the seventh).
+    let mrw = |l: &str| l.split(',').nth(5).unwrap().parse::<u64>().unwrap();
     assert!(mrw(lines[1]) >= mrw(lines[2]) && mrw(lines[2]) >= mrw(lines[3]));
     assert_eq!(mrw(lines[4]), 413_147_264);
     let md = estimate(&["--format", "md", "--sort", "flops", "--top", "2"])

@@ -30,11 +30,18 @@ class Report:
     Attributes:
         layers: one dict per layer in order (``name``, ``op``, ``flops``,
             ``iops``, ``mread``, ``mwrite``, ``mrw``, ``runs``, ``inputs``,
-            ``outputs``, ``params``; roofline keys with a device), exact ints,
-            bytes in bytes.
-        summary: one dict per operator type (``op``, ``layers``, the figures).
+            ``outputs``, ``attrs`` (the attributes the rule shows, the
+            original tool's ``params``), ``params`` (elements of the weight
+            tensors the layer reads), ``weight_bytes``, ``live_bytes``
+            (activation bytes live while it runs); roofline keys with a
+            device), exact ints, bytes in bytes.
+        summary: one dict per operator type (``op``, ``layers``, the figures,
+            ``params`` and ``weight_bytes`` over its distinct weights).
         total: the figures summed over the layers (``flops``, ``iops``,
-            ``mread``, ``mwrite``, ``mrw``, ``layers``; roofline times).
+            ``mread``, ``mwrite``, ``mrw``, ``layers``; roofline times), and
+            the model's ``params`` and ``weight_bytes`` (each distinct
+            weight once), ``peak_activation_bytes`` and ``peak_at`` (the
+            layer where it occurs).
         unsupported: layers no rule counts (``name``, ``op``, ``reason``):
             never counted as zero silently.
         meta: where the report comes from and the options it was made with.
@@ -53,6 +60,16 @@ class Report:
         self.summary: List[Dict[str, Any]] = data.get("summary", [])
         self.total: Dict[str, Any] = data.get("total", {})
         self.unsupported: List[Dict[str, Any]] = data.get("unsupported", [])
+
+    @property
+    def params(self) -> int:
+        """Elements of the model's distinct weight tensors (``total["params"]``)."""
+        return int(self.total.get("params", 0))
+
+    @property
+    def peak_activation_bytes(self) -> int:
+        """The most activation bytes live at once (``total["peak_activation_bytes"]``)."""
+        return int(self.total.get("peak_activation_bytes", 0))
 
     def __repr__(self) -> str:
         t = self.total
@@ -106,9 +123,11 @@ class Report:
             n_digits: digits after the decimal point (0 to 10).
             columns: the columns, from ``name, op, flops, mread, mwrite, mrw,
                 iops, runs, flops%, mread%, mwrite%, mrw%, inputs, outputs,
-                params`` (``type``, ``input_shapes``, ``output_shapes`` and
-                ``traffic`` are accepted for the original's names); default
-                name, op, flops, mread, mwrite, mrw.
+                attrs, params, weights, live`` (``type``, ``input_shapes``,
+                ``output_shapes`` and ``traffic`` are accepted for the
+                original's names; its ``params`` column, the attributes, is
+                ``attrs`` here); default name, op, flops, mread, mwrite, mrw,
+                params, live.
             file: where to print (``sys.stdout`` by default).
         """
         out = sys.stdout if file is None else file

@@ -112,7 +112,7 @@ def test_scaled_dot_product_attention(variant):
     hook = run(Net(), q, k, v)
     assert [layer["op"] for layer in hook.report.layers] == ["Attention"]
     att = hook.report.layers[0]
-    assert att["params"]["heads"] == h and att["params"]["causal"] == int(variant == "causal")
+    assert att["attrs"]["heads"] == h and att["attrs"]["causal"] == int(variant == "causal")
     pairs = s * (s + 1) // 2 if variant == "causal" else s * s
     # Per head: Q·Kᵀ and P·V, pairs·d each; scaling, softmax (3 per pair less
     # one per row), and one more per pair with a mask.
@@ -344,5 +344,5 @@ def test_every_attention_kernel(kernel):
         assert "MatMul" in ops and "Softmax" in ops
     else:
         (att,) = report.layers
-        assert att["op"] == "Attention" and att["params"]["causal"] == 1
+        assert att["op"] == "Attention" and att["attrs"]["causal"] == 1
         assert att["flops"] == 4 * (2 * 36 * 16 + 4 * 36 - 8) == 5152

@@ -43,7 +43,7 @@ def test_llama3_8b_on_meta_device():
     # Attention: 32 layers of 32 query heads, causal over 128 tokens.
     attention = [layer for layer in report.layers if layer["op"] == "Attention"]
     assert len(attention) == 32
-    assert attention[0]["params"]["causal"] == 1
+    assert attention[0]["attrs"]["causal"] == 1
     assert attention[0]["inputs"][1]["shape"] == [1, 8, 128, 128]  # GQA: 8 KV heads
     # Nothing near 8B float32 weights (32 GB) was allocated: the whole
     # process, torch and transformers included, stays under 2 GB.

@@ -122,7 +122,7 @@ def products(report):
         if op in ("Conv", "ConvTranspose", "MatMul"):
             total += layer["flops"]
         elif op == "Gemm":
-            bias = 0 if layer["params"].get("nobias") else _numel(layer["outputs"][0]["shape"])
+            bias = 0 if layer["attrs"].get("nobias") else _numel(layer["outputs"][0]["shape"])
             total += layer["flops"] - bias
         elif op == "Attention":
             q, k, v = layer["inputs"][:3]

@@ -3,7 +3,9 @@
 //! times on a device.
 
 pub mod fusion;
+pub mod memory;
 pub mod roofline;
+pub mod weights;
 
 use evalexpr::Value;
 
@@ -31,7 +33,15 @@ pub struct LayerCost {
     pub iops: u64,
     pub inputs: Vec<Option<TensorFact>>,
     pub outputs: Vec<Option<TensorFact>>,
-    pub params: Vec<(String, Value)>,
+    /// The attributes the rule shows (`k`, `s`, `groups`...).
+    pub attrs: Vec<(String, Value)>,
+    /// Elements of the parameters (weight tensors) the layer reads, each
+    /// once: see [`weights`].
+    pub params: u64,
+    /// Their bytes.
+    pub weight_bytes: u64,
+    /// Activation bytes live while the layer runs: see [`memory`].
+    pub live_bytes: u64,
     /// The fused group this layer belongs to (`conv_bn_relu#3`), if any.
     pub fused: Option<String>,
     /// How many times the layer runs per run of the model (a Loop body's
@@ -69,6 +79,12 @@ pub struct Totals {
     pub mwrite: u64,
     pub mrw: u64,
     pub iops: u64,
+    /// Elements of the distinct parameters the layers read (a tensor
+    /// shared by several layers counted once): set by [`weights::tally`],
+    /// not by summing.
+    pub params: u64,
+    /// Their bytes.
+    pub weight_bytes: u64,
 }
 
 impl Totals {
@@ -128,6 +144,8 @@ pub struct CostReport {
     /// Layers folded away at load time (every input a constant), with the
     /// cost they would have had; not in the totals.
     pub folded: Vec<LayerCost>,
+    /// The most activation bytes live at once, and where.
+    pub peak: memory::Peak,
 }
 
 /// What the walk over nested graphs collects besides the layers.
@@ -164,7 +182,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         };
         row.totals.add(l)?;
     }
-    Ok(CostReport {
+    let mut report = CostReport {
         layers,
         summary,
         total,
@@ -173,7 +191,11 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         skipped: acc.skipped,
         assumed: graph.assumed.clone(),
         folded: folded_costs(graph, rules, opts)?,
-    })
+        peak: memory::Peak::default(),
+    };
+    weights::tally(graph, &mut report)?;
+    report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
+    Ok(report)
 }
 
 /// What the folded layers would have cost, had they run (those c3 has a
@@ -369,7 +391,7 @@ struct BodyCost<'a> {
 
 /// Costs a node's subgraphs: each body's layers times its trip count; of
 /// alternative branches, the one `opts.branch` picks, the others reported
-/// in `acc.skipped`. Adds what it decided to the node's params.
+/// in `acc.skipped`. Adds what it decided to the node's attrs.
 fn cost_bodies(
     node: &Node,
     layer: &mut LayerCost,
@@ -447,7 +469,7 @@ fn cost_bodies(
                 Value::Int(i64::try_from(b.runs).unwrap_or(i64::MAX)),
             )
         };
-        layer.params.push(param);
+        layer.attrs.push(param);
         let offset = layers.len();
         groups.extend(b.groups.into_iter().map(|mut g| {
             g.members.iter_mut().for_each(|m| *m += offset);
@@ -512,7 +534,10 @@ fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Re
         iops: ev.iops,
         inputs: node.inputs.clone(),
         outputs: node.outputs.clone(),
-        params: ev.params,
+        attrs: ev.params,
+        params: 0,
+        weight_bytes: 0,
+        live_bytes: 0,
         fused: None,
         runs: 1,
     })

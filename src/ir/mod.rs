@@ -642,7 +642,7 @@ impl Graph {
     /// becomes `weights`, every other floating-point tensor `activations`.
     /// Bytes and the compute precision follow.
     pub fn override_precision(&mut self, weights: Option<DType>, activations: Option<DType>) {
-        self.for_each_node_mut(&mut |node| {
+        let mut retype = |node: &mut Node| {
             for t in node
                 .inputs
                 .iter_mut()
@@ -657,7 +657,23 @@ impl Graph {
                     t.dtype = d;
                 }
             }
-        });
+        };
+        self.for_each_node_mut(&mut retype);
+        // Folded nodes too: the parameters a layer counts may be theirs.
+        self.for_each_folded_mut(&mut retype);
+    }
+
+    /// Calls `f` on every folded node, those of subgraphs included.
+    fn for_each_folded_mut(&mut self, f: &mut impl FnMut(&mut Node)) {
+        self.folded_nodes.iter_mut().for_each(&mut *f);
+        let unanalysed = self.unanalysed.iter_mut().map(|(n, _)| n);
+        for node in self.nodes.iter_mut().chain(unanalysed) {
+            for b in &mut node.bodies {
+                if let Ok(g) = &mut b.graph {
+                    g.for_each_folded_mut(f);
+                }
+            }
+        }
     }
 }
 

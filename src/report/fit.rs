@@ -9,9 +9,11 @@ use super::Grid;
 /// Columns a narrow terminal leaves out, first to last (matched by the start
 /// of their header). Names, ops, FLOPs, total traffic and the bound stay.
 const DROP_ORDER: &[&str] = &[
-    "Params",
+    "Attrs",
     "Inputs",
     "Outputs",
+    "Weights",
+    "Live",
     "MemRead %",
     "MemWrite %",
     "FLOP/B",
@@ -19,6 +21,7 @@ const DROP_ORDER: &[&str] = &[
     "Memory (",
     "MemRead",
     "MemWrite",
+    "Params",
     "Runs",
     "Fused",
     "FLOPs %",

@@ -88,7 +88,10 @@ impl Serialize for LayerJ<'_> {
             "outputs",
             &l.outputs.iter().map(TensorJ).collect::<Vec<_>>(),
         )?;
-        m.serialize_entry("params", &ParamsJ(&l.params))?;
+        m.serialize_entry("attrs", &ParamsJ(&l.attrs))?;
+        m.serialize_entry("params", &l.params)?;
+        m.serialize_entry("weight_bytes", &l.weight_bytes)?;
+        m.serialize_entry("live_bytes", &l.live_bytes)?;
         m.serialize_entry("fused", &l.fused)?;
         m.serialize_entry("runs", &l.runs)?;
         if let Some(t) = self.time {
@@ -125,18 +128,25 @@ struct SummaryJ<'a> {
     mread: u64,
     mwrite: u64,
     mrw: u64,
+    params: u64,
+    weight_bytes: u64,
     #[serde(skip)]
     _t: std::marker::PhantomData<&'a ()>,
 }
 
 #[derive(Serialize)]
-struct TotalJ {
+struct TotalJ<'a> {
     flops: u64,
     iops: u64,
     mread: u64,
     mwrite: u64,
     mrw: u64,
     layers: u64,
+    /// Each distinct parameter tensor once.
+    params: u64,
+    weight_bytes: u64,
+    peak_activation_bytes: u64,
+    peak_at: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     compute_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -209,7 +219,7 @@ struct Doc<'a> {
     /// Left out with `--layers`.
     #[serde(skip_serializing_if = "Option::is_none")]
     summary: Option<Vec<SummaryJ<'a>>>,
-    total: TotalJ,
+    total: TotalJ<'a>,
     unsupported: Vec<UnsupportedJ<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     device: Option<DeviceJ<'a>>,
@@ -242,6 +252,8 @@ fn summary_row<'a>(op: String, t: &Totals) -> SummaryJ<'a> {
         mread: t.mread,
         mwrite: t.mwrite,
         mrw: t.mrw,
+        params: t.params,
+        weight_bytes: t.weight_bytes,
         _t: std::marker::PhantomData,
     }
 }
@@ -306,6 +318,10 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             mwrite: t.mwrite,
             mrw: t.mrw,
             layers: t.layers,
+            params: t.params,
+            weight_bytes: t.weight_bytes,
+            peak_activation_bytes: report.peak.bytes,
+            peak_at: report.peak.at.as_deref(),
             compute_s: roofline.and_then(|r| num(r.compute_s)),
             memory_s: roofline.and_then(|r| num(r.memory_s)),
             bound_s: roofline.and_then(|r| num(r.bound_s)),

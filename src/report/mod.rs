@@ -147,7 +147,15 @@ pub enum Column {
     MrwPct,
     Inputs,
     Outputs,
+    /// The attributes the rule shows (`k`, `s`, `groups`...).
+    Attrs,
+    /// Elements of the parameters a layer reads; the total counts each
+    /// distinct tensor once.
     Params,
+    /// Their bytes.
+    Weights,
+    /// Activation bytes live while the layer runs; the total is the peak.
+    Live,
 }
 
 const COLUMN_NAMES: &[(&str, Column)] = &[
@@ -165,7 +173,10 @@ const COLUMN_NAMES: &[(&str, Column)] = &[
     ("mrw%", Column::MrwPct),
     ("inputs", Column::Inputs),
     ("outputs", Column::Outputs),
+    ("attrs", Column::Attrs),
     ("params", Column::Params),
+    ("weights", Column::Weights),
+    ("live", Column::Live),
 ];
 
 pub const DEFAULT_COLUMNS: &[Column] = &[
@@ -175,6 +186,7 @@ pub const DEFAULT_COLUMNS: &[Column] = &[
     Column::Mread,
     Column::Mwrite,
     Column::Mrw,
+    Column::Params,
 ];
 
 /// Parses `--columns`: a comma list of column names, or `default`, `percent`, `all`.
@@ -292,6 +304,8 @@ fn metric(t: &Totals, c: Column) -> u64 {
         Column::Mread | Column::MreadPct => t.mread,
         Column::Mwrite | Column::MwritePct => t.mwrite,
         Column::Iops => t.iops,
+        Column::Params => t.params,
+        Column::Weights => t.weight_bytes,
         _ => t.mrw,
     }
 }
@@ -301,6 +315,7 @@ struct Scaler {
     digits: usize,
     flops_power: usize,
     bytes_power: usize,
+    params_power: usize,
     /// Scaled numbers already formatted, by (kind, value, total): a model's
     /// repeated blocks repeat their numbers, and formatting a float to fixed
     /// digits costs far more than a lookup.
@@ -319,6 +334,7 @@ impl Scaler {
             digits: opts.digits,
             flops_power: opts.unit.power(total.flops, 1000),
             bytes_power: opts.unit.power(bytes_max, 1024),
+            params_power: opts.unit.power(total.params, 1000),
             shown: Default::default(),
         }
     }
@@ -354,7 +370,11 @@ impl Scaler {
             Column::MrwPct => "MemR+W %".into(),
             Column::Inputs => "Inputs".into(),
             Column::Outputs => "Outputs".into(),
-            Column::Params => "Params".into(),
+            Column::Attrs => "Attrs".into(),
+            Column::Params if self.params_power == 0 => "Params".into(),
+            Column::Params => format!("Params ({})", PREFIXES[self.params_power]),
+            Column::Weights => bytes("Weights"),
+            Column::Live => bytes("Live"),
         }
     }
 
@@ -368,12 +388,15 @@ impl Scaler {
             .to_string();
         let power = match c {
             Column::Flops | Column::Iops => self.flops_power,
-            Column::Mread | Column::Mwrite | Column::Mrw => self.bytes_power,
+            Column::Params => self.params_power,
+            Column::Mread | Column::Mwrite | Column::Mrw | Column::Weights | Column::Live => {
+                self.bytes_power
+            }
             _ => 0,
         };
         if self.unit == Unit::None || power == 0 {
             name
-        } else if matches!(c, Column::Flops | Column::Iops) {
+        } else if matches!(c, Column::Flops | Column::Iops | Column::Params) {
             format!("{name}_{}", PREFIXES[power])
         } else {
             format!("{name}_{}B", bytes_prefix(power))
@@ -383,6 +406,8 @@ impl Scaler {
     fn value(&self, v: u64, c: Column) -> String {
         let (kind, power, radix) = if matches!(c, Column::Flops | Column::Iops) {
             (1, self.flops_power, 1000f64)
+        } else if c == Column::Params {
+            (3, self.params_power, 1000f64)
         } else {
             (2, self.bytes_power, 1024f64)
         };
@@ -453,6 +478,50 @@ fn folded_lines(report: &CostReport) -> Vec<String> {
     lines
 }
 
+/// The model-level figures: parameters (each distinct tensor once) with
+/// their bytes, and the peak of live activation bytes with its layer.
+fn model_line(report: &CostReport) -> String {
+    let t = &report.total;
+    let peak = &report.peak;
+    let at = peak
+        .at
+        .as_ref()
+        .map_or(String::new(), |l| format!(" at {l}"));
+    format!(
+        "Parameters: {} ({} of weights); peak activation memory: {}{at}",
+        group_digits(t.params),
+        human_bytes(t.weight_bytes),
+        human_bytes(peak.bytes)
+    )
+}
+
+/// An integer with thousands separators: `25,557,032`.
+fn group_digits(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bytes in the binary unit that reads best, exact below 1 KiB.
+fn human_bytes(n: u64) -> String {
+    let mut v = n as f64;
+    let mut p = 0;
+    while v >= 1024.0 && p < 4 {
+        v /= 1024.0;
+        p += 1;
+    }
+    match p {
+        0 => format!("{n} B"),
+        _ => format!("{v:.2} {}iB", PREFIXES[p]),
+    }
+}
+
 /// The data-dependent sizes costs took at their upper bounds, on one line.
 fn assumed_line(report: &CostReport) -> Option<String> {
     if report.assumed.is_empty() {
@@ -495,7 +564,7 @@ fn skipped_lines(report: &CostReport, s: &Scaler) -> Vec<String> {
 fn is_numeric(c: Column) -> bool {
     !matches!(
         c,
-        Column::Name | Column::Op | Column::Inputs | Column::Outputs | Column::Params
+        Column::Name | Column::Op | Column::Inputs | Column::Outputs | Column::Attrs
     )
 }
 
@@ -527,17 +596,23 @@ fn layer_grid(
             match c {
                 Column::Name => name.to_string(),
                 Column::Op => op.to_string(),
-                Column::Flops | Column::Mread | Column::Mwrite | Column::Mrw | Column::Iops => {
-                    s.value(metric(t, c), c)
-                }
+                Column::Flops
+                | Column::Mread
+                | Column::Mwrite
+                | Column::Mrw
+                | Column::Iops
+                | Column::Params
+                | Column::Weights => s.value(metric(t, c), c),
+                // A layer's live bytes; the total row's, the peak.
+                Column::Live => s.value(extra.map_or(report.peak.bytes, |l| l.live_bytes), c),
                 Column::FlopsPct | Column::MreadPct | Column::MwritePct | Column::MrwPct => {
                     s.percent(metric(t, c), metric(&report.total, c))
                 }
                 Column::Runs => extra.map_or(String::new(), |l| l.runs.to_string()),
                 Column::Inputs => extra.map_or(String::new(), |l| shapes(&l.inputs)),
                 Column::Outputs => extra.map_or(String::new(), |l| shapes(&l.outputs)),
-                Column::Params => extra.map_or(String::new(), |l| {
-                    l.params
+                Column::Attrs => extra.map_or(String::new(), |l| {
+                    l.attrs
                         .iter()
                         .map(|(k, v)| format!("{k}={}", show_value(v)))
                         .collect::<Vec<_>>()
@@ -556,6 +631,8 @@ fn layer_grid(
             mwrite: l.mwrite,
             mrw: l.mrw(),
             iops: l.iops,
+            params: l.params,
+            weight_bytes: l.weight_bytes,
         };
         rows.push(
             cols.iter()
@@ -690,7 +767,13 @@ pub fn human_time(seconds: f64, digits: usize) -> String {
 }
 
 fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
-    let mut metrics = vec![Column::Flops, Column::Mread, Column::Mwrite, Column::Mrw];
+    let mut metrics = vec![
+        Column::Flops,
+        Column::Mread,
+        Column::Mwrite,
+        Column::Mrw,
+        Column::Params,
+    ];
     if report.total.iops > 0 {
         metrics.insert(1, Column::Iops);
     }
@@ -810,9 +893,14 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
                 let _ = writeln!(out, "  {b}");
             }
         }
-        for line in [assumed_line(report), fusion_line(report), options]
-            .into_iter()
-            .flatten()
+        for line in [
+            Some(model_line(report)),
+            assumed_line(report),
+            fusion_line(report),
+            options,
+        ]
+        .into_iter()
+        .flatten()
         {
             let _ = writeln!(out, "{}", text::shown(&line));
         }
@@ -848,9 +936,14 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             let _ = writeln!(out, "- {b}");
         }
     }
-    for line in [assumed_line(report), fusion_line(report), options]
-        .into_iter()
-        .flatten()
+    for line in [
+        Some(model_line(report)),
+        assumed_line(report),
+        fusion_line(report),
+        options,
+    ]
+    .into_iter()
+    .flatten()
     {
         let _ = writeln!(out, "\n{}", text::shown(&line));
     }

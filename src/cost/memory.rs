@@ -1,0 +1,203 @@
+//! Activation memory: the bytes of the tensors live while each node runs,
+//! and the peak over the model.
+//!
+//! A tensor is live from the start of the node that produces it (a graph
+//! input, or a value a subgraph's node gives its body, from the start) to
+//! the end of its last consumer (a graph output to the end). Constants
+//! (initializers, folded values) are weights, not activations. Nodes
+//! without a rule run all the same and count; nodes whose shapes are
+//! unknown do not. A tensor with no name (in a trace that names none)
+//! cannot be linked to its producer or consumers: it is live during the
+//! layers that list it only.
+//!
+//! A subgraph (an If branch, a Loop or Scan body) runs inside its node:
+//! each of its layers has the node's live bytes plus the body's own, the
+//! body's inputs live from its start and its outputs to its end, the
+//! values it reads from the enclosing graph counted there (kept live up to
+//! the node). A body's peak is not multiplied by its runs (each run reuses
+//! the memory); an If branch the totals leave out is left out here too.
+
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap;
+
+use crate::error::Result;
+use crate::ir::{Dim, Graph, Node, TensorFact};
+
+use super::weights::{size_error, size_of};
+use super::{LayerCost, SkippedBranch};
+
+/// The most activation bytes live at once, and the layer where that
+/// happens first (`None` for a model with no layer).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Peak {
+    pub bytes: u64,
+    pub at: Option<String>,
+}
+
+/// One node in model order (bodies after their node) with its live bytes.
+struct Row {
+    name: String,
+    op: String,
+    live: u64,
+}
+
+/// Computes every node's live bytes, gives the costed layers theirs, and
+/// returns the peak.
+pub fn apply(graph: &Graph, skipped: &[SkippedBranch], layers: &mut [LayerCost]) -> Result<Peak> {
+    let skip: HashSet<(&str, &str)> = skipped
+        .iter()
+        .map(|b| (b.node.as_str(), b.branch.as_str()))
+        .collect();
+    let rows = walk(graph, 0, &HashSet::new(), &skip)?;
+    // The costed layers are the rows in the same order, less the nodes
+    // with no rule.
+    let mut at = 0;
+    for l in layers.iter_mut() {
+        while let Some(r) = rows.get(at) {
+            at += 1;
+            if r.name == l.name && r.op == l.op {
+                l.live_bytes = r.live;
+                break;
+            }
+        }
+    }
+    let mut peak = Peak::default();
+    for r in &rows {
+        if peak.at.is_none() || r.live > peak.bytes {
+            peak = Peak {
+                bytes: r.live,
+                at: Some(r.name.clone()),
+            };
+        }
+    }
+    Ok(peak)
+}
+
+/// A tensor's lifetime at one graph level: node indices, both inclusive.
+struct Life {
+    bytes: u64,
+    first: usize,
+    last: usize,
+}
+
+/// The bytes of an activation, or the error naming the symbol left.
+fn bytes_of(node: &Node, t: &TensorFact) -> Result<u64> {
+    size_of(t)
+        .map(|(_, b)| b)
+        .ok_or_else(|| size_error(&node.name, &node.op, t))
+}
+
+/// The rows of one graph level, `base` bytes live around it; `outer` names
+/// the values of enclosing graphs (counted there).
+fn walk(
+    graph: &Graph,
+    base: u64,
+    outer: &HashSet<String>,
+    skip: &HashSet<(&str, &str)>,
+) -> Result<Vec<Row>> {
+    let n = graph.nodes.len();
+    let mut lives: FxHashMap<&str, Life> = FxHashMap::default();
+    // Bytes live at one node only (tensors with no name).
+    let mut only = vec![0u64; n];
+    for (i, node) in graph.nodes.iter().enumerate() {
+        for t in node.outputs.iter().flatten().filter(|t| !t.constant) {
+            let bytes = bytes_of(node, t)?;
+            match &t.name {
+                None => only[i] = only[i].saturating_add(bytes),
+                Some(name) => {
+                    lives.entry(name).or_insert(Life {
+                        bytes,
+                        first: i,
+                        last: i,
+                    });
+                }
+            }
+        }
+        for t in node.inputs.iter().flatten().filter(|t| !t.constant) {
+            let Some(name) = &t.name else {
+                only[i] = only[i].saturating_add(bytes_of(node, t)?);
+                continue;
+            };
+            if let Some(life) = lives.get_mut(name.as_str()) {
+                life.last = life.last.max(i);
+            } else if !outer.contains(name) {
+                // Produced by no node here: an input of the graph.
+                let bytes = bytes_of(node, t)?;
+                lives.insert(
+                    name,
+                    Life {
+                        bytes,
+                        first: 0,
+                        last: i,
+                    },
+                );
+            }
+        }
+        // What the node's bodies read from this level stays live up to it.
+        for name in captured(node) {
+            if let Some(life) = lives.get_mut(name.as_str()) {
+                life.last = life.last.max(i);
+            }
+        }
+    }
+    for name in &graph.outputs {
+        if let Some(life) = lives.get_mut(name.as_str()) {
+            life.last = n.saturating_sub(1);
+        }
+    }
+    // Bytes starting at each node, and ending after it.
+    let mut starts = vec![0u128; n];
+    let mut ends = vec![0u128; n];
+    for life in lives.values() {
+        starts[life.first] += u128::from(life.bytes);
+        ends[life.last] += u128::from(life.bytes);
+    }
+    let mut inner_outer: Option<HashSet<String>> = None;
+    let mut rows = Vec::with_capacity(n);
+    let mut live: u128 = 0;
+    for (i, node) in graph.nodes.iter().enumerate() {
+        live += starts[i];
+        let here = u64::try_from(live + u128::from(only[i]) + u128::from(base)).unwrap_or(u64::MAX);
+        live -= ends[i];
+        rows.push(Row {
+            name: node.name.clone(),
+            op: node.op.clone(),
+            live: here,
+        });
+        for b in &node.bodies {
+            let Ok(g) = &b.graph else { continue };
+            if skip.contains(&(node.name.as_str(), b.attr.as_str()))
+                || b.repeats == Dim::Known(0)
+                || !unbound(g).is_empty()
+            {
+                continue;
+            }
+            let names = inner_outer.get_or_insert_with(|| {
+                let mut all = outer.clone();
+                all.extend(lives.keys().map(|k| k.to_string()));
+                all
+            });
+            rows.extend(walk(g, here, names, skip)?);
+        }
+    }
+    Ok(rows)
+}
+
+/// Names a node's subgraphs read, nested ones included.
+fn captured(node: &Node) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in &node.bodies {
+        let Ok(g) = &b.graph else { continue };
+        g.for_each_node(&mut |n| {
+            out.extend(n.inputs.iter().flatten().filter_map(|t| t.name.clone()));
+        });
+    }
+    out
+}
+
+/// Symbols left in a body (its node is then listed as unsupported, and
+/// its body adds nothing).
+fn unbound(g: &Graph) -> Vec<String> {
+    g.symbols().into_iter().collect()
+}

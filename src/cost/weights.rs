@@ -1,0 +1,236 @@
+//! Parameters: the weight tensors a layer reads, counted in elements and
+//! bytes. A parameter is a constant of the model (an initializer, a value
+//! folded at load time, a trace tensor marked `"const": true`) of a
+//! floating-point type or a quantized-weight type (integers of 8 bits or
+//! fewer); in a layer that reads a quantized weight, its 32-bit integer
+//! constants (a quantized bias) too. Other integer constants are shapes,
+//! axes and indices, not parameters.
+//!
+//! The totals count each distinct tensor once (by its name; a tensor with
+//! no name is its own), so a weight shared by several layers is counted
+//! once; the summary row of an operator type does the same over its layers.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::error::{Error, Result};
+use crate::ir::{DType, Dim, Graph, Node, TensorFact, is_float};
+
+use super::{CostReport, LayerCost};
+
+/// Whether a constant of this type is a quantized weight (or its zero point).
+fn is_quantized(t: DType) -> bool {
+    matches!(
+        t,
+        DType::Int8 | DType::Uint8 | DType::Int4 | DType::Uint4 | DType::Int2 | DType::Uint2
+    )
+}
+
+/// Whether a constant of this type holds real numbers (`is_float` and the
+/// micro-scaling formats).
+fn is_real(t: DType) -> bool {
+    is_float(t) || matches!(t, DType::Float4E2M1 | DType::Float8E8M0)
+}
+
+/// The parameters among a layer's inputs, each tensor once.
+pub fn parameters(inputs: &[Option<TensorFact>]) -> Vec<&TensorFact> {
+    let constants = || inputs.iter().flatten().filter(|t| t.constant);
+    let quantized = constants().any(|t| is_quantized(t.dtype));
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    constants()
+        .filter(|t| {
+            is_real(t.dtype) || is_quantized(t.dtype) || (quantized && t.dtype == DType::Int32)
+        })
+        .filter(|t| t.name.as_deref().is_none_or(|n| seen.insert(n)))
+        .collect()
+}
+
+/// A tensor's elements and bytes (`elements × bits / 8`, rounded up);
+/// `None` when a size is unknown or too large.
+pub fn size_of(t: &TensorFact) -> Option<(u64, u64)> {
+    let mut n: u64 = 1;
+    for d in &t.shape {
+        n = n.checked_mul(d.known()?)?;
+    }
+    let bytes = n.checked_mul(t.dtype.bits())?.div_ceil(8);
+    Some((n, bytes))
+}
+
+/// The error for a tensor whose size cannot be counted: the symbol that
+/// is left, and the flag that binds it.
+pub fn size_error(node: &str, op: &str, t: &TensorFact) -> Error {
+    let symbols: Vec<String> = t
+        .shape
+        .iter()
+        .filter_map(|d| match d {
+            Dim::Sym(s) => Some(s.symbols()),
+            Dim::Known(_) => None,
+        })
+        .flatten()
+        .collect();
+    let message = if symbols.is_empty() {
+        format!("the size of '{}' overflows 64 bits", t.shape_string())
+    } else {
+        let flags: Vec<String> = symbols.iter().map(|s| format!("--dim {s}=N")).collect();
+        format!(
+            "the size of '{}' is unknown; bind it with {}",
+            t.shape_string(),
+            flags.join(" ")
+        )
+    };
+    Error::Layer {
+        layer: node.to_string(),
+        op: op.to_string(),
+        message,
+    }
+}
+
+/// The constants folded nodes produce, by name, with the node: a constant
+/// made at load time from parameters (a Cast, a Transpose, a Gather of an
+/// initializer) counts as the parameters it is made from.
+type Producers<'a> = FxHashMap<&'a str, &'a Node>;
+
+fn folded_producers<'a>(graph: &'a Graph, out: &mut Producers<'a>) {
+    for n in &graph.folded_nodes {
+        for t in n.outputs.iter().flatten() {
+            if let Some(name) = &t.name {
+                out.entry(name).or_insert(n);
+            }
+        }
+    }
+    for n in graph
+        .nodes
+        .iter()
+        .chain(graph.unanalysed.iter().map(|(n, _)| n))
+    {
+        for b in &n.bodies {
+            if let Ok(g) = &b.graph {
+                folded_producers(g, out);
+            }
+        }
+    }
+}
+
+/// The parameters a layer's parameter input stands for: itself, or, when a
+/// folded node made it from parameters, those (recursively). One made from
+/// no parameter (a Constant, a ConstantOfShape) is a parameter itself.
+fn sources<'a>(
+    t: &'a TensorFact,
+    producers: &Producers<'a>,
+    seen: &mut FxHashSet<&'a str>,
+    out: &mut Vec<&'a TensorFact>,
+) {
+    let Some(node) = t.name.as_deref().and_then(|n| producers.get(n)) else {
+        out.push(t);
+        return;
+    };
+    let inputs = parameters(&node.inputs);
+    if inputs.is_empty() {
+        out.push(t);
+        return;
+    }
+    for input in inputs {
+        if let Some(name) = input.name.as_deref()
+            && !seen.insert(name)
+        {
+            continue;
+        }
+        sources(input, producers, seen, out);
+    }
+}
+
+/// Distinct parameters, by name; unnamed ones each count.
+#[derive(Default)]
+struct Distinct<'a> {
+    seen: FxHashSet<&'a str>,
+    params: u64,
+    bytes: u64,
+}
+
+impl<'a> Distinct<'a> {
+    fn add(&mut self, t: &'a TensorFact) {
+        if let Some(name) = &t.name
+            && !self.seen.insert(name)
+        {
+            return;
+        }
+        let (n, b) = size_of(t).unwrap_or_default();
+        self.params = self.params.saturating_add(n);
+        self.bytes = self.bytes.saturating_add(b);
+    }
+}
+
+/// The parameters behind a layer's inputs, each once.
+fn layer_sources<'a>(
+    inputs: &'a [Option<TensorFact>],
+    producers: &Producers<'a>,
+) -> Vec<&'a TensorFact> {
+    let mut seen = FxHashSet::default();
+    let mut out = Vec::new();
+    for t in parameters(inputs) {
+        sources(t, producers, &mut seen, &mut out);
+    }
+    let mut names = FxHashSet::default();
+    out.retain(|t| t.name.as_deref().is_none_or(|n| names.insert(n)));
+    out
+}
+
+/// Checks that every parameter's size is known and fits 64 bits (sizes are
+/// then taken as they are).
+fn check(l: &LayerCost, list: &[&TensorFact]) -> Result<()> {
+    for t in list {
+        if size_of(t).is_none() {
+            return Err(size_error(&l.name, &l.op, t));
+        }
+    }
+    Ok(())
+}
+
+/// Sets every layer's parameters, and those of the total and of each
+/// summary row: the distinct tensors their layers read.
+pub fn tally(graph: &Graph, report: &mut CostReport) -> Result<()> {
+    let mut producers = Producers::default();
+    folded_producers(graph, &mut producers);
+    let mut total = Distinct::default();
+    let mut by_type: FxHashMap<(&str, &str), Distinct> = FxHashMap::default();
+    let mut per_layer = Vec::with_capacity(report.layers.len());
+    for l in &report.layers {
+        let list = layer_sources(&l.inputs, &producers);
+        check(l, &list)?;
+        let mut own = Distinct::default();
+        let row = by_type.entry((&l.op, &l.domain)).or_default();
+        for t in list {
+            own.add(t);
+            total.add(t);
+            row.add(t);
+        }
+        per_layer.push((own.params, own.bytes));
+    }
+    let sums: Vec<(u64, u64)> = report
+        .summary
+        .iter()
+        .map(|s| {
+            by_type
+                .get(&(s.op.as_str(), s.domain.as_str()))
+                .map_or((0, 0), |d| (d.params, d.bytes))
+        })
+        .collect();
+    let (params, bytes) = (total.params, total.bytes);
+    drop(by_type);
+    for (l, (params, bytes)) in report.layers.iter_mut().zip(per_layer) {
+        l.params = params;
+        l.weight_bytes = bytes;
+    }
+    for (s, (params, bytes)) in report.summary.iter_mut().zip(sums) {
+        s.totals.params = params;
+        s.totals.weight_bytes = bytes;
+    }
+    report.total.params = params;
+    report.total.weight_bytes = bytes;
+    for l in &mut report.folded {
+        let list = layer_sources(&l.inputs, &producers);
+        let mut own = Distinct::default();
+        list.into_iter().for_each(|t| own.add(t));
+        (l.params, l.weight_bytes) = (own.params, own.bytes);
+    }
+    Ok(())
+}
