@@ -20,6 +20,7 @@ mod layout;
 mod networks;
 mod onnx_files;
 mod original_suite;
+mod params_memory;
 mod pictures;
 mod properties;
 mod report_formats;

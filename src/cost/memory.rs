@@ -114,14 +114,17 @@ fn walk(
                 }
             }
         }
-        for t in node.inputs.iter().flatten().filter(|t| !t.constant) {
+        let produced_inside = produced_in_bodies(node);
+        // What the node's bodies read from this level stays live up to it.
+        let read = node.inputs.iter().flatten().chain(captured(node));
+        for t in read.filter(|t| !t.constant) {
             let Some(name) = &t.name else {
                 only[i] = only[i].saturating_add(bytes_of(node, t)?);
                 continue;
             };
             if let Some(life) = lives.get_mut(name.as_str()) {
                 life.last = life.last.max(i);
-            } else if !outer.contains(name) {
+            } else if !outer.contains(name) && !produced_inside.contains(name.as_str()) {
                 // Produced by no node here: an input of the graph.
                 let bytes = bytes_of(node, t)?;
                 lives.insert(
@@ -132,12 +135,6 @@ fn walk(
                         last: i,
                     },
                 );
-            }
-        }
-        // What the node's bodies read from this level stays live up to it.
-        for name in captured(node) {
-            if let Some(life) = lives.get_mut(name.as_str()) {
-                life.last = life.last.max(i);
             }
         }
     }
@@ -184,13 +181,31 @@ fn walk(
     Ok(rows)
 }
 
-/// Names a node's subgraphs read, nested ones included.
-fn captured(node: &Node) -> Vec<String> {
+/// The named tensors a node's subgraphs read, nested ones included (those
+/// the subgraphs make themselves are left out by the caller).
+fn captured(node: &Node) -> Vec<&TensorFact> {
     let mut out = Vec::new();
     for b in &node.bodies {
         let Ok(g) = &b.graph else { continue };
-        g.for_each_node(&mut |n| {
-            out.extend(n.inputs.iter().flatten().filter_map(|t| t.name.clone()));
+        each_node(g, &mut |n| {
+            out.extend(n.inputs.iter().flatten().filter(|t| t.name.is_some()));
+        });
+    }
+    out
+}
+
+/// The names of what a node's subgraphs produce, and of their own inputs:
+/// everything they read that is not from an enclosing graph.
+fn produced_in_bodies(node: &Node) -> HashSet<&str> {
+    let mut out = HashSet::new();
+    for b in &node.bodies {
+        out.extend(b.inputs.iter().map(String::as_str));
+        let Ok(g) = &b.graph else { continue };
+        each_node(g, &mut |n| {
+            out.extend(n.outputs.iter().flatten().filter_map(|t| t.name.as_deref()));
+            for b in &n.bodies {
+                out.extend(b.inputs.iter().map(String::as_str));
+            }
         });
     }
     out
@@ -200,4 +215,17 @@ fn captured(node: &Node) -> Vec<String> {
 /// its body adds nothing).
 fn unbound(g: &Graph) -> Vec<String> {
     g.symbols().into_iter().collect()
+}
+
+/// Every node of a graph and of its subgraphs, borrowed for the graph's
+/// lifetime.
+fn each_node<'a>(g: &'a Graph, f: &mut dyn FnMut(&'a Node)) {
+    for n in g.nodes.iter().chain(g.unanalysed.iter().map(|(n, _)| n)) {
+        f(n);
+        for b in &n.bodies {
+            if let Ok(g) = &b.graph {
+                each_node(g, f);
+            }
+        }
+    }
 }

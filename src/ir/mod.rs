@@ -397,6 +397,9 @@ pub struct Node {
 pub struct Body {
     /// The graph attribute that holds it (`then_branch`, `body`).
     pub attr: String,
+    /// The names of its inputs, which its node gives it on each run (a
+    /// Loop's counter and carried values); empty for an If branch.
+    pub inputs: Vec<String>,
     /// Runs per run of the node: Loop's trip count, Scan's sequence length;
     /// 1 for a branch.
     pub repeats: Dim,

@@ -172,6 +172,7 @@ pub(super) fn graph_of(
                     graph_of(nodes, b.outputs, &inner, folded_names, fold)
                 }),
                 attr: b.attr,
+                inputs: b.inputs,
                 repeats: repeats.clone(),
                 alternative,
             })

@@ -66,6 +66,8 @@ pub struct InferredBody {
     pub nodes: std::result::Result<Vec<InferredNode>, String>,
     /// The body's output names.
     pub outputs: Vec<String>,
+    /// The body's input names (what its node gives it each run).
+    pub inputs: Vec<String>,
 }
 
 /// The result of inference over the main graph.
@@ -702,6 +704,7 @@ impl SubWalker<'_, '_> {
                 attr: a.name.clone().unwrap_or_default(),
                 nodes,
                 outputs: g.output.iter().filter_map(|o| o.name.clone()).collect(),
+                inputs: g.input.iter().filter_map(|i| i.name.clone()).collect(),
             });
         }
         out
