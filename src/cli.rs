@@ -160,7 +160,8 @@ pub struct EstimateArgs {
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=10))]
     pub digits: Option<u8>,
     /// Layer columns: comma list of name, op, flops, mread, mwrite, mrw,
-    /// flops%, mread%, mwrite%, mrw%, inputs, outputs, params; or default, percent, all.
+    /// flops%, mread%, mwrite%, mrw%, inputs, outputs, attrs, params, weights,
+    /// live; or default, percent, all.
     #[arg(long, value_parser = parse_columns)]
     pub columns: Option<Columns>,
     /// Only the per-operator-type summary.

@@ -284,8 +284,8 @@ fn explain_prints_the_rule_and_evaluates_it() {
     // (150528 + 9408 + 64) float32 elements read, 802816 written.
     assert!(out.contains("  mread  = 640000 bytes\n"), "{out}");
     assert!(out.contains("  mwrite = 3211264 bytes\n"), "{out}");
-    assert!(out.contains("  param s = [2, 2]\n"), "{out}");
-    assert!(out.contains("  param d = [1, 1]\n"), "{out}");
+    assert!(out.contains("  attr s = [2, 2]\n"), "{out}");
+    assert!(out.contains("  attr d = [1, 1]\n"), "{out}");
 
     // FMA off, no bias: (2 * 147 - 1) per output.
     let r = c3(&[

@@ -74,7 +74,7 @@ fn explain_raw(rule: &CostRule, input: &ExplainInput) -> Result<String> {
         ev.flops, ev.iops, ev.mread, ev.mwrite
     ));
     for (n, v) in &ev.params {
-        out.push_str(&format!("  param {n} = {}\n", show_value(v)));
+        out.push_str(&format!("  attr {n} = {}\n", show_value(v)));
     }
     Ok(out)
 }
@@ -131,7 +131,7 @@ fn describe(rule: &CostRule) -> String {
         ));
     }
     for (n, f) in &rule.params {
-        out.push_str(&format!("  param {n} = {}\n", render::to_text(&f.ast)));
+        out.push_str(&format!("  attr {n} = {}\n", render::to_text(&f.ast)));
     }
     out
 }

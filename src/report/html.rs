@@ -217,6 +217,22 @@ fn totals(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, d:
         &t.layers.to_string(),
         &format!("{} not counted", report.unsupported.len()),
     );
+    card(
+        out,
+        "Parameters",
+        &flops_text(t.params, d),
+        &format!("{} of weights", bytes_text(t.weight_bytes, d)),
+    );
+    card(
+        out,
+        "Peak activations",
+        &bytes_text(report.peak.bytes, d),
+        &report
+            .peak
+            .at
+            .as_ref()
+            .map_or(String::new(), |l| format!("at {l}")),
+    );
     if let Some(r) = roofline {
         card(
             out,

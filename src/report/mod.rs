@@ -11,8 +11,10 @@ pub mod html;
 mod json;
 mod meta;
 pub mod model_explorer;
+mod model_line;
 mod roofline;
 mod rows;
+mod scaler;
 pub mod shapes;
 pub mod text;
 
@@ -27,7 +29,9 @@ use crate::rules::value::show_value;
 pub use fit::{ColorChoice, terminal_width};
 pub use json::to_json;
 pub use meta::{Meta, wrap as wrap_json};
+use model_line::model_line;
 pub use rows::{SortKey, layer_rows};
+use scaler::Scaler;
 
 /// The format of a cost report (`c3 estimate --format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -310,133 +314,6 @@ fn metric(t: &Totals, c: Column) -> u64 {
     }
 }
 
-struct Scaler {
-    unit: Unit,
-    digits: usize,
-    flops_power: usize,
-    bytes_power: usize,
-    params_power: usize,
-    /// Scaled numbers already formatted, by (kind, value, total): a model's
-    /// repeated blocks repeat their numbers, and formatting a float to fixed
-    /// digits costs far more than a lookup.
-    shown: std::cell::RefCell<rustc_hash::FxHashMap<(u8, u64, u64), String>>,
-}
-
-/// Formatted numbers a report keeps for reuse; past that it formats anew.
-const SHOWN_LIMIT: usize = 1 << 16;
-
-impl Scaler {
-    fn new(opts: &ReportOptions, total: &Totals) -> Self {
-        // One prefix per kind: the total is each column's largest value.
-        let bytes_max = total.mread.max(total.mwrite).max(total.mrw);
-        Self {
-            unit: opts.unit,
-            digits: opts.digits,
-            flops_power: opts.unit.power(total.flops, 1000),
-            bytes_power: opts.unit.power(bytes_max, 1024),
-            params_power: opts.unit.power(total.params, 1000),
-            shown: Default::default(),
-        }
-    }
-
-    /// `format(v, total)`, or its earlier result for the same arguments.
-    fn reuse(&self, kind: u8, v: u64, total: u64, format: impl Fn() -> String) -> String {
-        let key = (kind, v, total);
-        if let Some(s) = self.shown.borrow().get(&key) {
-            return s.clone();
-        }
-        let s = format();
-        let mut shown = self.shown.borrow_mut();
-        if shown.len() < SHOWN_LIMIT {
-            shown.insert(key, s.clone());
-        }
-        s
-    }
-
-    fn header(&self, c: Column) -> String {
-        let bytes = |label: &str| format!("{label} ({}B)", bytes_prefix(self.bytes_power));
-        match c {
-            Column::Name => "Layer".into(),
-            Column::Op => "Op".into(),
-            Column::Flops => format!("{}FLOPs", PREFIXES[self.flops_power]),
-            Column::Mread => bytes("MemRead"),
-            Column::Mwrite => bytes("MemWrite"),
-            Column::Mrw => bytes("MemR+W"),
-            Column::Iops => format!("{}IOPs", PREFIXES[self.flops_power]),
-            Column::Runs => "Runs".into(),
-            Column::FlopsPct => "FLOPs %".into(),
-            Column::MreadPct => "MemRead %".into(),
-            Column::MwritePct => "MemWrite %".into(),
-            Column::MrwPct => "MemR+W %".into(),
-            Column::Inputs => "Inputs".into(),
-            Column::Outputs => "Outputs".into(),
-            Column::Attrs => "Attrs".into(),
-            Column::Params if self.params_power == 0 => "Params".into(),
-            Column::Params => format!("Params ({})", PREFIXES[self.params_power]),
-            Column::Weights => bytes("Weights"),
-            Column::Live => bytes("Live"),
-        }
-    }
-
-    /// A column's CSV name: its `--columns` name, with the unit when the
-    /// numbers are scaled (`flops_G`, `mread_MiB`).
-    fn key(&self, c: Column) -> String {
-        let name = COLUMN_NAMES
-            .iter()
-            .find(|n| n.1 == c)
-            .map_or("", |n| n.0)
-            .to_string();
-        let power = match c {
-            Column::Flops | Column::Iops => self.flops_power,
-            Column::Params => self.params_power,
-            Column::Mread | Column::Mwrite | Column::Mrw | Column::Weights | Column::Live => {
-                self.bytes_power
-            }
-            _ => 0,
-        };
-        if self.unit == Unit::None || power == 0 {
-            name
-        } else if matches!(c, Column::Flops | Column::Iops | Column::Params) {
-            format!("{name}_{}", PREFIXES[power])
-        } else {
-            format!("{name}_{}B", bytes_prefix(power))
-        }
-    }
-
-    fn value(&self, v: u64, c: Column) -> String {
-        let (kind, power, radix) = if matches!(c, Column::Flops | Column::Iops) {
-            (1, self.flops_power, 1000f64)
-        } else if c == Column::Params {
-            (3, self.params_power, 1000f64)
-        } else {
-            (2, self.bytes_power, 1024f64)
-        };
-        if self.unit == Unit::None || power == 0 {
-            return v.to_string();
-        }
-        self.reuse(kind, v, 0, || {
-            format!("{:.*}", self.digits, v as f64 / radix.powi(power as i32))
-        })
-    }
-
-    fn percent(&self, v: u64, total: u64) -> String {
-        if total == 0 {
-            return format!("{:.*}", self.digits, 0.0);
-        }
-        self.reuse(0, v, total, || {
-            format!("{:.*}", self.digits, 100.0 * v as f64 / total as f64)
-        })
-    }
-}
-
-fn bytes_prefix(power: usize) -> String {
-    if power == 0 {
-        String::new()
-    } else {
-        format!("{}i", PREFIXES[power])
-    }
-}
-
 fn shapes(list: &[Option<TensorFact>]) -> String {
     list.iter()
         .map(|t| t.as_ref().map_or("-".to_string(), TensorFact::shape_string))
@@ -476,50 +353,6 @@ fn folded_lines(report: &CostReport) -> Vec<String> {
             }),
     );
     lines
-}
-
-/// The model-level figures: parameters (each distinct tensor once) with
-/// their bytes, and the peak of live activation bytes with its layer.
-fn model_line(report: &CostReport) -> String {
-    let t = &report.total;
-    let peak = &report.peak;
-    let at = peak
-        .at
-        .as_ref()
-        .map_or(String::new(), |l| format!(" at {l}"));
-    format!(
-        "Parameters: {} ({} of weights); peak activation memory: {}{at}",
-        group_digits(t.params),
-        human_bytes(t.weight_bytes),
-        human_bytes(peak.bytes)
-    )
-}
-
-/// An integer with thousands separators: `25,557,032`.
-fn group_digits(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Bytes in the binary unit that reads best, exact below 1 KiB.
-fn human_bytes(n: u64) -> String {
-    let mut v = n as f64;
-    let mut p = 0;
-    while v >= 1024.0 && p < 4 {
-        v /= 1024.0;
-        p += 1;
-    }
-    match p {
-        0 => format!("{n} B"),
-        _ => format!("{v:.2} {}iB", PREFIXES[p]),
-    }
 }
 
 /// The data-dependent sizes costs took at their upper bounds, on one line.

@@ -12,6 +12,10 @@ pub enum SortKey {
     Mread,
     Mwrite,
     Mrw,
+    /// Elements of the weights a layer reads.
+    Params,
+    /// Activation bytes live while a layer runs.
+    Live,
     #[value(name = "compute_s")]
     ComputeS,
     #[value(name = "memory_s")]
@@ -30,6 +34,8 @@ impl SortKey {
             SortKey::Mread => "mread",
             SortKey::Mwrite => "mwrite",
             SortKey::Mrw => "mrw",
+            SortKey::Params => "params",
+            SortKey::Live => "live",
             SortKey::ComputeS => "compute_s",
             SortKey::MemoryS => "memory_s",
             SortKey::BoundS => "bound_s",
@@ -64,6 +70,8 @@ pub fn layer_rows(
                 SortKey::Mread => l.mread as f64,
                 SortKey::Mwrite => l.mwrite as f64,
                 SortKey::Mrw => l.mrw() as f64,
+                SortKey::Params => l.params as f64,
+                SortKey::Live => l.live_bytes as f64,
                 SortKey::ComputeS => t.map_or(0.0, |t| t.compute_s),
                 SortKey::MemoryS => t.map_or(0.0, |t| t.memory_s),
                 SortKey::BoundS => t.map_or(0.0, |t| t.bound_s),
