@@ -41,6 +41,31 @@ def test_trace_dict_and_bytes():
     assert b.to_dict() == r.to_dict()
 
 
+def test_params_and_peak_activation_memory():
+    # Two layers sharing the named bias b[8]; activations named x, y, z.
+    trace = {"layers": [
+        {"name": "mm", "op": "MatMul",
+         "inputs": [{"shape": [4, 16], "name": "x"}, {"shape": [16, 8], "const": True, "name": "w"}],
+         "outputs": [{"shape": [4, 8], "name": "y"}]},
+        {"name": "add", "op": "Add",
+         "inputs": [{"shape": [4, 8], "name": "y"}, {"shape": [8], "const": True, "name": "b"}],
+         "outputs": [{"shape": [4, 8], "name": "z"}]},
+        {"name": "add2", "op": "Add",
+         "inputs": [{"shape": [4, 8], "name": "z"}, {"shape": [8], "const": True, "name": "b"}],
+         "outputs": [{"shape": [4, 8], "name": "u"}]},
+    ]}
+    r = c3.estimate(trace)
+    # w is 16 x 8 = 128 values, b 8, counted once in the total.
+    assert [l["params"] for l in r.layers] == [128, 8, 8]
+    assert r.params == r.total["params"] == 128 + 8
+    assert r.total["weight_bytes"] == (128 + 8) * 4
+    # mm: x (4 x 16 floats, 256 bytes) and y (128 bytes) live at once.
+    assert r.layers[0]["live_bytes"] == 256 + 128
+    assert r.peak_activation_bytes == 256 + 128 and r.total["peak_at"] == "mm"
+    # The layer's attributes are `attrs` now.
+    assert r.layers[0]["attrs"] == {}
+
+
 def test_onnx_path_bytes_and_model_proto_agree():
     by_path = c3.estimate(RESNET50_ONNX)
     with open(RESNET50_ONNX, "rb") as f:

@@ -81,11 +81,13 @@ struct Life {
     last: usize,
 }
 
-/// The bytes of an activation, or the error naming the symbol left.
+/// The bytes of an activation (saturated past 64 bits: a layer no rule
+/// counts may hold any size), or the error naming the symbol left.
 fn bytes_of(node: &Node, t: &TensorFact) -> Result<u64> {
-    size_of(t)
-        .map(|(_, b)| b)
-        .ok_or_else(|| size_error(&node.name, &node.op, t))
+    if t.shape.iter().any(|d| d.known().is_none()) {
+        return Err(size_error(&node.name, &node.op, t));
+    }
+    Ok(size_of(t).map_or(u64::MAX, |(_, b)| b))
 }
 
 /// The rows of one graph level, `base` bytes live around it; `outer` names

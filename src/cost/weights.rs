@@ -226,7 +226,8 @@ pub fn tally(graph: &Graph, report: &mut CostReport) -> Result<()> {
     }
     report.total.params = params;
     report.total.weight_bytes = bytes;
-    for l in &mut report.folded {
+    let skipped = report.skipped.iter_mut().flat_map(|b| &mut b.layers);
+    for l in report.folded.iter_mut().chain(skipped) {
         let list = layer_sources(&l.inputs, &producers);
         let mut own = Distinct::default();
         list.into_iter().for_each(|t| own.add(t));
