@@ -127,7 +127,7 @@ class Report:
                 ``output_shapes`` and ``traffic`` are accepted for the
                 original's names; its ``params`` column, the attributes, is
                 ``attrs`` here); default name, op, flops, mread, mwrite, mrw,
-                params, live.
+                params.
             file: where to print (``sys.stdout`` by default).
         """
         out = sys.stdout if file is None else file

@@ -100,11 +100,12 @@ def test_show_report_modes_units_columns():
     out = io.StringIO()
     r.show_report(mode="csv", file=out)
     # unit=None: exact integers: 2000 maxima, 2000 float32 read and written;
-    # CSV is the command line's: one table, the column names as headers.
+    # CSV is the command line's: one table, the column names as headers
+    # (a Relu reads no weight: 0 params).
     assert out.getvalue().splitlines() == [
-        "name,op,flops,mread,mwrite,mrw",
-        "act,Relu,2000,8000,8000,16000",
-        "total,,2000,8000,8000,16000",
+        "name,op,flops,mread,mwrite,mrw,params",
+        "act,Relu,2000,8000,8000,16000,0",
+        "total,,2000,8000,8000,16000,0",
     ]
     out = io.StringIO()
     r.show_report(unit="K", mode="md", n_digits=1, columns=["name", "type", "flops"], file=out)
