@@ -123,6 +123,18 @@ fn the_cli_reports_params_and_the_peak_in_every_format() {
             "{text}"
         );
     }
+    // HTML: two cards among the totals.
+    let (_, html, _) = c3_on(
+        &m,
+        "residual-html",
+        &["estimate", "--dim", "batch=2", "--format", "html"],
+    );
+    assert!(html.contains(
+        r#"label">Parameters</div><div class="value">592</div><div class="note">2.312 KiB of weights</div>"#
+    ));
+    assert!(html.contains(
+        r#"label">Peak activations</div><div class="value">3.000 KiB</div><div class="note">at Relu-1</div>"#
+    ));
 }
 
 /// x[1, 8, 4, 4] through a convolution whose weight is stored as int8
