@@ -15,9 +15,8 @@ use crate::rules::{CountOptions, RuleSet};
 
 mod reference;
 mod usage;
-mod values;
+use crate::commands::parse::*;
 pub use reference::ExplainArgs;
-use values::*;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -376,6 +375,10 @@ pub fn run(cli: Cli) -> Result<String> {
             Ok(Meta::listing(&rules.packs).wrap_text("devices", text))
         }
     }
+}
+
+fn parse_columns(s: &str) -> std::result::Result<Columns, String> {
+    report::parse_columns(s).map(Columns)
 }
 
 fn is_dir(path: &str) -> bool {

@@ -2,8 +2,8 @@
 
 use clap::{Args, CommandFactory};
 
-use super::values::{parse_attr_flag, parse_tensor};
 use super::{Attention, Cli, RuleArgs, count_options};
+use crate::commands::parse::{parse_attr_flag, parse_tensor};
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, TensorFact};
 use crate::report;

@@ -6,6 +6,8 @@
 
 use std::io::IsTerminal;
 
+pub mod parse;
+
 use crate::error::{Error, Result};
 use crate::model::{EstimateOptions, Model};
 use crate::output::{self, Kind, Output};
