@@ -169,7 +169,7 @@ pub fn diff(a: &CostReport, b: &CostReport) -> Diff {
         match summary.iter_mut().find(|r| r.name == name) {
             Some(r) => r.b = Some(s.totals),
             None => summary.push(DiffRow {
-                name: name,
+                name,
                 op: String::new(),
                 a: None,
                 b: Some(s.totals),
@@ -189,12 +189,15 @@ pub fn diff(a: &CostReport, b: &CostReport) -> Diff {
     }
 }
 
+/// A side's model and options as (label, value).
+pub type About = Vec<(String, String)>;
+
 /// What the two sides were: each one's meta (JSON) and its model and
 /// options (the human formats' header).
 #[derive(Debug, Clone, Default)]
 pub struct Sides {
     pub meta: (Meta, Meta),
-    pub about: (Vec<(String, String)>, Vec<(String, String)>),
+    pub about: (About, About),
 }
 
 /// Renders a diff in `opts.format` (table, md, csv or json); `opts.parts`
