@@ -38,6 +38,7 @@ pub enum Command {
     /// Compare B with A per layer, per operator type and in total (B − A):
     /// two models under the same options, or one model under two
     /// (`c3 diff m.onnx --b-rules fused`).
+    #[command(override_usage = "c3 diff [OPTIONS] <A> [B]")]
     Diff(DiffArgs),
     /// How an operator is counted; with --in, evaluate the rule step by step.
     Explain(ExplainArgs),
