@@ -308,6 +308,15 @@ fn a_folder_is_its_models_and_a_failing_one_is_reported_on_its_row() {
     assert_eq!(j["models"][0]["exit_code"], 2);
     assert!(j["models"][0]["error"].as_str().unwrap().contains("ONNX"));
     assert_eq!(j["models"][2]["total"], single(SQUEEZENET, &[])["total"]);
+    // A model found in the folder is never the output.
+    let target = dir.join("light_squeezenet.onnx");
+    let msg = C3::new()
+        .args(["estimate", &folder, "-o"])
+        .arg(&target)
+        .run()
+        .one_line_error(1)
+        .to_string();
+    assert!(msg.contains("this is the input"), "{msg}");
     // Table and Markdown: one row per model.
     let md = C3::new()
         .args(["estimate", &folder, "--format", "md"])

@@ -382,6 +382,7 @@ pub fn estimate_many(
     req: &ReportRequest,
     target: &Target,
 ) -> Result<String> {
+    let models = expand_models(models)?;
     let inputs: Vec<&str> = models.iter().map(String::as_str).collect();
     let out = target.check(Kind::Report, &inputs)?;
     refuse(
@@ -405,7 +406,6 @@ pub fn estimate_many(
         )?;
     }
     opts.check()?;
-    let models = expand_models(models)?;
     if models.iter().filter(|m| *m == output::STDOUT).count() > 1 {
         return Err(Error::Usage("standard input (`-`) can be read once".into()));
     }
