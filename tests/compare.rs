@@ -351,3 +351,62 @@ fn a_batch_refuses_what_a_table_of_models_cannot_show() {
         .to_string();
     assert!(msg.contains("--summary"), "{msg}");
 }
+
+#[test]
+fn layers_match_by_name_in_order_and_either_side_may_lack_one() {
+    let dir = scratch("compare", "names");
+    let layer = |name: &str, op: &str, n: u64| {
+        format!(
+            r#"{{"op": "{op}", "name": "{name}", "inputs": [{{"shape": [1, {n}]}}], "outputs": [{{"shape": [1, {n}]}}]}}"#
+        )
+    };
+    let write = |file: &str, layers: &[String]| {
+        let path = dir.join(file);
+        std::fs::write(&path, format!(r#"{{"layers": [{}]}}"#, layers.join(","))).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    // A: x (64), x (32), only_a (16); B: x (64), x (128), only_b (8).
+    let a = write(
+        "a.json",
+        &[
+            layer("x", "Relu", 64),
+            layer("x", "Relu", 32),
+            layer("only_a", "Relu", 16),
+        ],
+    );
+    let b = write(
+        "b.json",
+        &[
+            layer("x", "Relu", 64),
+            layer("x", "Relu", 128),
+            layer("only_b", "Relu", 8),
+        ],
+    );
+    let j = C3::new()
+        .args(["diff", &a, &b, "--format", "json", "--layers"])
+        .run()
+        .json();
+    assert_valid("diff.schema.json", &j);
+    assert!(
+        j.get("summary").is_none(),
+        "--layers leaves the summary out"
+    );
+    let l = j["layers"].as_array().unwrap();
+    let names: Vec<&str> = l.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["x", "x", "only_a", "only_b"]);
+    // The first x with the first x: 64 − 64 FLOPs (Relu: one per element).
+    assert_eq!(l[0]["delta"]["flops"], 0);
+    // The second with the second: 128 − 32.
+    assert_eq!(l[1]["delta"]["flops"], 128 - 32);
+    // Only in A: B is null and counts as 0, so delta = −16; only in B: +8.
+    assert!(l[2]["b"].is_null());
+    assert_eq!(l[2]["delta"]["flops"], -16);
+    assert!(l[3]["a"].is_null());
+    assert_eq!(l[3]["delta"]["flops"], 8);
+    assert_eq!(l[3]["delta"]["mrw"], 8 * 4 * 2);
+    // The total: (64 + 128 + 8) − (64 + 32 + 16) FLOPs.
+    assert_eq!(
+        j["total"]["delta"]["flops"],
+        (64 + 128 + 8) - (64 + 32 + 16)
+    );
+}
