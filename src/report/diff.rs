@@ -323,12 +323,12 @@ fn shown_figures(d: &Diff) -> impl Iterator<Item = &'static Figure> + '_ {
 }
 
 fn grid(d: &Diff, rows: Rows, s: &Scaler) -> Grid {
-    let (mut header, mut keys) = match rows {
-        Rows::Layers => (vec!["Layer", "Op"], vec!["name", "op"]),
-        Rows::Summary => (vec!["Op"], vec!["op"]),
+    let (header, keys): (&[&str], &[&str]) = match rows {
+        Rows::Layers => (&["Layer", "Op"], &["name", "op"]),
+        Rows::Summary => (&["Op"], &["op"]),
     };
-    let mut header: Vec<String> = header.drain(..).map(String::from).collect();
-    let mut keys: Vec<String> = keys.drain(..).map(String::from).collect();
+    let mut header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    let mut keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
     let lead = header.len();
     for f in shown_figures(d).filter(|f| rows == Rows::Summary || f.key != "layers") {
         let (head, key) = match f.column {
