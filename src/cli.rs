@@ -1,28 +1,22 @@
 //! The `c3` command line: flags defined once with clap (every value typed,
 //! so `--help` lists what each takes), each command dispatched to the
-//! library ([`crate::Model`], [`crate::report`]).
-
-use std::io::IsTerminal;
+//! library ([`crate::commands`], [`crate::Model`], [`crate::report`]).
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::commands::{self, ReportRequest, Target};
 use crate::error::{Error, Result};
-use crate::model::{EstimateOptions, Model, Precision};
-use crate::output::{self, Kind};
+use crate::model::{EstimateOptions, Precision};
+use crate::output;
 use crate::report::model_explorer::Metric;
-use crate::report::{
-    self, ColorChoice, Column, Format, ListFormat, Meta, Parts, ReportOptions, SortKey, Unit,
-};
+use crate::report::{self, ColorChoice, Column, Format, ListFormat, Meta, Parts, SortKey, Unit};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, RuleSet};
 
 mod reference;
 mod usage;
-mod values;
-mod write;
+use crate::commands::parse::*;
 pub use reference::ExplainArgs;
-use values::*;
-use write::{annotate, docs, output_of, shapes};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -38,8 +32,14 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Per-layer and per-operator-type costs of a model or operator trace.
+    /// Per-layer and per-operator-type costs of a model or operator trace;
+    /// given several models or a folder, one totals row per model.
     Estimate(EstimateArgs),
+    /// Compare B with A per layer, per operator type and in total (B − A):
+    /// two models under the same options, or one model under two
+    /// (`c3 diff m.onnx --b-rules fused`).
+    #[command(override_usage = "c3 diff [OPTIONS] <A> [B]")]
+    Diff(DiffArgs),
     /// How an operator is counted; with --in, evaluate the rule step by step.
     Explain(ExplainArgs),
     /// Render DETAILS.md from the rules (or check that it is up to date).
@@ -130,6 +130,10 @@ pub struct Columns(Vec<Column>);
 pub struct EstimateArgs {
     #[command(flatten)]
     pub source: ModelArgs,
+    /// More models or folders: one totals row per model, analysed in
+    /// parallel (`diff`: the model B).
+    #[arg(value_name = "MORE")]
+    pub more: Vec<String>,
     #[command(flatten)]
     pub rules: RuleArgs,
     /// Count a multiply-add as two FLOPs instead of one.
@@ -204,6 +208,80 @@ pub struct EstimateArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct DiffArgs {
+    #[command(flatten)]
+    pub a: EstimateArgs,
+    #[command(flatten)]
+    pub b: BArgs,
+}
+
+/// What B changes of A's options: `c3 diff m.onnx --b-weights int8`.
+#[derive(Args, Debug)]
+pub struct BArgs {
+    /// B's rule packs, in place of A's (repeatable): `--b-rules fused`.
+    #[arg(long = "b-rules", value_name = "DIR")]
+    pub b_packs: Vec<String>,
+    /// B's weights stored in this type (what if).
+    #[arg(
+        long = "b-weights",
+        value_name = "TYPE",
+        value_enum,
+        ignore_case = true
+    )]
+    pub b_weights: Option<Precision>,
+    /// B's activations of this type (what if).
+    #[arg(
+        long = "b-activations",
+        value_name = "TYPE",
+        value_enum,
+        ignore_case = true
+    )]
+    pub b_activations: Option<Precision>,
+    /// B binds a symbolic dimension to this value: `--b-dim batch=8`.
+    #[arg(long = "b-dim", value_name = "NAME=N", value_parser = parse_dim)]
+    pub b_dims: Vec<(String, i64)>,
+    /// B counts a multiply-add as two FLOPs.
+    #[arg(long = "b-no-fma")]
+    pub b_no_fma: bool,
+    /// B folds no constant node away.
+    #[arg(long = "b-no-fold")]
+    pub b_no_fold: bool,
+    /// B's attention counting.
+    #[arg(long = "b-attention", value_enum)]
+    pub b_attention: Option<Attention>,
+}
+
+impl DiffArgs {
+    fn options_b(&self) -> EstimateOptions {
+        let (a, b) = (&self.a, &self.b);
+        let mut o = a.options();
+        if !b.b_packs.is_empty() {
+            o.packs = b.b_packs.clone();
+        }
+        o.weights = b.b_weights.map(Precision::dtype).or(o.weights);
+        o.activations = b.b_activations.map(Precision::dtype).or(o.activations);
+        o.dims.extend(b.b_dims.iter().cloned());
+        let attention = b.b_attention.unwrap_or(a.attention);
+        o.count = count_options(a.no_fma || b.b_no_fma, attention, a.if_branch);
+        o.no_fold |= b.b_no_fold;
+        o
+    }
+
+    fn run(&self) -> Result<String> {
+        let a = &self.a;
+        if a.more.len() > 1 {
+            return Err(Error::Usage(format!(
+                "diff compares two models, A and B; {} were given",
+                a.more.len() + 1
+            )));
+        }
+        let models = (a.source.model.as_str(), a.more.first().map(String::as_str));
+        let options = (&a.options(), &self.options_b());
+        commands::diff(models, options, &a.request(), &a.target())
+    }
+}
+
+#[derive(Args, Debug)]
 pub struct DocsArgs {
     /// Fail when the file differs from what the rules render.
     #[arg(long)]
@@ -263,23 +341,50 @@ pub fn main() -> i32 {
 /// Runs one command; what it returns goes to standard output.
 pub fn run(cli: Cli) -> Result<String> {
     match cli.command {
-        Command::Estimate(a) => estimate(&a),
+        Command::Estimate(a) if a.more.is_empty() && !is_dir(&a.source.model) => {
+            commands::estimate(&a.source.model, &a.options(), &a.request(), &a.target())
+        }
+        Command::Estimate(a) => {
+            let models: Vec<String> = std::iter::once(&a.source.model)
+                .chain(&a.more)
+                .cloned()
+                .collect();
+            commands::estimate_many(&models, &a.options(), &a.request(), &a.target())
+        }
+        Command::Diff(a) => a.run(),
         Command::Explain(a) => reference::explain(&a),
-        Command::Docs(a) => docs(&a),
+        Command::Docs(a) => commands::docs(&a.output, a.check, a.force),
         Command::Rules(RulesCommand::List { rules, format }) => {
             let text = report::catalog::rules_list(&rules.load()?, format);
             Ok(Meta::listing(&rules.packs).wrap_text("rules", text))
         }
-        Command::Rules(RulesCommand::Check { dir }) => reference::rules_check(&dir),
+        Command::Rules(RulesCommand::Check { dir }) => commands::rules_check(&dir),
         Command::Completions { shell } => reference::completions(shell),
         Command::Man => reference::man(),
-        Command::Shapes(a) => shapes(&a),
-        Command::Annotate(a) => annotate(&a),
+        Command::Shapes(a) => {
+            let target = Target {
+                path: a.output.clone(),
+                force: a.force,
+            };
+            commands::shapes(&a.source.model, &a.source.bindings(), a.format, &target)
+        }
+        Command::Annotate(a) if !a.more.is_empty() => {
+            Err(Error::Usage("annotate takes one model".into()))
+        }
+        Command::Annotate(a) => commands::annotate(&a.source.model, &a.options(), &a.target()),
         Command::Devices { rules, format } => {
             let text = report::catalog::devices(&rules.load()?, format);
             Ok(Meta::listing(&rules.packs).wrap_text("devices", text))
         }
     }
+}
+
+fn parse_columns(s: &str) -> std::result::Result<Columns, String> {
+    report::parse_columns(s).map(Columns)
+}
+
+fn is_dir(path: &str) -> bool {
+    path != output::STDOUT && std::path::Path::new(path).is_dir()
 }
 
 pub(crate) fn count_options(
@@ -294,74 +399,54 @@ pub(crate) fn count_options(
     }
 }
 
-pub(super) fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
-    EstimateOptions {
-        dims: a.source.dims.iter().cloned().collect(),
-        inputs: a.source.inputs.iter().cloned().collect(),
-        packs: a.rules.packs.clone(),
-        count: count_options(a.no_fma, a.attention, a.if_branch),
-        weights: a.weights.map(Precision::dtype),
-        activations: a.activations.map(Precision::dtype),
-        device: a.device.clone(),
-        measured_s: a.measured,
-        strict: a.strict,
-        no_fold: a.no_fold,
+impl ModelArgs {
+    fn bindings(&self) -> commands::Bindings {
+        (
+            self.dims.iter().cloned().collect(),
+            self.inputs.iter().cloned().collect(),
+        )
     }
 }
 
-fn estimate(a: &EstimateArgs) -> Result<String> {
-    let out = output_of(&a.output, Kind::Report, a.force, &a.source.model)?;
-    let terminal = std::io::stdout().is_terminal() && out.is_stdout();
-    let format = match a.format {
-        Some(f) => f,
-        None if terminal => Format::Table,
-        None => Format::Md,
-    };
-    usage::check_report_flags(a, format)?;
-    let opts = estimate_options(a);
-    opts.check()?;
-    let model = Model::open(&a.source.model)?;
-    let report_opts = ReportOptions {
-        format,
-        unit: a.unit.unwrap_or(Unit::Auto),
-        digits: a.digits.unwrap_or(3).into(),
-        columns: match &a.columns {
-            Some(c) => c.0.clone(),
-            None => report::parse_columns("default").map_err(Error::Usage)?,
-        },
-        parts: match (a.summary, a.layers) {
-            (true, _) => Parts::Summary,
-            (_, true) => Parts::Layers,
-            _ => Parts::Both,
-        },
-        about: opts.about(&a.source.model),
-        metric: a.metric.unwrap_or(Metric::Flops),
-        node_ids: match format {
-            Format::ModelExplorer => model.node_ids(&opts)?,
-            _ => Default::default(),
-        },
-        meta: None,
-        sort: a.sort,
-        top: a.top,
-        width: report::terminal_width(terminal),
-        color: format == Format::Table && a.color.wanted(terminal),
-    };
-    let estimate = model.estimate(&opts)?;
-    if let Some(ops) = estimate.unsupported_ops() {
-        let count = estimate.report.unsupported.len();
-        eprintln!(
-            "warning: {count} layer(s) are not counted (see the unsupported list): {}",
-            crate::report::text::shown(&ops)
-        );
+impl EstimateArgs {
+    fn options(&self) -> EstimateOptions {
+        let (dims, inputs) = self.source.bindings();
+        EstimateOptions {
+            dims,
+            inputs,
+            packs: self.rules.packs.clone(),
+            count: count_options(self.no_fma, self.attention, self.if_branch),
+            weights: self.weights.map(Precision::dtype),
+            activations: self.activations.map(Precision::dtype),
+            device: self.device.clone(),
+            measured_s: self.measured,
+            strict: self.strict,
+            no_fold: self.no_fold,
+        }
     }
-    let text = estimate.render(&report_opts);
-    // Freeing a large model's graph and report piece by piece costs more
-    // than writing them: another thread does it while the output is
-    // written, and the binary exits without waiting for it.
-    std::thread::spawn(move || drop(estimate));
-    if out.is_stdout() {
-        return Ok(text);
+
+    fn request(&self) -> ReportRequest {
+        ReportRequest {
+            format: self.format,
+            unit: self.unit,
+            digits: self.digits,
+            columns: self.columns.as_ref().map(|c| c.0.clone()),
+            parts: match (self.summary, self.layers) {
+                (true, _) => Parts::Summary,
+                (_, true) => Parts::Layers,
+                _ => Parts::Both,
+            },
+            metric: self.metric,
+            sort: self.sort,
+            top: self.top,
+            color: self.color,
+        }
     }
-    out.write(text.as_bytes())?;
-    Ok(String::new())
+
+    fn target(&self) -> Target {
+        Target {
+            path: self.output.clone(),
+            force: self.force,
+        }
+    }
 }

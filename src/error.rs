@@ -71,6 +71,14 @@ pub enum Error {
     /// `c3 docs --check` found DETAILS.md out of date.
     #[error("{0}")]
     Stale(String),
+    /// Models of a batch that failed, each reported on its row; the exit
+    /// code is the worst of theirs.
+    #[error("{failed} of {total} model(s) failed (each is reported on its row)")]
+    Batch {
+        failed: usize,
+        total: usize,
+        code: i32,
+    },
     #[error("{path}: {source}")]
     Io {
         path: String,
@@ -91,6 +99,7 @@ impl Error {
             | Error::Formula { .. }
             | Error::Io { .. } => 2,
             Error::Unsupported { .. } => 3,
+            Error::Batch { code, .. } => *code,
         }
     }
 

@@ -37,6 +37,7 @@
 //! ```
 
 mod cli;
+pub mod commands;
 pub mod cost;
 pub mod docs;
 pub mod error;

@@ -123,3 +123,29 @@ fn readme_tells_the_two_resnet50s_apart_with_their_real_figures() {
         assert!(readme.contains(shown), "README gives {shown} for {model}");
     }
 }
+
+/// Lines of code: neither blank nor comments (doc comments included: they
+/// are `--help` text, counted with the code they describe only by
+/// [`code_lines`]).
+fn statements(text: &str) -> usize {
+    text.lines()
+        .take_while(|l| !l.starts_with("#[cfg(test)]"))
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with("//"))
+        .count()
+}
+
+#[test]
+fn the_command_line_stays_thin() {
+    // Issue 11: clap definitions and dispatch only, about 400 lines; what
+    // the commands do lives in the library (commands/, output.rs, report/).
+    let root = Path::new(ROOT);
+    let mut files = vec![root.join("src/cli.rs"), root.join("src/main.rs")];
+    rust_files(&root.join("src/cli"), &mut files);
+    let n: usize = files
+        .iter()
+        .map(|f| statements(&std::fs::read_to_string(f).unwrap()))
+        .sum();
+    assert!(n <= 450, "the CLI module holds {n} lines of code");
+    assert!(n > 100, "the CLI module is found: {n} lines");
+    assert_eq!(statements("// a\n\nfn a() {}\n  /// b\n"), 1);
+}

@@ -7,6 +7,7 @@
 mod common;
 
 mod cli;
+mod compare;
 mod control_flow;
 mod conventions;
 mod decoder;

@@ -1,15 +1,13 @@
-//! The commands that need no model: `explain`, `rules check`,
-//! `completions` and `man`.
+//! The commands that need no model: `explain`, `completions` and `man`.
 
 use clap::{Args, CommandFactory};
 
-use super::values::{parse_attr_flag, parse_tensor};
 use super::{Attention, Cli, RuleArgs, count_options};
+use crate::commands::parse::{parse_attr_flag, parse_tensor};
 use crate::error::{Error, Result};
 use crate::ir::{AttrValue, DEFAULT_OPSET, TensorFact};
 use crate::report;
 use crate::report::explain::ExplainInput;
-use crate::rules::RuleSet;
 use crate::rules::rule::BranchChoice;
 
 #[derive(Args, Debug)]
@@ -48,33 +46,6 @@ pub(super) fn explain(a: &ExplainArgs) -> Result<String> {
         count: count_options(a.no_fma, a.attention, BranchChoice::Larger),
     };
     report::explain::explain(rule, &input)
-}
-
-pub(super) fn rules_check(spec: &str) -> Result<String> {
-    let check = RuleSet::check_pack(spec)?;
-    if !check.errors.is_empty() {
-        for e in &check.errors {
-            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
-        }
-        return Err(Error::Input {
-            path: spec.to_string(),
-            message: format!("{} error(s) in this pack", check.errors.len()),
-        });
-    }
-    let mut parts = vec![match check.ops.len() {
-        0 => "0 rule(s)".to_string(),
-        n => format!(
-            "{n} rule(s): {} ({} override built-in rules)",
-            check.ops.join(", "),
-            check.overridden
-        ),
-    }];
-    for (what, names) in [("fusion", &check.fusions), ("device", &check.devices)] {
-        if !names.is_empty() {
-            parts.push(format!("{} {what}(s): {}", names.len(), names.join(", ")));
-        }
-    }
-    Ok(format!("{spec}: ok, {}\n", parts.join("; ")))
 }
 
 /// A completion script for `shell`.

@@ -1,10 +1,5 @@
 //! Usage errors as c3 prints every error: one line on stderr, exit code 1.
 
-use super::EstimateArgs;
-use crate::error::{Error, Result};
-use crate::report::Format;
-use crate::report::model_explorer::Metric;
-
 /// Prints a clap error as one line (its hints, such as the possible values,
 /// kept on it) and returns the exit code; `--help` and `--version` print
 /// as clap writes them and succeed.
@@ -46,43 +41,4 @@ pub(super) fn clap_line(e: &clap::Error) -> String {
     }
     let line = line.strip_prefix("error: ").unwrap_or(&line);
     crate::error::one_line(&crate::report::text::shown(line))
-}
-
-/// Refuses report flags the chosen format cannot honour, naming them,
-/// before the model is read.
-pub(super) fn check_report_flags(a: &EstimateArgs, format: Format) -> Result<()> {
-    let shown = format!("{format:?}").to_lowercase();
-    let mut ignored = Vec::new();
-    let tabular = matches!(format, Format::Table | Format::Md | Format::Csv);
-    if a.columns.is_some() && !tabular {
-        ignored.push("--columns");
-    }
-    if a.unit.is_some() && !tabular {
-        ignored.push("--unit");
-    }
-    if a.digits.is_some() && !(tabular || format == Format::Html) {
-        ignored.push("--digits");
-    }
-    if a.metric.is_some() && format != Format::ModelExplorer {
-        ignored.push("--metric");
-    }
-    if !ignored.is_empty() {
-        let shown = if shown == "modelexplorer" {
-            "model-explorer".to_string()
-        } else {
-            shown
-        };
-        return Err(Error::Usage(format!(
-            "{} cannot be honoured by --format {shown}; drop {}",
-            ignored.join(", "),
-            if ignored.len() == 1 { "it" } else { "them" }
-        )));
-    }
-    if a.metric == Some(Metric::BoundS) && a.device.is_none() {
-        return Err(Error::Usage("--metric bound_s needs --device".into()));
-    }
-    if let Some(k) = a.sort.filter(|k| k.needs_device() && a.device.is_none()) {
-        return Err(Error::Usage(format!("--sort {} needs --device", k.name())));
-    }
-    Ok(())
 }

@@ -22,6 +22,8 @@ const DROP_ORDER: &[&str] = &[
     "MemWrite",
     "Params",
     "Live",
+    "MemR+W Δ%",
+    "FLOPs Δ%",
     "Runs",
     "Fused",
     "FLOPs %",
@@ -33,8 +35,9 @@ const DROP_ORDER: &[&str] = &[
 /// The shortest a shortened name gets.
 const MIN_NAME: usize = 12;
 
+/// A cell's width: its widest line.
 fn width_of(s: &str) -> usize {
-    s.chars().count()
+    s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
 /// The width a table of these columns takes: each cell padded by one space
@@ -91,7 +94,7 @@ pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Op
             keep.retain(|&c| {
                 let out = g.header[c].starts_with(prefix);
                 if out {
-                    dropped.push(g.header[c].clone());
+                    dropped.push(g.header[c].replace('\n', " "));
                 }
                 !out
             });

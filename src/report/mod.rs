@@ -4,9 +4,12 @@
 //! The report only formats what the cost stage computed; it derives nothing
 //! but sums' shares (%) and unit scaling.
 
+pub mod batch;
 pub mod catalog;
+pub mod diff;
 pub mod explain;
 mod fit;
+pub mod flags;
 pub mod html;
 mod json;
 mod meta;
@@ -27,6 +30,7 @@ use crate::ir::TensorFact;
 use crate::rules::value::show_value;
 
 pub use fit::{ColorChoice, terminal_width};
+pub use flags::ReportFlags;
 pub use json::to_json;
 pub use meta::{Meta, wrap as wrap_json};
 use model_line::model_line;

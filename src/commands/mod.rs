@@ -1,0 +1,488 @@
+//! The library side of each `c3` command: what the command line does once
+//! its flags are parsed (the clap definitions in `cli` only parse and call
+//! here). Each command checks its `-o` target and its report flags before
+//! reading a model, writes through [`crate::output`], and returns what goes
+//! to standard output.
+
+use std::io::IsTerminal;
+
+pub mod parse;
+
+use crate::error::{Error, Result};
+use crate::model::{EstimateOptions, Model};
+use crate::output::{self, Kind, Output};
+use crate::report::model_explorer::Metric;
+use crate::report::{
+    self, ColorChoice, Column, Format, ListFormat, Parts, ReportFlags, ReportOptions, SortKey, Unit,
+};
+use crate::rules::RuleSet;
+
+/// Where `-o` sends the output (`None`: standard output), and whether an
+/// existing file may be replaced.
+#[derive(Debug, Clone, Default)]
+pub struct Target {
+    pub path: Option<String>,
+    pub force: bool,
+}
+
+impl Target {
+    /// The checked output, before any model is read; `model` is never the
+    /// output.
+    pub fn check(&self, kind: Kind, models: &[&str]) -> Result<Output> {
+        match &self.path {
+            Some(t) => Output::check(t, kind, self.force, models),
+            None => Ok(Output::stdout()),
+        }
+    }
+}
+
+/// The report flags of `c3 estimate` as given (unset ones `None`): the
+/// format and its defaults are settled once it is known where the output
+/// goes.
+#[derive(Debug, Clone)]
+pub struct ReportRequest {
+    pub format: Option<Format>,
+    pub unit: Option<Unit>,
+    pub digits: Option<u8>,
+    pub columns: Option<Vec<Column>>,
+    pub parts: Parts,
+    pub metric: Option<Metric>,
+    pub sort: Option<SortKey>,
+    pub top: Option<usize>,
+    pub color: ColorChoice,
+}
+
+impl Default for ReportRequest {
+    fn default() -> Self {
+        Self {
+            format: None,
+            unit: None,
+            digits: None,
+            columns: None,
+            parts: Parts::Both,
+            metric: None,
+            sort: None,
+            top: None,
+            color: ColorChoice::Auto,
+        }
+    }
+}
+
+impl ReportRequest {
+    /// The flags given, for [`ReportFlags::check`].
+    pub fn flags(&self, device: bool) -> ReportFlags {
+        ReportFlags {
+            columns: self.columns.is_some(),
+            unit: self.unit.is_some(),
+            digits: self.digits.is_some(),
+            metric: self.metric,
+            sort: self.sort,
+            device,
+        }
+    }
+
+    /// The report options for output to `out`: the format asked for, else a
+    /// table on a terminal and Markdown otherwise; checked against the flags.
+    pub fn options(&self, out: &Output, device: bool) -> Result<ReportOptions> {
+        let terminal = std::io::stdout().is_terminal() && out.is_stdout();
+        let format = match self.format {
+            Some(f) => f,
+            None if terminal => Format::Table,
+            None => Format::Md,
+        };
+        self.flags(device).check(format)?;
+        Ok(ReportOptions {
+            format,
+            unit: self.unit.unwrap_or(Unit::Auto),
+            digits: self.digits.unwrap_or(3).into(),
+            columns: match &self.columns {
+                Some(c) => c.clone(),
+                None => report::parse_columns("default").map_err(Error::Usage)?,
+            },
+            parts: self.parts,
+            metric: self.metric.unwrap_or(Metric::Flops),
+            sort: self.sort,
+            top: self.top,
+            width: report::terminal_width(terminal),
+            color: format == Format::Table && self.color.wanted(terminal),
+            ..ReportOptions::default()
+        })
+    }
+}
+
+/// Sends `text` to `out`: returned when `out` is standard output, written
+/// to the file otherwise.
+pub fn deliver(out: &Output, text: String) -> Result<String> {
+    if out.is_stdout() {
+        return Ok(text);
+    }
+    out.write(text.as_bytes())?;
+    Ok(String::new())
+}
+
+/// Warns on stderr of the layers no rule counted.
+fn warn_unsupported(estimate: &crate::model::Estimate) {
+    if let Some(ops) = estimate.unsupported_ops() {
+        let count = estimate.report.unsupported.len();
+        eprintln!(
+            "warning: {count} layer(s) are not counted (see the unsupported list): {}",
+            report::text::shown(&ops)
+        );
+    }
+}
+
+/// `c3 estimate MODEL`: one model's report.
+pub fn estimate(
+    model: &str,
+    opts: &EstimateOptions,
+    req: &ReportRequest,
+    target: &Target,
+) -> Result<String> {
+    let out = target.check(Kind::Report, &[model])?;
+    let mut report_opts = req.options(&out, opts.device.is_some())?;
+    opts.check()?;
+    let model_file = Model::open(model)?;
+    report_opts.about = opts.about(model);
+    if report_opts.format == Format::ModelExplorer {
+        report_opts.node_ids = model_file.node_ids(opts)?;
+    }
+    let estimate = model_file.estimate(opts)?;
+    warn_unsupported(&estimate);
+    let text = estimate.render(&report_opts);
+    // Freeing a large model's graph and report piece by piece costs more
+    // than writing them: another thread does it while the output is
+    // written, and the binary exits without waiting for it.
+    std::thread::spawn(move || drop(estimate));
+    deliver(&out, text)
+}
+
+/// `c3 annotate MODEL -o OUT.onnx`: the model with each node's costs.
+pub fn annotate(model: &str, opts: &EstimateOptions, target: &Target) -> Result<String> {
+    let Some(path) = &target.path else {
+        return Err(Error::Usage("annotate needs -o OUT.onnx".into()));
+    };
+    let out = target.check(Kind::Onnx, &[model])?;
+    opts.check()?;
+    let done = Model::open(model)?.annotate(opts)?;
+    out.write(&done.bytes)?;
+    if !out.is_stdout() {
+        eprintln!(
+            "wrote {path}: costs on {} nodes, {} inferred value_info entries",
+            done.nodes, done.value_info
+        );
+    }
+    Ok(String::new())
+}
+
+/// `c3 docs`: writes DETAILS.md (`-o -`: returns it), or with `check`
+/// fails when the file differs from what the rules render.
+pub fn docs(path: &str, check: bool, force: bool) -> Result<String> {
+    if check {
+        if path == output::STDOUT {
+            return Err(Error::Usage("docs --check needs a file, not -o -".into()));
+        }
+        let text = crate::docs::render(&RuleSet::builtin()?)?;
+        if !crate::docs::is_current(path, &text)? {
+            return Err(Error::Stale(format!(
+                "{path} is out of date with the rules: run `c3 docs -o {path}` and commit it"
+            )));
+        }
+        eprintln!("{path} is up to date");
+        return Ok(String::new());
+    }
+    let out = Output::check(path, Kind::Docs, force, &[])?;
+    let text = crate::docs::render(&RuleSet::builtin()?)?;
+    if out.is_stdout() {
+        return Ok(text);
+    }
+    out.write(text.as_bytes())?;
+    eprintln!("wrote {path}");
+    Ok(String::new())
+}
+
+/// The bindings `shapes` takes: `--dim` and `--input`.
+pub type Bindings = (
+    std::collections::BTreeMap<String, i64>,
+    std::collections::BTreeMap<String, Vec<u64>>,
+);
+
+/// `c3 shapes MODEL`: the listing, or with `-o` a copy of the model with
+/// the inferred shapes in its value_info (and the listing only when a
+/// format is given).
+pub fn shapes(
+    model: &str,
+    (dims, inputs): &Bindings,
+    format: Option<ListFormat>,
+    target: &Target,
+) -> Result<String> {
+    let out = target.check(Kind::Onnx, &[model])?;
+    if target.path.is_some() && out.is_stdout() && format.is_some() {
+        return Err(Error::Usage(
+            "shapes -o - writes the model to standard output: --format has no room there".into(),
+        ));
+    }
+    let shapes = Model::open_onnx(model)?.shapes(dims, inputs)?;
+    let Some(path) = &target.path else {
+        let format = format.unwrap_or(ListFormat::Table);
+        return Ok(report::shapes::shapes(
+            &shapes.inferred,
+            format,
+            &shapes.meta,
+        ));
+    };
+    let (bytes, n) = shapes.model_bytes();
+    out.write(&bytes)?;
+    if out.is_stdout() {
+        return Ok(String::new());
+    }
+    eprintln!("wrote {path} with {n} inferred value_info entries");
+    Ok(format
+        .map(|f| report::shapes::shapes(&shapes.inferred, f, &shapes.meta))
+        .unwrap_or_default())
+}
+
+/// `c3 rules check PACK`: every error of a pack on stderr, or one line
+/// saying what it holds.
+pub fn rules_check(spec: &str) -> Result<String> {
+    let check = RuleSet::check_pack(spec)?;
+    if !check.errors.is_empty() {
+        for e in &check.errors {
+            eprintln!("error: {}", crate::error::one_line(&e.to_string()));
+        }
+        return Err(Error::Input {
+            path: spec.to_string(),
+            message: format!("{} error(s) in this pack", check.errors.len()),
+        });
+    }
+    let mut parts = vec![match check.ops.len() {
+        0 => "0 rule(s)".to_string(),
+        n => format!(
+            "{n} rule(s): {} ({} override built-in rules)",
+            check.ops.join(", "),
+            check.overridden
+        ),
+    }];
+    for (what, names) in [("fusion", &check.fusions), ("device", &check.devices)] {
+        if !names.is_empty() {
+            parts.push(format!("{} {what}(s): {}", names.len(), names.join(", ")));
+        }
+    }
+    Ok(format!("{spec}: ok, {}\n", parts.join("; ")))
+}
+
+/// Refuses the flags of `estimate` a diff or a batch has no place for.
+fn refuse(what: &str, given: &[(&str, bool)]) -> Result<()> {
+    let named: Vec<&str> = given.iter().filter(|g| g.1).map(|g| g.0).collect();
+    if named.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{what} cannot honour {}; drop {}",
+        named.join(", "),
+        if named.len() == 1 { "it" } else { "them" }
+    )))
+}
+
+/// Refuses a format other than the four tabular and JSON ones.
+fn four_formats(what: &str, opts: &ReportOptions) -> Result<()> {
+    match opts.format {
+        Format::Table | Format::Md | Format::Csv | Format::Json => Ok(()),
+        f => Err(Error::Usage(format!(
+            "{what} has no --format {}: table, md, csv or json",
+            report::flags::name(f)
+        ))),
+    }
+}
+
+/// `c3 diff A [B]`: model B (A again when left out) under `opts_b`
+/// against model A under `opts_a`, per layer, per operator type and in
+/// total.
+pub fn diff(
+    (a, b): (&str, Option<&str>),
+    (opts_a, opts_b): (&EstimateOptions, &EstimateOptions),
+    req: &ReportRequest,
+    target: &Target,
+) -> Result<String> {
+    let b = b.unwrap_or(a);
+    let out = target.check(Kind::Report, &[a, b])?;
+    refuse(
+        "diff",
+        &[
+            ("--columns", req.columns.is_some()),
+            ("--metric", req.metric.is_some()),
+            ("--sort", req.sort.is_some()),
+            ("--top", req.top.is_some()),
+            ("--device", opts_a.device.is_some()),
+        ],
+    )?;
+    let mut report_opts = req.options(&out, false)?;
+    four_formats("diff", &report_opts)?;
+    if a == b && opts_a.about(a) == opts_b.about(b) {
+        return Err(Error::Usage(
+            "diff needs a second model, or a --b-* option that changes B (`c3 diff m.onnx --b-rules fused`)".into(),
+        ));
+    }
+    opts_a.check()?;
+    opts_b.check()?;
+    let model_a = Model::open(a)?;
+    let model_b = if b == a { None } else { Some(Model::open(b)?) };
+    let (ea, eb) = std::thread::scope(|s| {
+        let eb = s.spawn(|| model_b.as_ref().unwrap_or(&model_a).estimate(opts_b));
+        let ea = model_a.estimate(opts_a);
+        (ea, eb.join())
+    });
+    let ea = ea?;
+    let eb = eb.map_err(|_| Error::Usage("diff: estimating B failed".into()))??;
+    report_opts.about = Vec::new();
+    let sides = report::diff::Sides {
+        meta: (ea.meta.clone(), eb.meta.clone()),
+        about: (ea.about.clone(), eb.about.clone()),
+    };
+    let d = report::diff::diff(&ea.report, &eb.report);
+    deliver(&out, report::diff::render(&d, &sides, &report_opts))
+}
+
+/// The models `estimate` was given: each path, a folder standing for its
+/// `.onnx` and `.json` files (sorted by name).
+pub fn expand_models(paths: &[String]) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for p in paths {
+        let path = std::path::Path::new(p);
+        if p == crate::output::STDOUT || !path.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut found: Vec<String> = std::fs::read_dir(path)
+            .map_err(|e| Error::io(p.as_str(), e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.is_file())
+            .filter(|f| f.extension().is_some_and(|x| x == "onnx" || x == "json"))
+            .map(|f| f.to_string_lossy().into_owned())
+            .collect();
+        if found.is_empty() {
+            return Err(Error::Input {
+                path: p.clone(),
+                message: "a folder with no .onnx or .json file".into(),
+            });
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// `c3 estimate A B C...` (or a folder): each model analysed on its own
+/// thread, as many at a time as there are cores; one totals row per model.
+/// A model that fails is reported on its row and the others still run;
+/// then the error is [`Error::Batch`] with the worst exit code, after the
+/// report is written.
+pub fn estimate_many(
+    models: &[String],
+    opts: &EstimateOptions,
+    req: &ReportRequest,
+    target: &Target,
+) -> Result<String> {
+    let models = expand_models(models)?;
+    let inputs: Vec<&str> = models.iter().map(String::as_str).collect();
+    let out = target.check(Kind::Report, &inputs)?;
+    refuse(
+        "a batch of models",
+        &[
+            ("--columns", req.columns.is_some()),
+            ("--metric", req.metric.is_some()),
+            ("--sort", req.sort.is_some()),
+            ("--top", req.top.is_some()),
+        ],
+    )?;
+    let report_opts = req.options(&out, opts.device.is_some())?;
+    four_formats("a batch of models", &report_opts)?;
+    if report_opts.format != Format::Json {
+        refuse(
+            "a table of models",
+            &[
+                ("--summary", req.parts == Parts::Summary),
+                ("--layers", req.parts == Parts::Layers),
+            ],
+        )?;
+    }
+    opts.check()?;
+    if models.iter().filter(|m| *m == output::STDOUT).count() > 1 {
+        return Err(Error::Usage("standard input (`-`) can be read once".into()));
+    }
+    let want_json = report_opts.format == Format::Json;
+    let one = |model: &str| -> Result<report::batch::BatchFigures> {
+        let e = Model::open(model)?.estimate(opts)?;
+        Ok(report::batch::BatchFigures {
+            total: e.report.total,
+            unsupported: e.report.unsupported.len(),
+            json: want_json.then(|| {
+                e.render(&ReportOptions {
+                    format: Format::Json,
+                    parts: req.parts,
+                    ..ReportOptions::default()
+                })
+            }),
+        })
+    };
+    let rows = in_parallel(&models, |m| report::batch::BatchRow {
+        model: m.clone(),
+        outcome: one(m).map_err(|e| {
+            // The row names the model: its error need not repeat it.
+            let line = crate::error::one_line(&e.to_string());
+            let line = line
+                .strip_prefix(&format!("{m}: "))
+                .unwrap_or(&line)
+                .to_string();
+            (line, e.exit_code())
+        }),
+    });
+    let text = report::batch::render(&rows, &report_opts);
+    let failed: Vec<i32> = rows
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().err().map(|e| e.1))
+        .collect();
+    if failed.is_empty() {
+        return deliver(&out, text);
+    }
+    match out.is_stdout() {
+        true => output::write_stdout(text.as_bytes())?,
+        false => out.write(text.as_bytes())?,
+    }
+    Err(Error::Batch {
+        failed: failed.len(),
+        total: rows.len(),
+        code: failed.into_iter().max().unwrap_or(2),
+    })
+}
+
+/// `work` over every item, on as many threads as there are cores, results
+/// in the items' order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(items.len())
+        .max(1);
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        mine.push((i, work(item)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_by_key(|d| d.0);
+    done.into_iter().map(|d| d.1).collect()
+}
