@@ -11,6 +11,7 @@ pub mod html;
 mod json;
 mod meta;
 pub mod model_explorer;
+mod pretty;
 mod roofline;
 mod rows;
 pub mod shapes;
