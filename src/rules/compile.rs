@@ -242,9 +242,10 @@ impl<'a> SourceFile<'a> {
         let mut keys = HashMap::new();
         let mut offset = 0;
         for line in text.split_inclusive('\n') {
-            if let Some((key, _)) = line.split_once(':')
+            // Only lines at column 0 can be keys: look for the colon there alone.
+            if !line.starts_with([' ', '\t', '#', '-', '\n'])
+                && let Some((key, _)) = line.split_once(':')
                 && !key.is_empty()
-                && !line.starts_with([' ', '\t', '#', '-'])
             {
                 let key = key.trim().trim_matches(['"', '\'']);
                 keys.entry(key).or_insert(offset);
