@@ -8,10 +8,11 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::ser::Formatter;
 
-/// A line break followed by enough spaces for [`LEVELS`] levels.
-const BREAK: &[u8; 1 + 2 * LEVELS] = &{
-    let mut b = [b' '; 1 + 2 * LEVELS];
-    b[0] = b'\n';
+/// A comma, a line break, then enough spaces for [`LEVELS`] levels.
+const BREAK: &[u8; 2 + 2 * LEVELS] = &{
+    let mut b = [b' '; 2 + 2 * LEVELS];
+    b[0] = b',';
+    b[1] = b'\n';
     b
 };
 /// Levels indented with one write; deeper ones take one more per [`LEVELS`].
@@ -25,15 +26,16 @@ struct Pretty {
 }
 
 impl Pretty {
-    /// A line break, then the current level's indentation.
-    fn newline<W: ?Sized + Write>(&self, w: &mut W) -> io::Result<()> {
+    /// A line break (after a comma unless `first`), then the current
+    /// level's indentation, in one write up to [`LEVELS`] levels.
+    fn newline<W: ?Sized + Write>(&self, w: &mut W, first: bool) -> io::Result<()> {
         let mut left = self.level;
-        let first = left.min(LEVELS);
-        w.write_all(&BREAK[..1 + 2 * first])?;
-        left -= first;
+        let n = left.min(LEVELS);
+        w.write_all(&BREAK[usize::from(first)..2 + 2 * n])?;
+        left -= n;
         while left > 0 {
             let n = left.min(LEVELS);
-            w.write_all(&BREAK[1..1 + 2 * n])?;
+            w.write_all(&BREAK[2..2 + 2 * n])?;
             left -= n;
         }
         Ok(())
@@ -48,16 +50,13 @@ impl Pretty {
     fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
         self.level -= 1;
         if self.has_value {
-            self.newline(w)?;
+            self.newline(w, true)?;
         }
         w.write_all(bracket)
     }
 
     fn item<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if !first {
-            w.write_all(b",")?;
-        }
-        self.newline(w)
+        self.newline(w, first)
     }
 }
 
