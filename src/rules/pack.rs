@@ -222,7 +222,7 @@ pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
     // The indentation of the open block's own keys, once seen.
     let mut indent = None;
     let mut offset = 0;
-    for line in text.split_inclusive('\n') {
+    for line in super::compile::lines_inclusive(text) {
         let at = offset;
         offset += line.len();
         let body = line.trim_start_matches(' ');
