@@ -1,6 +1,6 @@
 //! A whole `c3 estimate` on the 10,000-node transformer, in memory: decode,
 //! infer shapes, cost every node, render the Markdown report; and the cost
-//! and report stages alone.
+//! and report stages (Markdown, JSON) alone.
 
 mod common;
 
@@ -54,6 +54,15 @@ fn whole(c: &mut Criterion) {
     });
     g.bench_function("transformer_10000_render_md", |b| {
         b.iter(|| render(black_box(&report), &md, None))
+    });
+    // The pretty JSON text of every layer (a third of a whole run's
+    // instructions before its indentation was written in one piece).
+    let json = ReportOptions {
+        format: Format::Json,
+        ..Default::default()
+    };
+    g.bench_function("transformer_10000_render_json", |b| {
+        b.iter(|| render(black_box(&report), &json, None))
     });
     g.finish();
 }

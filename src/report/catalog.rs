@@ -25,7 +25,7 @@ pub fn rules_list(rules: &RuleSet, format: ListFormat) -> String {
                     })
                 })
                 .collect();
-            serde_json::to_string_pretty(&list).expect("JSON values always serialize") + "\n"
+            super::pretty::to_string(&list, 4096)
         }
         ListFormat::Table => {
             let mut t = comfy_table::Table::new();
@@ -65,7 +65,7 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
                     })
                 })
                 .collect();
-            serde_json::to_string_pretty(&list).expect("JSON values always serialize") + "\n"
+            super::pretty::to_string(&list, 4096)
         }
         ListFormat::Table => {
             let mut t = comfy_table::Table::new();

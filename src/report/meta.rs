@@ -48,6 +48,16 @@ impl Serialize for Meta {
 
 /// `{"meta": META, KEY: BODY}`: a listing whose body is an array.
 pub fn wrap<T: Serialize>(meta: &Meta, key: &str, body: &T) -> String {
+    wrap_sized(meta, key, body, 4096)
+}
+
+/// [`wrap`] into a buffer of `capacity` bytes to start with.
+pub(crate) fn wrap_sized<T: Serialize>(
+    meta: &Meta,
+    key: &str,
+    body: &T,
+    capacity: usize,
+) -> String {
     struct Doc<'a, T> {
         meta: &'a Meta,
         key: &'a str,
@@ -61,8 +71,7 @@ pub fn wrap<T: Serialize>(meta: &Meta, key: &str, body: &T) -> String {
             m.end()
         }
     }
-    serde_json::to_string_pretty(&Doc { meta, key, body }).expect("JSON values always serialize")
-        + "\n"
+    super::pretty::to_string(&Doc { meta, key, body }, capacity)
 }
 
 impl Meta {

@@ -15,6 +15,7 @@ mod json;
 mod meta;
 pub mod model_explorer;
 mod model_line;
+mod pretty;
 mod roofline;
 mod rows;
 mod scaler;

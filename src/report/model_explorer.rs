@@ -126,7 +126,7 @@ pub fn render(
         ids.graph.clone(),
         json!({ "results": results, "gradient": GRADIENT }),
     );
-    serde_json::to_string_pretty(&doc).expect("JSON values always serialize") + "\n"
+    super::pretty::to_string(&doc, 4096)
 }
 
 /// Two values of one metric added: integers exactly (saturating, as the

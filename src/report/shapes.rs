@@ -1,14 +1,38 @@
 //! `c3 shapes`: every value of a model with its inferred type and shape.
 
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+
 use crate::ir::{DType, Dim};
 use crate::onnx::infer::Inferred;
+use crate::shape::Fact;
 
 use super::{ListFormat, Meta};
 
-fn dim_json(d: &Dim) -> serde_json::Value {
-    match d {
-        Dim::Known(n) => serde_json::json!(n),
-        Dim::Sym(s) => serde_json::json!(s.to_string()),
+/// One value's type and shape, written straight from the fact.
+struct TensorJ<'a>(&'a Fact);
+
+impl Serialize for TensorJ<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct ShapeJ<'a>(&'a [Dim]);
+        impl Serialize for ShapeJ<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.len()))?;
+                for d in self.0 {
+                    match d {
+                        Dim::Known(n) => seq.serialize_element(n)?,
+                        Dim::Sym(v) => seq.serialize_element(&v.to_string())?,
+                    }
+                }
+                seq.end()
+            }
+        }
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("dtype", &self.0.dtype.map(DType::name))?;
+        m.serialize_entry("shape", &self.0.shape.as_deref().map(ShapeJ))?;
+        m.end()
     }
 }
 
@@ -17,17 +41,15 @@ fn dim_json(d: &Dim) -> serde_json::Value {
 pub fn shapes(inferred: &Inferred, format: ListFormat, meta: &Meta) -> String {
     match format {
         ListFormat::Json => {
-            let mut tensors = serde_json::Map::new();
-            for (name, f) in &inferred.values {
-                tensors.insert(
-                    name.clone(),
-                    serde_json::json!({
-                        "dtype": f.dtype.map(DType::name),
-                        "shape": f.shape.as_ref().map(|s| s.iter().map(dim_json).collect::<Vec<_>>()),
-                    }),
-                );
-            }
-            super::meta::wrap(meta, "tensors", &tensors)
+            // By name, as JSON objects have always listed them here; a name
+            // defined twice shows its last fact.
+            let tensors: BTreeMap<&str, TensorJ> = inferred
+                .values
+                .iter()
+                .map(|(name, f)| (name.as_str(), TensorJ(f)))
+                .collect();
+            // About 120 bytes a value.
+            super::meta::wrap_sized(meta, "tensors", &tensors, 4096 + 128 * tensors.len())
         }
         ListFormat::Table => {
             let mut t = comfy_table::Table::new();

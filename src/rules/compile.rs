@@ -219,6 +219,27 @@ impl fmt::Debug for Memo {
     }
 }
 
+/// The lines of `text`, each with its line break, as
+/// `str::split_inclusive('\n')` gives them, found with memchr: the
+/// built-in rule files are indexed on every run.
+pub(crate) fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
+    let mut start = 0;
+    let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
+    std::iter::from_fn(move || match breaks.next() {
+        Some(end) => {
+            let line = &text[start..=end];
+            start = end + 1;
+            Some(line)
+        }
+        None if start < text.len() => {
+            let line = &text[start..];
+            start = text.len();
+            Some(line)
+        }
+        None => None,
+    })
+}
+
 /// The source a rule file was read from, to turn offsets into line:col.
 /// Cloning shares the indexes.
 #[derive(Clone)]
@@ -241,10 +262,11 @@ impl<'a> SourceFile<'a> {
         let mut lines = vec![0];
         let mut keys = HashMap::new();
         let mut offset = 0;
-        for line in text.split_inclusive('\n') {
-            if let Some((key, _)) = line.split_once(':')
+        for line in lines_inclusive(text) {
+            // Only lines at column 0 can be keys: look for the colon there alone.
+            if !line.starts_with([' ', '\t', '#', '-', '\n'])
+                && let Some((key, _)) = line.split_once(':')
                 && !key.is_empty()
-                && !line.starts_with([' ', '\t', '#', '-'])
             {
                 let key = key.trim().trim_matches(['"', '\'']);
                 keys.entry(key).or_insert(offset);
@@ -615,4 +637,26 @@ pub(crate) fn join_patterns(p: &[TensorPat]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    /// Same lines as `split_inclusive('\n')`: the line index and the rule
+    /// blocks are built from them.
+    #[test]
+    fn lines_inclusive_splits_as_split_inclusive() {
+        for text in [
+            "",
+            "\n",
+            "a",
+            "a\n",
+            "a\nb",
+            "\n\nx:\n  y: 1\n\n",
+            "é:\n  ü\r\nz",
+        ] {
+            let ours: Vec<&str> = super::lines_inclusive(text).collect();
+            let std: Vec<&str> = text.split_inclusive('\n').collect();
+            assert_eq!(ours, std, "{text:?}");
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! `--devices` files). The roofline that uses them is [`crate::cost::roofline`](mod@crate::cost::roofline).
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 
@@ -57,16 +58,45 @@ fn normalize(s: &str) -> String {
         .collect()
 }
 
+/// Devices by key. The built-in ones are read the first time a device is
+/// looked up or listed: a run without `--device` never parses the catalog.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    devices: Vec<Device>,
+    /// Whether the built-in devices come first.
+    builtin: bool,
+    devices: OnceLock<Vec<Device>>,
 }
 
 impl Catalog {
+    /// The built-in catalog, read when first used.
     pub fn builtin() -> Result<Catalog, RuleError> {
+        Ok(Catalog {
+            builtin: true,
+            devices: OnceLock::new(),
+        })
+    }
+
+    /// The built-in devices, parsed now.
+    fn parse_builtin() -> Result<Vec<Device>, RuleError> {
         let mut c = Catalog::default();
         c.add_source(BUILTIN_DEVICES.0, BUILTIN_DEVICES.1)?;
-        Ok(c)
+        Ok(c.devices.into_inner().unwrap_or_default())
+    }
+
+    fn devices(&self) -> &Vec<Device> {
+        self.devices.get_or_init(|| {
+            if !self.builtin {
+                return Vec::new();
+            }
+            // The embedded file is ours, and the tests load it: it cannot
+            // fail in a build that passed them.
+            Self::parse_builtin().unwrap_or_else(|e| panic!("the built-in device catalog: {e}"))
+        })
+    }
+
+    fn devices_mut(&mut self) -> &mut Vec<Device> {
+        self.devices();
+        self.devices.get_mut().expect("initialised just above")
     }
 
     /// Adds (or replaces, by key) the devices of a catalog file.
@@ -117,15 +147,16 @@ impl Catalog {
         }
         // Replaces by key in one pass, not one pass per device.
         let new: std::collections::HashSet<&str> = keys.iter().map(String::as_str).collect();
-        self.devices.retain(|x| !new.contains(x.key.as_str()));
-        self.devices.extend(added);
+        let devices = self.devices_mut();
+        devices.retain(|x| !new.contains(x.key.as_str()));
+        devices.extend(added);
         Ok(keys)
     }
 
     /// Finds a device by key, alias or full name, ignoring case and punctuation.
     pub fn find(&self, name: &str) -> Option<&Device> {
         let n = normalize(name);
-        self.devices.iter().find(|d| {
+        self.devices().iter().find(|d| {
             normalize(&d.key) == n
                 || normalize(&d.name) == n
                 || d.aliases.iter().any(|a| normalize(a) == n)
@@ -133,15 +164,15 @@ impl Catalog {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Device> {
-        self.devices.iter()
+        self.devices().iter()
     }
 
     pub fn len(&self) -> usize {
-        self.devices.len()
+        self.devices().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.devices.is_empty()
+        self.devices().is_empty()
     }
 }
 
@@ -238,6 +269,26 @@ mod tests {
             assert!(d.peak.contains_key("fp32"), "{} has no fp32 peak", d.key);
             assert!(!d.source.is_empty());
         }
+    }
+
+    #[test]
+    fn the_builtin_catalog_is_parsed_only_when_used() {
+        // A run without --device never reads rules/devices.yaml (issue 15,
+        // start-up): the catalog is empty until a device is looked up.
+        let c = Catalog::builtin().unwrap();
+        assert!(c.devices.get().is_none());
+        let parsed = Catalog::parse_builtin().unwrap();
+        assert_eq!(c.len(), parsed.len());
+        assert!(c.devices.get().is_some());
+        // A catalog file added over it keeps the built-in devices: 1 more.
+        let mut c = Catalog::builtin().unwrap();
+        c.add_source(
+            "d.yaml",
+            "x:\n  name: X\n  peak: {fp32: 1.0e12}\n  bandwidth: 1.0e9\n  source: s\n",
+        )
+        .unwrap();
+        assert_eq!(c.len(), parsed.len() + 1);
+        assert_eq!(c.find("x").unwrap().bandwidth, 1.0e9);
     }
 
     #[test]

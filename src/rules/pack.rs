@@ -222,7 +222,7 @@ pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
     // The indentation of the open block's own keys, once seen.
     let mut indent = None;
     let mut offset = 0;
-    for line in text.split_inclusive('\n') {
+    for line in super::compile::lines_inclusive(text) {
         let at = offset;
         offset += line.len();
         let body = line.trim_start_matches(' ');
@@ -288,21 +288,21 @@ fn file_domain(text: &'static str) -> &'static str {
         .map_or("", domain_value)
 }
 
-/// The built-in rule files with their line indexes, made once per process.
-fn builtin_sources() -> &'static [SourceFile<'static>] {
-    static SOURCES: OnceLock<Vec<SourceFile<'static>>> = OnceLock::new();
-    SOURCES.get_or_init(|| {
-        BUILTIN_RULES
-            .iter()
-            .map(|(path, text)| SourceFile::new(path, text, true))
-            .collect()
+/// A built-in rule file with its line index, made once per process and
+/// only for the files whose rules a run compiles.
+fn builtin_source(file: usize) -> &'static SourceFile<'static> {
+    static SOURCES: [OnceLock<SourceFile<'static>>; BUILTIN_RULES.len()] =
+        [const { OnceLock::new() }; BUILTIN_RULES.len()];
+    SOURCES[file].get_or_init(|| {
+        let (path, text) = BUILTIN_RULES[file];
+        SourceFile::new(path, text, true)
     })
 }
 
 /// Compiles one built-in rule from its block alone.
 fn compile_builtin(file: usize, range: Range<usize>, op: &str) -> Result<CostRule, RuleError> {
     let text = BUILTIN_RULES[file].1;
-    let src = builtin_sources()[file].clone().at(range.start);
+    let src = builtin_source(file).clone().at(range.start);
     let mut def: RuleFileDef =
         serde_saphyr::from_str(&text[range]).map_err(|e| yaml_error(&src, &e))?;
     // The block alone does not hold the file's `domain:` key.

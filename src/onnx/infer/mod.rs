@@ -302,8 +302,11 @@ impl<'m> Walker<'m> {
                 "subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
             )));
         }
-        // One entry per node output and initializer: size the scope once.
-        scope.vars.reserve(g.node.len() * 2 + g.initializer.len());
+        // One entry per node output and initializer: size the scope once,
+        // to what it will hold (a guess of two outputs a node doubled the
+        // table of a large graph).
+        let outputs: usize = g.node.iter().map(|n| n.output.len()).sum();
+        scope.vars.reserve(outputs + g.initializer.len());
         if let Some(r) = record.as_deref_mut() {
             r.reserve(g.node.len());
         }
@@ -348,7 +351,7 @@ impl<'m> Walker<'m> {
             values.extend(
                 order_names
                     .into_iter()
-                    .filter_map(|n| scope.vars.get(&n).map(|f| (n.clone(), f.clone()))),
+                    .filter_map(|n| scope.vars.get(&n).cloned().map(|f| (n, f))),
             );
         }
         Ok(())
