@@ -146,6 +146,10 @@ pub struct EstimateArgs {
     /// Which If branch the totals count (the other is reported beside them).
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = BranchChoice::Larger)]
     pub if_branch: BranchChoice,
+    /// Count each weight a rule asks `nnz()` of (`--rules sparse`) as if
+    /// the fraction R of it were zero, without reading it (0 <= R < 1).
+    #[arg(long, value_name = "R")]
+    pub prune: Option<crate::rules::Prune>,
     /// Output format (default: table on a terminal, md otherwise).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -290,6 +294,7 @@ pub(crate) fn count_options(
         fma: !no_fma,
         full_attention: attention == Attention::Full,
         branch,
+        prune: None,
     }
 }
 
@@ -298,7 +303,10 @@ pub(super) fn estimate_options(a: &EstimateArgs) -> EstimateOptions {
         dims: a.source.dims.iter().cloned().collect(),
         inputs: a.source.inputs.iter().cloned().collect(),
         packs: a.rules.packs.clone(),
-        count: count_options(a.no_fma, a.attention, a.if_branch),
+        count: CountOptions {
+            prune: a.prune,
+            ..count_options(a.no_fma, a.attention, a.if_branch)
+        },
         weights: a.weights.map(Precision::dtype),
         activations: a.activations.map(Precision::dtype),
         device: a.device.clone(),
