@@ -470,6 +470,9 @@ impl EstimateOptions {
             },
         );
         m.set("if_branch", self.count.branch.name());
+        if let Some(p) = self.count.prune {
+            m.set("prune", p.fraction());
+        }
         m.set("packs", self.packs.clone());
         m.set("dims", json!(self.dims));
         m.set("inputs", json!(self.inputs));
@@ -514,6 +517,12 @@ impl EstimateOptions {
         for (k, shape) in &self.inputs {
             let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
             add("input", format!("{k}={}", dims.join("x")));
+        }
+        if let Some(p) = self.count.prune {
+            add(
+                "what if pruned",
+                format!("{} of each weight nnz() counts is zero", p.fraction()),
+            );
         }
         if let Some(w) = self.weights {
             add("what if weights were", w.name().to_string());
