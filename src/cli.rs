@@ -150,6 +150,10 @@ pub struct EstimateArgs {
     /// Which If branch the totals count (the other is reported beside them).
     #[arg(long, value_name = "WHICH", value_enum, default_value_t = BranchChoice::Larger)]
     pub if_branch: BranchChoice,
+    /// Count each weight a rule asks `nnz()` of (`--rules sparse`) as if
+    /// the fraction R of it were zero, without reading it (0 <= R < 1).
+    #[arg(long, value_name = "R")]
+    pub prune: Option<crate::rules::Prune>,
     /// Output format (default: table on a terminal, md otherwise).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
@@ -396,6 +400,7 @@ pub(crate) fn count_options(
         fma: !no_fma,
         full_attention: attention == Attention::Full,
         branch,
+        prune: None,
     }
 }
 
@@ -415,7 +420,10 @@ impl EstimateArgs {
             dims,
             inputs,
             packs: self.rules.packs.clone(),
-            count: count_options(self.no_fma, self.attention, self.if_branch),
+            count: CountOptions {
+                prune: self.prune,
+                ..count_options(self.no_fma, self.attention, self.if_branch)
+            },
             weights: self.weights.map(Precision::dtype),
             activations: self.activations.map(Precision::dtype),
             device: self.device.clone(),

@@ -243,6 +243,27 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         })
         .collect();
     ctx.insert("fusions", &patterns);
+    // The sparse pack's rules, with their FLOPs and read formulas.
+    let mut sparse = RuleSet::empty();
+    sparse.load_pack("sparse")?;
+    let sparse_rules: Vec<serde_json::Value> = sparse
+        .iter()
+        .map(|r| {
+            let let_text = r
+                .lets
+                .iter()
+                .map(|(n, f)| format!("${} = {}$", latex_name(n), to_latex(&f.ast)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            serde_json::json!({
+                "op": r.op,
+                "lets": let_text,
+                "flops": to_latex(&r.flops.ast),
+                "mread": to_latex(&r.mread.ast),
+            })
+        })
+        .collect();
+    ctx.insert("sparse_rules", &sparse_rules);
     let packs: Vec<serde_json::Value> = crate::rules::BUILTIN_PACKS
         .iter()
         .map(|p| serde_json::json!({"name": p.name, "summary": p.summary}))

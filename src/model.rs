@@ -18,7 +18,7 @@
 //! assert!(text.contains("Relu-1"));
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
@@ -79,12 +79,21 @@ impl EstimateOptions {
     /// device is in the catalog), so that a bad option fails at once rather
     /// than after a long analysis.
     pub fn check(&self) -> Result<()> {
-        if self.device.is_none() && self.packs.is_empty() {
+        if self.device.is_none() && self.packs.is_empty() && self.count.prune.is_none() {
             return Ok(()); // the built-in rules alone always load
         }
         let rules = self.rules()?;
         if let Some(name) = &self.device {
             find_device(&rules, name)?;
+        }
+        // `--prune` acts through `nnz()`: without a rule that uses it the
+        // flag would change nothing, silently.
+        if self.count.prune.is_some() && rules.iter().all(|r| r.nonzero_inputs().is_empty()) {
+            return Err(Error::Usage(
+                "--prune counts the weights of rules that use nnz(), and no rule in force does \
+                 (add --rules sparse)"
+                    .into(),
+            ));
         }
         Ok(())
     }
@@ -260,6 +269,9 @@ impl Model {
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
         let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold)?;
+        if opts.count.prune.is_none() {
+            self.count_nonzeros(&mut graph.nodes, &rules, &mut HashMap::new())?;
+        }
         graph.override_precision(opts.weights, opts.activations);
         let report = cost::estimate(&graph, &rules, opts.count)?;
         if opts.strict
@@ -282,6 +294,65 @@ impl Model {
             meta: opts.meta(self),
             about: opts.about(&self.path),
         })
+    }
+
+    /// Counts the nonzero elements of each weight a rule asks `nnz()` of,
+    /// reading those weights and no others, each once (`counted`, by name).
+    /// Subgraph bodies included; a trace has no values, so nothing to read.
+    fn count_nonzeros(
+        &self,
+        nodes: &mut [crate::ir::Node],
+        rules: &RuleSet,
+        counted: &mut HashMap<String, u64>,
+    ) -> Result<()> {
+        let Source::Onnx(m) = &self.source else {
+            return Ok(());
+        };
+        let Some(g) = &m.model.graph else {
+            return Ok(());
+        };
+        for node in nodes {
+            for b in &mut node.bodies {
+                if let Ok(body) = &mut b.graph {
+                    self.count_nonzeros(&mut body.nodes, rules, counted)?;
+                }
+            }
+            let Some(rule) = rules.get(&node.domain, &node.op) else {
+                continue;
+            };
+            for i in rule.nonzero_inputs() {
+                let Some(Some(fact)) = node.inputs.get_mut(i) else {
+                    continue;
+                };
+                let Some(name) = fact.name.as_deref().filter(|_| fact.constant) else {
+                    continue;
+                };
+                if let Some(&z) = counted.get(name) {
+                    fact.nonzeros = Some(z);
+                    continue;
+                }
+                // A constant c3 computed (folded) has no stored values: it
+                // stays dense.
+                let Some(t) = g
+                    .initializer
+                    .iter()
+                    .find(|t| t.name.as_deref() == Some(name))
+                else {
+                    continue;
+                };
+                let fail = |e: String| Error::Input {
+                    path: self.path.clone(),
+                    message: format!("weight '{name}' of layer '{}': {e}", node.name),
+                };
+                let dtype = crate::onnx::tensor::dtype_of(t).map_err(fail)?;
+                let n = crate::onnx::tensor::element_count(&t.dims).map_err(fail)?;
+                let at = crate::onnx::nonzero::location(t, &m.dir).map_err(fail)?;
+                let z = crate::onnx::nonzero::count(&at, dtype, n).map_err(fail)?;
+                counted.insert(name.to_string(), z);
+                fact.nonzeros = Some(z);
+            }
+        }
+        Ok(())
     }
 
     /// Infers the type and shape of every value (ONNX models only).
@@ -399,6 +470,9 @@ impl EstimateOptions {
             },
         );
         m.set("if_branch", self.count.branch.name());
+        if let Some(p) = self.count.prune {
+            m.set("prune", p.fraction());
+        }
         m.set("packs", self.packs.clone());
         m.set("dims", json!(self.dims));
         m.set("inputs", json!(self.inputs));
@@ -443,6 +517,12 @@ impl EstimateOptions {
         for (k, shape) in &self.inputs {
             let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
             add("input", format!("{k}={}", dims.join("x")));
+        }
+        if let Some(p) = self.count.prune {
+            add(
+                "what if pruned",
+                format!("{} of each weight nnz() counts is zero", p.fraction()),
+            );
         }
         if let Some(w) = self.weights {
             add("what if weights were", w.name().to_string());

@@ -153,13 +153,16 @@ fn rules_check_takes_the_built_in_pack_names() {
         "{}",
         r.stdout
     );
-    for pack in ["naive", "fused"] {
+    for pack in ["naive", "fused", "sparse"] {
         c3(&["rules", "check", pack]).ok();
     }
     let e = c3(&["rules", "check", "no_such_pack"])
         .one_line_error(1)
         .to_string();
-    assert!(e.contains("built-in packs: naive, fused, chainer"), "{e}");
+    assert!(
+        e.contains("built-in packs: naive, fused, sparse, chainer"),
+        "{e}"
+    );
 }
 
 #[test]

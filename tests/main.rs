@@ -36,4 +36,5 @@ mod rules_normpool;
 mod rules_quantization;
 mod rules_tensorix;
 mod rules_transformer;
+mod sparse;
 mod symbols;

@@ -87,6 +87,7 @@ def estimate(
     fma: bool = True,
     attention: str = "masked",
     if_branch: str = "larger",
+    prune: Optional[float] = None,
     weights: Optional[str] = None,
     activations: Optional[str] = None,
     strict: bool = False,
@@ -108,6 +109,8 @@ def estimate(
         attention: ``"masked"`` counts the (query, key) pairs a causal mask
             leaves, ``"full"`` the whole square.
         if_branch: which If branch the totals count: larger, smaller, then, else.
+        prune: with ``rules="sparse"``, count each weight as if this fraction
+            of it (0 <= R < 1) were zero, without reading it (``--prune``).
         weights, activations: what-if storage types (fp32, fp16, bf16, fp8,
             int8, int4) for the constant tensors and the others.
         strict: raise :class:`UnsupportedOpError` when a layer has no rule
@@ -128,6 +131,7 @@ def estimate(
         fma=bool(fma),
         attention=attention,
         if_branch=if_branch,
+        prune=None if prune is None else format(float(prune), ".9f"),
         weights=weights,
         activations=activations,
         strict=bool(strict),

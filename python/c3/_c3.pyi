@@ -29,6 +29,7 @@ def estimate(
     fma: bool,
     attention: str,
     if_branch: str,
+    prune: Optional[str],
     weights: Optional[str],
     activations: Optional[str],
     strict: bool,

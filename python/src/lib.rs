@@ -144,7 +144,7 @@ fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error
 /// file), "onnx" (the bytes of a model) or "trace" (trace JSON, bytes).
 #[pyfunction]
 #[pyo3(signature = (model, kind, name, *, dims, inputs, rules, device, measured, fma,
-                    attention, if_branch, weights, activations, strict, format, unit,
+                    attention, if_branch, prune, weights, activations, strict, format, unit,
                     digits, columns, parts))]
 #[allow(clippy::too_many_arguments)]
 fn estimate(
@@ -160,6 +160,7 @@ fn estimate(
     fma: bool,
     attention: &str,
     if_branch: &str,
+    prune: Option<String>,
     weights: Option<String>,
     activations: Option<String>,
     strict: bool,
@@ -198,6 +199,10 @@ fn estimate(
                     fma,
                     full_attention,
                     branch: if_branch.parse().map_err(usage)?,
+                    prune: match &prune {
+                        None => None,
+                        Some(p) => Some(p.parse().map_err(|e| usage(format!("prune {e}")))?),
+                    },
                 },
                 weights: precision("weights", weights.as_deref())?,
                 activations: precision("activations", activations.as_deref())?,

@@ -202,6 +202,9 @@ pub struct TensorFact {
     /// The value's name in the model, when known: it links producers to
     /// consumers (fusion needs that).
     pub name: Option<String>,
+    /// For a constant whose values c3 read: how many of its elements are
+    /// nonzero (filled in only for the weights a rule asks `nnz()` of).
+    pub nonzeros: Option<u64>,
 }
 
 impl TensorFact {
@@ -244,6 +247,7 @@ impl TensorFact {
             shape,
             constant: false,
             name: None,
+            nonzeros: None,
         }
     }
 

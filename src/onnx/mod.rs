@@ -8,6 +8,7 @@
 pub mod annotate;
 pub mod build;
 pub mod infer;
+pub mod nonzero;
 pub use crate::proto;
 pub mod tensor;
 mod wire;

@@ -54,8 +54,8 @@ pub struct AttrDecl {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Keys {
     /// Per pattern, inputs then outputs: present, elements, bits, width,
-    /// shape, count.
-    pub(crate) tensors: Vec<[Arc<str>; 6]>,
+    /// shape, count, nonzeros, constant.
+    pub(crate) tensors: Vec<[Arc<str>; 8]>,
     /// Dimension and list names with their keys.
     pub(crate) dims: Vec<(String, Arc<str>)>,
     pub(crate) attrs: Vec<Arc<str>>,
@@ -64,7 +64,7 @@ pub(crate) struct Keys {
     pub(crate) switches: Vec<Arc<str>>,
     /// Whether some formula of the rule reads each key above (tensors, dims,
     /// switches): an evaluation binds only those, unless it reports them all.
-    pub(crate) tensors_read: Vec<[bool; 6]>,
+    pub(crate) tensors_read: Vec<[bool; 8]>,
     pub(crate) dims_read: Vec<bool>,
     pub(crate) switches_read: Vec<bool>,
 }
@@ -99,6 +99,8 @@ impl Keys {
                         arc(lower::var_width(&p.name)),
                         arc(lower::var_shape(&p.name)),
                         arc(lower::var_count(&p.name)),
+                        arc(lower::var_nonzeros(&p.name)),
+                        arc(lower::var_constant(&p.name)),
                     ]
                 })
                 .collect(),

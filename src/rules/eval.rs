@@ -22,6 +22,54 @@ pub struct CountOptions {
     pub full_attention: bool,
     /// Which If branch the totals count (`--if-branch`).
     pub branch: BranchChoice,
+    /// `--prune R`: every constant counted by `nnz()` as if the fraction R
+    /// of its elements were zero, its values unread.
+    pub prune: Option<Prune>,
+}
+
+/// A pruning fraction R, 0 ≤ R < 1, held exactly in billionths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Prune {
+    billionths: u64,
+}
+
+impl Prune {
+    const ONE: u64 = 1_000_000_000;
+
+    /// The nonzero elements left of `n` once the fraction R is zero:
+    /// `n - floor(n * R)`.
+    pub fn nonzeros_of(self, n: u64) -> u64 {
+        let zeros = (n as u128 * self.billionths as u128 / Self::ONE as u128) as u64;
+        n - zeros
+    }
+
+    /// R as a decimal number again (`0.9`).
+    pub fn fraction(self) -> f64 {
+        self.billionths as f64 / Self::ONE as f64
+    }
+}
+
+impl std::str::FromStr for Prune {
+    type Err = String;
+    /// A decimal fraction at least 0 and below 1, with up to 9 decimals.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "'{s}' is not a fraction from 0 up to (not including) 1 with at most 9 decimals \
+                 (0.9 counts 90% of each weight as zero)"
+            )
+        };
+        let (int, frac) = s.trim().split_once('.').unwrap_or((s.trim(), ""));
+        let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+        if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) || frac.len() > 9 {
+            return Err(bad());
+        }
+        if !int.bytes().all(|b| b == b'0') {
+            return Err(bad());
+        }
+        let billionths = format!("{frac:0<9}").parse::<u64>().map_err(|_| bad())?;
+        Ok(Prune { billionths })
+    }
 }
 
 impl Default for CountOptions {
@@ -30,6 +78,7 @@ impl Default for CountOptions {
             fma: true,
             full_attention: false,
             branch: BranchChoice::Larger,
+            prune: None,
         }
     }
 }
@@ -297,6 +346,19 @@ pub(crate) fn dim_value(d: &Dim, tensor: &str) -> Result<i64, EvalError> {
     }
 }
 
+/// What `nnz(T)` is for a tensor of `n` elements: under `--prune` a
+/// constant's count less the fraction pruned; else the nonzeros counted in
+/// its values when c3 read them; else every element.
+fn nonzeros_of(t: &TensorFact, n: i64, opts: CountOptions) -> i64 {
+    let n_u = n.max(0) as u64;
+    let z = match (t.constant, opts.prune, t.nonzeros) {
+        (true, Some(p), _) => p.nonzeros_of(n_u),
+        (true, None, Some(z)) => z.min(n_u),
+        _ => n_u,
+    };
+    z as i64
+}
+
 pub(crate) fn tensor_counts(t: &TensorFact, name: &str) -> Result<(i64, i64), EvalError> {
     let mut n: i64 = 1;
     for d in &t.shape {
@@ -451,7 +513,13 @@ impl Formula {
 impl CostRule {
     /// Binds the rule's patterns to a node's tensors: every name when `all`,
     /// else only those the formulas read (checks run either way).
-    fn bind<'r>(&'r self, node: &Node, env: &mut Env<'r>, all: bool) -> Result<(), EvalError> {
+    fn bind<'r>(
+        &'r self,
+        node: &Node,
+        opts: CountOptions,
+        env: &mut Env<'r>,
+        all: bool,
+    ) -> Result<(), EvalError> {
         let mut bound: Vec<(&str, Value)> = Vec::new();
         let n_in = self.inputs.len();
         for (pats, tensors, side, base) in [
@@ -473,7 +541,16 @@ impl CostRule {
                 }
             }
             for (i, p) in pats.iter().enumerate().take(fixed) {
-                let [present, elements, bits_k, width, shape, _] = &self.keys.tensors[base + i];
+                let [
+                    present,
+                    elements,
+                    bits_k,
+                    width,
+                    shape,
+                    _,
+                    nonzeros,
+                    constant,
+                ] = &self.keys.tensors[base + i];
                 let read = self.keys.tensors_read[base + i].map(|r| r || all);
                 let mut set = |k: usize, key: &'r Arc<str>, v: Value| {
                     if read[k] {
@@ -487,6 +564,8 @@ impl CostRule {
                         set(2, bits_k, Value::Int(0));
                         set(4, shape, Value::Empty);
                         set(3, width, Value::Int(0));
+                        set(6, nonzeros, Value::Int(0));
+                        set(7, constant, Value::Boolean(false));
                     }
                     None => {
                         return Err(EvalError::Binding(format!(
@@ -503,6 +582,8 @@ impl CostRule {
                         set(1, elements, Value::Int(n));
                         set(2, bits_k, Value::Int(bits));
                         set(3, width, Value::Int(t.dtype.bits() as i64));
+                        set(6, nonzeros, Value::Int(nonzeros_of(t, n, opts)));
+                        set(7, constant, Value::Boolean(t.constant));
                         if p.dims.is_none() && !read[4] {
                             continue;
                         }
@@ -520,7 +601,7 @@ impl CostRule {
             }
             if variadic {
                 let p = &pats[fixed];
-                let [_, elements, bits_k, _, _, count_k] = &self.keys.tensors[base + fixed];
+                let [_, elements, bits_k, _, _, count_k, ..] = &self.keys.tensors[base + fixed];
                 let read = self.keys.tensors_read[base + fixed].map(|r| r || all);
                 let (mut count, mut n, mut bits) = (0i64, 0i64, 0i64);
                 for t in tensors.iter().skip(fixed).flatten() {
@@ -552,6 +633,14 @@ impl CostRule {
             }
         }
         Ok(())
+    }
+
+    /// The inputs, by position, whose nonzero count a formula reads
+    /// (`nnz(W)`): the only tensors whose values an estimate reads.
+    pub fn nonzero_inputs(&self) -> Vec<usize> {
+        (0..self.inputs.len())
+            .filter(|&i| self.keys.tensors_read.get(i).is_some_and(|r| r[6]))
+            .collect()
     }
 
     /// Applies the rule to one node.
@@ -589,6 +678,7 @@ impl CostRule {
             opts.fma as u64,
             opts.full_attention as u64,
             node.opset as u64,
+            opts.prune.map_or(u64::MAX, |p| p.billionths),
         ]);
         for side in [&node.inputs, &node.outputs] {
             k.push(side.len() as u64);
@@ -597,7 +687,12 @@ impl CostRule {
                     k.push(u64::MAX);
                     continue;
                 };
-                k.extend([t.dtype.bits(), t.shape.len() as u64]);
+                k.extend([
+                    t.dtype.bits(),
+                    t.shape.len() as u64,
+                    t.constant as u64,
+                    t.nonzeros.unwrap_or(u64::MAX),
+                ]);
                 for d in &t.shape {
                     k.push(d.known()?);
                 }
@@ -656,7 +751,7 @@ impl CostRule {
                 env.set(key, v);
             }
         }
-        self.bind(node, &mut env, keep_bindings)?;
+        self.bind(node, opts, &mut env, keep_bindings)?;
 
         for (a, key) in self.attrs.iter().zip(&self.keys.attrs) {
             let v = match (node.attrs.get(&a.name), &a.default) {

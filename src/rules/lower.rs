@@ -114,6 +114,18 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
     ("rank", 1, 1, "the rank of a tensor"),
     ("count", 1, 1, "how many tensors a variadic pattern matched"),
     (
+        "nnz",
+        1,
+        1,
+        "nonzero elements of a constant tensor, counted in the model's weights (its element count when it is not a constant or its values are not in the model; with --prune R, the element count less the fraction R)",
+    ),
+    (
+        "constant",
+        1,
+        1,
+        "whether a tensor is a constant of the model (a weight)",
+    ),
+    (
         "has",
         1,
         1,
@@ -189,6 +201,12 @@ pub fn var_width(name: &str) -> String {
 }
 pub fn var_count(name: &str) -> String {
     format!("c_{name}")
+}
+pub fn var_nonzeros(name: &str) -> String {
+    format!("z_{name}")
+}
+pub fn var_constant(name: &str) -> String {
+    format!("q_{name}")
 }
 
 /// Lowers `e` to evalexpr text, checking every name and call on the way.
@@ -312,6 +330,20 @@ fn emit(e: &Expr, scope: &dyn Scope, units: Units, out: &mut String) -> Result<(
                         return err("width() of a variadic pattern is not defined", e.span);
                     }
                     out.push_str(&var_width(t));
+                }
+                "nnz" | "constant" => {
+                    let (t, variadic) = tensor_arg(f, args, scope, e.span)?;
+                    if variadic {
+                        return err(
+                            format!("{f}() of a variadic pattern is not defined"),
+                            e.span,
+                        );
+                    }
+                    out.push_str(&if f == "nnz" {
+                        var_nonzeros(t)
+                    } else {
+                        var_constant(t)
+                    });
                 }
                 "count" => {
                     let (t, variadic) = tensor_arg(f, args, scope, e.span)?;

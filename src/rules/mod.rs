@@ -18,4 +18,4 @@ pub mod value;
 pub mod yaml;
 
 pub use pack::{BUILTIN_PACKS, BUILTIN_RULES, RuleSet};
-pub use rule::{CostRule, CountOptions, EvalError, Evaluation, Formula, Origin};
+pub use rule::{CostRule, CountOptions, EvalError, Evaluation, Formula, Origin, Prune};

@@ -109,6 +109,14 @@ pub const BUILTIN_PACKS: &[BuiltinPack] = &[
         )],
     },
     BuiltinPack {
+        name: "sparse",
+        summary: "sparse kernels: Gemm, MatMul, Conv and ConvTranspose count only their constant weight's nonzeros (`nnz`, `--prune`) and read it as compressed rows",
+        files: &[(
+            "rules/packs/sparse/sparse.yaml",
+            include_str!("../../rules/packs/sparse/sparse.yaml"),
+        )],
+    },
+    BuiltinPack {
         name: "chainer",
         summary: "reproduces chainer_computational_cost 0.1.2 to the integer, quirks included",
         files: &[(

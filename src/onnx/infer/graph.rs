@@ -26,6 +26,7 @@ pub(super) fn tensor_of(
         shape,
         constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
         name: Some(name),
+        nonzeros: None,
     })
 }
 
