@@ -1,4 +1,5 @@
-//! The ONNX front end: a memory-mapped file decoded zero-copy with prost.
+//! The ONNX front end: a model file's records read without its weights
+//! ([`read`]) and decoded zero-copy with prost.
 //!
 //! Loading checks what can be checked without touching weight bytes: every
 //! tensor's declared shape against its stored size, every external data
@@ -48,8 +49,8 @@ fn bad(path: &str, message: impl Into<String>) -> Error {
 
 /// Loads and checks a model file. Its records are read with positioned
 /// reads and its large tensor payloads left where they are (see [`read`]):
-/// the file is also mapped, so a payload is a slice of the mapping, read
-/// only if a shape computation needs the tensor's values.
+/// the file is also mapped, so such a payload is a slice of the mapping,
+/// read only when the model is copied.
 pub fn load(path: &str) -> Result<OnnxModel> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
@@ -64,8 +65,8 @@ pub fn load(path: &str) -> Result<OnnxModel> {
     // Another process truncating the file meanwhile could fault, as with any
     // memory-mapped reader; that is the price of never copying weights.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-    // Pages touched (a constant's values) are read alone, not with their
-    // neighbours. A failed hint changes nothing but speed.
+    // Pages touched are read alone, not with their neighbours. A failed
+    // hint changes nothing but speed.
     let _ = map.advise(memmap2::Advice::Random);
     let bytes = Bytes::from_owner(map);
     let skimmed = read::skim(&file).map_err(|e| Error::io(path, e))?;

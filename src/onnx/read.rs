@@ -7,11 +7,15 @@
 //! around each one, so nearly the whole file ends up read and resident.
 //!
 //! Instead the file is read with positioned reads, in order, through the
-//! messages that can hold tensors; a tensor payload of [`SKIP_BYTES`] or more
-//! is jumped over by its length and replaced by a [`StoredPayload`] (where it
-//! lies) in a copy of everything else. That copy is what prost decodes; then
-//! [`attach`] turns each stored payload into a slice of the file's mapping,
-//! which is only read if a shape computation asks for that tensor's values.
+//! messages that can hold tensors; a tensor payload of more than
+//! [`SKIP_BYTES`] is jumped over by its length and replaced by a
+//! [`StoredPayload`] (where it lies) in a copy of everything else. That copy
+//! is what prost decodes; then [`attach`] turns each stored payload into a
+//! slice of the file's mapping, which estimating never touches: a payload
+//! that large holds more elements than a value may have, so only copying the
+//! model (`shapes -o`, `annotate`) reads it. Smaller payloads (shapes, axes,
+//! biases) are read with the records, so thousands of constants read as
+//! values cost no page faults and map nothing.
 //! Nested messages keep the width of their length prefix (a padded varint,
 //! which protobuf allows), so the copy is written in one pass.
 //!
@@ -26,10 +30,13 @@ use prost::Message;
 
 use crate::ir::MAX_MESSAGE_DEPTH;
 use crate::proto::{AttributeProto, GraphProto, ModelProto, StoredPayload, TensorProto};
+use crate::shape::fact::MAX_VALUE_ELEMENTS;
 
-/// Tensor payloads of at least this many bytes are left in the file; smaller
-/// ones (shapes, axes, scalars) are copied with the records around them.
-pub const SKIP_BYTES: u64 = 1024;
+/// Tensor payloads of more than this many bytes are left in the file: they
+/// hold more than [`MAX_VALUE_ELEMENTS`] elements of any type c3 decodes (8
+/// bytes at most), so they are never read as a value. Smaller ones are
+/// copied with the records around them.
+pub const SKIP_BYTES: u64 = 8 * MAX_VALUE_ELEMENTS as u64;
 
 /// The field number [`StoredPayload`]s are written under: the largest
 /// protobuf allows, unused by ONNX.
@@ -275,7 +282,7 @@ impl<S: Source + ?Sized> Input<'_, S> {
                     self.skip(head + len);
                     continue;
                 }
-                if len >= SKIP_BYTES {
+                if len > SKIP_BYTES {
                     stored.push(StoredPayload {
                         field: Some(field as u32),
                         offset: Some(body),
@@ -333,7 +340,7 @@ fn put_padded_varint(slot: &mut [u8], v: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The model's bytes with every tensor payload of [`SKIP_BYTES`] or more
+/// The model's bytes with every tensor payload of more than [`SKIP_BYTES`]
 /// left out (and located by a [`StoredPayload`] in its tensor).
 pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
     let len = src.size();
@@ -451,13 +458,13 @@ mod tests {
             op_type: Some("Constant".into()),
             attribute: vec![AttributeProto {
                 name: Some("value".into()),
-                t: Some(Box::new(tensor("c", 3000))),
+                t: Some(Box::new(tensor("c", 40_000))),
                 ..Default::default()
             }],
             ..Default::default()
         };
         let sub = GraphProto {
-            initializer: vec![tensor("in_body", 5000)],
+            initializer: vec![tensor("in_body", 50_000)],
             node: vec![constant.clone()],
             ..Default::default()
         };
@@ -473,9 +480,9 @@ mod tests {
         let m = ModelProto {
             graph: Some(GraphProto {
                 node: vec![constant, with_body],
-                initializer: vec![tensor("small", 16), tensor("big", 200_000)],
+                initializer: vec![tensor("small", 2048), tensor("big", 200_000)],
                 sparse_initializer: vec![SparseTensorProto {
-                    values: Some(tensor("sparse", 2048)),
+                    values: Some(tensor("sparse", 33_000)),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -484,18 +491,19 @@ mod tests {
         };
         let (back, meta) = round_trip(&m);
         assert_eq!(back, m);
-        // Left out: 3000 + 5000 + 3000 + 200,000 + 2048 bytes of payload;
-        // what remains are the records and the 16-byte tensor.
+        // Left out: 40,000 (the Constant, in the graph and in the body) x 2
+        // + 50,000 + 200,000 + 33,000 = 363,000 bytes of payload; what
+        // remains are the records and the 2,048-byte tensor.
         let whole = m.encoded_len();
         assert!(
-            whole > 213_048 && meta < whole - 213_048 + 200,
+            whole > 363_000 && meta < whole - 363_000 + 200,
             "{meta} of {whole}"
         );
     }
 
     #[test]
     fn the_last_payload_of_a_field_counts_and_forged_references_are_dropped() {
-        let t = tensor("t", 4000);
+        let t = tensor("t", 40_000);
         let mut bytes = t.encode_to_vec();
         // A second, small raw_data after the first: it is the one decoded.
         bytes.extend_from_slice(&[0x4a, 2, 7, 8]);
@@ -556,7 +564,8 @@ mod reads {
     #[test]
     fn loading_reads_the_records_not_the_weights() {
         // 40 initializers of 200 KB (8 MB of weights) between 40 small
-        // ones, and 1000 nodes: the records are about 40 KB.
+        // ones of 2,400 bytes, and 1000 nodes: the records and the small
+        // tensors are about 140 KB.
         let mut g = GraphProto::default();
         for i in 0..40 {
             g.initializer.push(TensorProto {
@@ -566,7 +575,7 @@ mod reads {
                 raw_data: Some(Bytes::from(vec![1u8; 200_000])),
                 ..Default::default()
             });
-            // 300 int64 values (2,400 bytes, left in the file).
+            // 300 int64 values (2,400 bytes, read with the records).
             g.initializer.push(TensorProto {
                 name: Some(format!("s{i}")),
                 dims: vec![300],
@@ -596,13 +605,17 @@ mod reads {
         let read = read_chars() - before;
         std::fs::remove_file(&path).unwrap();
         let loaded = loaded.unwrap();
-        assert_eq!(loaded.model, m);
-        // Each of the 80 initializers' records starts a read that ends at
-        // the next page boundary (4 KB at most); the 1000 nodes (about
-        // 14 KB) take a few reads: well under the 8.1 MB of the file (183 KB
-        // when written).
-        assert!(read < 80 * 4096 + 64 * 1024, "read {read} bytes");
-        // A value is read from the mapping when asked for: 300 int64s.
+        // Not a page of the file's mapping is resident yet.
+        assert_eq!(resident_kb(loaded.bytes.as_ptr()), 0);
+        // Per pair of initializers: the small one's 2,400 bytes and at most
+        // two reads that end at a page boundary (each at most 4 KB); the
+        // 1000 nodes (about 14 KB) take a few reads: about 490 KB at most,
+        // a sixteenth of the 8.1 MB file (305 KB when written).
+        assert!(
+            read < 40 * (2400 + 2 * 4096) + 64 * 1024,
+            "read {read} bytes"
+        );
+        // A value decoded: 300 int64s.
         let s = &loaded.model.graph.as_ref().unwrap().initializer[1];
         assert_eq!(
             crate::onnx::tensor::decode(s, std::path::Path::new(".")),
@@ -610,5 +623,28 @@ mod reads {
                 (0..300).map(Into::into).collect()
             ))
         );
+        // Still nothing of the mapping is resident: the value was read with
+        // the records.
+        assert_eq!(resident_kb(loaded.bytes.as_ptr()), 0);
+        // Comparing reads every payload.
+        assert_eq!(loaded.model, m);
+    }
+
+    /// Kilobytes resident of the mapping that holds `p` (/proc/self/smaps).
+    fn resident_kb(p: *const u8) -> u64 {
+        let at = p as u64;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((lo, hi)) = range.split_once('-')
+                && let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16))
+            {
+                inside = lo <= at && at < hi;
+            } else if inside && let Some(kb) = line.strip_prefix("Rss:") {
+                return kb.trim().trim_end_matches("kB").trim().parse().unwrap();
+            }
+        }
+        panic!("no mapping holds {at:#x}");
     }
 }
