@@ -117,9 +117,13 @@ if [ "${CALLGRIND:-1}" != 0 ]; then
     for m in gpt_10000 gpt_100000; do
       # shellcheck disable=SC2086
       valgrind --tool=callgrind --callgrind-out-file=/dev/null "$c3" $cmd "$dir/$m.onnx" \
-        >/dev/null 2>"$tmp/cg"
+        >/dev/null 2>"$tmp/cg" || true
       counts+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg")")
     done
+    if [ -z "${counts[0]}" ] || [ -z "${counts[1]}" ]; then
+      printf '| %s | %s | %s | failed: %s |\n' "$cmd" "${counts[0]}" "${counts[1]}" "$(tail -1 "$tmp/cg")"
+      continue
+    fi
     printf '| %s | %s | %s | %.2f |\n' "$cmd" "${counts[0]}" "${counts[1]}" \
       "$(echo "${counts[1]} / ${counts[0]}" | bc -l)"
   done
