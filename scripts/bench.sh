@@ -25,7 +25,9 @@
 #   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
 #   ONNX_TOOL_ALL=1 scripts/bench.sh  # onnx-tool on gpt_100000 too (hours)
 # Wall time on a shared machine includes waiting for a core; CPU time does
-# not, and instruction counts do not depend on load at all.
+# not, and instruction counts do not depend on load at all. Pages another
+# process has mapped are not dropped: a cold figure far below the model's
+# records means the file was in use meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${BENCH_DIR:-/tmp/c3-bench}
