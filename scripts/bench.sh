@@ -1,42 +1,132 @@
 #!/usr/bin/env bash
-# Times whole `c3 estimate` runs (wall time, CPU time and peak RSS) on
-# generated models: a ~550 MB VGG16 with embedded weights and
-# transformer-shaped graphs of 1k, 10k and 100k nodes. Models go to
-# ${BENCH_DIR:-/tmp/c3-bench}; nothing is committed. Needs Python with `onnx`
-# and `numpy` (pip install onnx numpy), and GNU time (/usr/bin/time).
-#   scripts/bench.sh              # the full report (Markdown), 7 runs each
-#   FORMAT=json RUNS=5 scripts/bench.sh
-#   C3=/path/to/c3 scripts/bench.sh   # time another build
-#   PERF=1 scripts/bench.sh       # also `perf stat -r 10` on the 100k graph
-# Wall time on a shared machine includes waiting for a core; CPU time
-# (user + sys) does not.
+# Times c3 beside ONNX's own shape inference and onnx-tool, side by side in
+# one run, on generated models (scripts/gen_bench_models.py: a VGG16 with its
+# 553 MB of embedded weights and GPT-2-style graphs of 1,113, 11,103 and
+# 111,003 nodes, the last with 609 MB of embedded weights). Models go to
+# ${BENCH_DIR:-/tmp/c3-bench}; nothing is committed.
+#
+# Every tool is timed as a whole process, as a user runs it:
+#   c3 estimate --format json | --format md, c3 shapes --format json
+#   python -c 'onnx.shape_inference.infer_shapes_path(MODEL, OUT)'
+#   python -c 'onnx_tool.model_profile(MODEL)'
+# Each row: median wall time, median CPU time (user + sys), the largest peak
+# RSS (mapped file pages included) and, on a cold page cache (the file's
+# pages dropped with posix_fadvise(DONTNEED) before one more run), the bytes
+# read from disk. Then callgrind's instruction counts of c3 on the 11k and
+# 111k graphs (which do not vary from run to run) and their ratio.
+#
+# Needs Python with `onnx`, `numpy` and `onnx-tool` (pip install onnx numpy
+# onnx-tool), GNU time (/usr/bin/time) and, for the instruction counts,
+# valgrind.
+#   scripts/bench.sh                  # the full report (Markdown)
+#   RUNS=7 TOOL_RUNS=1 scripts/bench.sh
+#   MODELS="gpt_100000" scripts/bench.sh
+#   C3=/path/to/c3 scripts/bench.sh  # time another build
+#   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
+#   ONNX_TOOL_ALL=1 scripts/bench.sh  # onnx-tool on gpt_100000 too (hours)
+# Wall time on a shared machine includes waiting for a core; CPU time does
+# not, and instruction counts do not depend on load at all. Pages another
+# process has mapped are not dropped: a cold figure far below the model's
+# records means the file was in use meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${BENCH_DIR:-/tmp/c3-bench}
 python=${PYTHON:-python3}
-runs=${RUNS:-7}
-format=${FORMAT:-md}
+runs=${RUNS:-5}
+tool_runs=${TOOL_RUNS:-3}
+models=${MODELS:-"vgg16 gpt_1000 gpt_10000 gpt_100000"}
 c3=${C3:-target/release/c3}
 if [ -z "${C3:-}" ]; then cargo build --release --quiet; fi
 "$python" scripts/gen_bench_models.py "$dir" 1000 10000 100000 >/dev/null
-median() { sort -n | sed -n "$(( (runs + 1) / 2 ))p"; }
-printf '%-20s %12s %9s %9s %9s %12s\n' model bytes "best (s)" "median" "cpu (s)" "peak RSS MB"
-for m in vgg16 transformer_1000 transformer_10000 transformer_100000; do
-  f="$dir/$m.onnx"
-  walls=(); cpus=(); max_rss=0
-  for _ in $(seq "$runs"); do
-    out=$( { /usr/bin/time -f '%e %U %S %M' "$c3" estimate "$f" --format "$format" -o /dev/null; } 2>&1 >/dev/null | tail -1)
-    read -r wall user sys rss <<<"$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp" "$dir/inferred.onnx"' EXIT
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+drop_cache() {
+  "$python" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
+}
+
+# measure LABEL MODEL N CMD... : one Markdown row from N runs (plus a cold one)
+measure() {
+  local label=$1 model=$2 n=$3
+  shift 3
+  local walls=() cpus=() max_rss=0 cold="" out
+  for _ in $(seq "$n"); do
+    if ! /usr/bin/time -f '%e %U %S %M %I' -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err"; then
+      printf '| %s | %s | failed: %s | | | |\n' "$model" "$label" "$(tail -1 "$tmp/err" | cut -c1-80)"
+      return
+    fi
+    read -r wall user sys rss _ <"$tmp/t"
     walls+=("$wall")
     cpus+=("$(echo "$user + $sys" | bc -l)")
     if [ "$rss" -gt "$max_rss" ]; then max_rss=$rss; fi
   done
-  best=$(printf '%s\n' "${walls[@]}" | sort -n | head -1)
-  printf '%-20s %12s %9s %9s %9.2f %12.1f\n' "$m" "$(stat -c %s "$f")" "$best" \
-    "$(printf '%s\n' "${walls[@]}" | median)" "$(printf '%s\n' "${cpus[@]}" | median)" \
-    "$(echo "$max_rss/1024" | bc -l)"
+  if [ "${COLD:-1}" != 0 ]; then
+    drop_cache "$dir/$model.onnx"
+    /usr/bin/time -f '%e %U %S %M %I' -o "$tmp/t" "$@" >/dev/null 2>&1 || true
+    read -r _ _ _ _ blocks <"$tmp/t"
+    cold=$(echo "$blocks * 512 / 1000000" | bc -l | xargs printf '%.1f')
+  fi
+  local wall cpu
+  wall=$(printf '%s\n' "${walls[@]}" | median)
+  cpu=$(printf '%s\n' "${cpus[@]}" | median)
+  printf '| %s | %s | %.3f | %.3f | %.0f | %s |\n' "$model" "$label" "$wall" "$cpu" \
+    "$(echo "$max_rss / 1024" | bc -l)" "$cold"
+  echo "$model $label $wall" >>"$tmp/walls"
+}
+
+echo "c3: $("$c3" --version), $runs runs each (onnx and onnx-tool: $tool_runs); $(nproc) cores"
+echo
+echo '| model | tool | wall (s, median) | CPU (s, median) | peak RSS (MB) | read cold (MB) |'
+echo '|---|---|--:|--:|--:|--:|'
+for m in $models; do
+  f="$dir/$m.onnx"
+  measure "c3 estimate --format json" "$m" "$runs" "$c3" estimate "$f" --format json
+  measure "c3 estimate --format md" "$m" "$runs" "$c3" estimate "$f" --format md
+  measure "c3 shapes --format json" "$m" "$runs" "$c3" shapes "$f" --format json
+  if [ "${TOOLS:-1}" != 0 ]; then
+    measure "onnx infer_shapes_path" "$m" "$tool_runs" "$python" -c \
+      'import sys, onnx; onnx.shape_inference.infer_shapes_path(sys.argv[1], sys.argv[2])' \
+      "$f" "$dir/inferred.onnx"
+    # onnx-tool grows faster than linearly: 64 s on gpt_10000, so well
+    # over an hour on gpt_100000.
+    if [ "$m" != gpt_100000 ] || [ -n "${ONNX_TOOL_ALL:-}" ]; then
+      measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
+        'import sys, onnx_tool; onnx_tool.model_profile(sys.argv[1])' "$f"
+    fi
+  fi
 done
-if [ -n "${PERF:-}" ]; then
-  perf stat -r 10 "$c3" estimate "$dir/transformer_100000.onnx" --format "$format" -o /dev/null 2>&1 >/dev/null |
-    grep -E 'task-clock|elapsed'
+for m in $models; do
+  c=$(awk -v m="$m" '$1 == m && $2 == "c3" && $3 == "estimate" && $5 == "json" { print $NF }' "$tmp/walls")
+  o=$(awk -v m="$m" '$1 == m && $3 == "infer_shapes_path" { print $NF }' "$tmp/walls")
+  t=$(awk -v m="$m" '$1 == m && $2 == "onnx_tool.model_profile" { print $NF }' "$tmp/walls")
+  if [ -n "$c" ] && [ -n "$o" ]; then
+    printf '%s: c3 estimate --format json is %.0fx faster than infer_shapes_path' "$m" "$(echo "$o / $c" | bc -l)"
+    if [ -n "$t" ]; then printf ', %.0fx faster than onnx-tool' "$(echo "$t / $c" | bc -l)"; fi
+    echo
+  fi
+done
+
+if [ "${CALLGRIND:-1}" != 0 ]; then
+  echo
+  echo '| c3 command | gpt_10000 (instructions) | gpt_100000 | ratio |'
+  echo '|---|--:|--:|--:|'
+  for cmd in "estimate --format json" "estimate --format md" "shapes --format json"; do
+    counts=()
+    for m in gpt_10000 gpt_100000; do
+      # shellcheck disable=SC2086
+      valgrind --tool=callgrind --callgrind-out-file=/dev/null "$c3" $cmd "$dir/$m.onnx" \
+        >/dev/null 2>"$tmp/cg" || true
+      counts+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg")")
+    done
+    if [ -z "${counts[0]}" ] || [ -z "${counts[1]}" ]; then
+      printf '| %s | %s | %s | failed: %s |\n' "$cmd" "${counts[0]}" "${counts[1]}" "$(tail -1 "$tmp/cg")"
+      continue
+    fi
+    printf '| %s | %s | %s | %.2f |\n' "$cmd" "${counts[0]}" "${counts[1]}" \
+      "$(echo "${counts[1]} / ${counts[0]}" | bc -l)"
+  done
 fi

@@ -3,10 +3,11 @@
 - vgg16.onnx: VGG16's layers with their real weight sizes (138 million float32
   parameters, about 553 MB, written as raw_data zeros), to check that c3 never
   reads weight bytes.
-- transformer_<N>.onnx: a decoder-shaped graph of about N nodes (attention and
-  MLP blocks of MatMul, Add, Reshape, Transpose, Softmax, Mul, Relu), its
-  weights shared across blocks so the file stays small while the node count
-  grows.
+- gpt_<N>.onnx: a GPT-2-style decoder of N // 100 blocks, each 111 nodes as
+  the TorchScript exporter writes them (shape chains of Shape, Gather,
+  Unsqueeze and Concat with Constant nodes included) and 608 KB of weights
+  of its own: gpt_100000.onnx has 111,003 nodes and 609 MB of embedded
+  weights, gpt_10000.onnx 11,103 nodes and 61 MB.
 
 Needs the `onnx` and `numpy` packages from PyPI:
     python3 -m pip install onnx numpy
@@ -59,54 +60,85 @@ def vgg16(path):
     onnx.save(model, path)
 
 
-def transformer(path, n_nodes, d=64, heads=4, seq=128):
-    inits = []
+def gpt(path, n_nodes, d=112, heads=4, seq=128, vocab=1024):
+    """A GPT-2-style decoder as the TorchScript exporter writes one: n_nodes // 100
+    blocks of 111 nodes (LayerNormalization, q/k/v projections, heads split and
+    merged through Shape/Gather/Unsqueeze/Concat/Reshape chains with Constant
+    nodes, a causal mask sliced from a buffer, a tanh GELU MLP), each block
+    with weights of its own (608 KB of float32 raw_data), so the 100000 graph
+    has 111,003 nodes and 609 MB of embedded weights."""
+    dh = d // heads
+    inits, nodes = [], []
+    counter = [0]
 
-    def w(name, shape):
-        inits.append(numpy_helper.from_array(np.zeros(shape, np.float32), name))
+    def w(name, shape, dtype=np.float32):
+        inits.append(numpy_helper.from_array(np.zeros(shape, dtype), name))
         return name
 
-    def shape_const(name, values):
-        inits.append(numpy_helper.from_array(np.array(values, np.int64), name))
-        return name
+    def node(op, inputs, n_out=1, **attrs):
+        counter[0] += 1
+        outs = [f"{op.lower()}_{counter[0]}" + (f"_{i}" if n_out > 1 else "") for i in range(n_out)]
+        nodes.append(helper.make_node(op, inputs, outs, name=f"/{op}_{counter[0]}", **attrs))
+        return outs[0] if n_out == 1 else outs
 
-    wqkv, bqkv = w("wqkv", (d, 3 * d)), w("bqkv", (3 * d,))
-    wo, w1, w2 = w("wo", (d, d)), w("w1", (d, 4 * d)), w("w2", (4 * d, d))
-    scale = w("scale", ())
-    split_heads = shape_const("split_heads", [1, seq, 3, heads, d // heads])
-    merge = shape_const("merge", [1, seq, d])
-    nodes = []
-    x = "x"
-    layer = 0
-    while len(nodes) < n_nodes:
-        p = f"l{layer}_"
-        block = [
-            helper.make_node("MatMul", [x, wqkv], [p + "qkv0"]),
-            helper.make_node("Add", [p + "qkv0", bqkv], [p + "qkv"]),
-            helper.make_node("Reshape", [p + "qkv", split_heads], [p + "qkv_h"]),
-            helper.make_node("Transpose", [p + "qkv_h"], [p + "qkv_t"], perm=[2, 0, 3, 1, 4]),
-            helper.make_node("Split", [p + "qkv_t"], [p + "q", p + "k", p + "v"], axis=0, num_outputs=3),
-            helper.make_node("Transpose", [p + "k"], [p + "kt"], perm=[0, 1, 2, 4, 3]),
-            helper.make_node("MatMul", [p + "q", p + "kt"], [p + "s0"]),
-            helper.make_node("Mul", [p + "s0", scale], [p + "s"]),
-            helper.make_node("Softmax", [p + "s"], [p + "a"], axis=-1),
-            helper.make_node("MatMul", [p + "a", p + "v"], [p + "o"]),
-            helper.make_node("Transpose", [p + "o"], [p + "o_t"], perm=[0, 1, 3, 2, 4]),
-            helper.make_node("Reshape", [p + "o_t", merge], [p + "o_m"]),
-            helper.make_node("MatMul", [p + "o_m", wo], [p + "proj"]),
-            helper.make_node("Add", [x, p + "proj"], [p + "res1"]),
-            helper.make_node("MatMul", [p + "res1", w1], [p + "h"]),
-            helper.make_node("Relu", [p + "h"], [p + "h_act"]),
-            helper.make_node("MatMul", [p + "h_act", w2], [p + "mlp"]),
-            helper.make_node("Add", [p + "res1", p + "mlp"], [p + "out"]),
-        ]
-        nodes += block
-        x = p + "out"
-        layer += 1
+    def const(values, dtype=np.int64):
+        counter[0] += 1
+        out = f"const_{counter[0]}"
+        t = numpy_helper.from_array(np.array(values, dtype), out)
+        nodes.append(helper.make_node("Constant", [], [out], name=f"/Constant_{counter[0]}", value=t))
+        return out
+
+    def dim(x, i):
+        return node("Gather", [node("Shape", [x]), const(i)], axis=0)
+
+    def unsq(x):
+        return node("Unsqueeze", [x, const([0])])
+
+    def split_heads(x, perm):
+        shape = node("Concat", [unsq(dim(x, 0)), unsq(dim(x, 1)), const([heads]), const([dh])], axis=0)
+        return node("Transpose", [node("Reshape", [x, shape])], perm=perm)
+
+    wte, wpe = w("wte", (vocab, d)), w("wpe", (seq, d))
+    mask = w("causal_mask", (1, 1, seq, seq), np.uint8)
+    x = node("Add", [node("Gather", [wte, "input_ids"]), wpe])
+    for layer in range(max(1, n_nodes // 100)):
+        p = f"h{layer}."
+
+        def linear(h, n_in, n_out, name):
+            mm = node("MatMul", [h, w(p + name + ".weight", (n_in, n_out))])
+            return node("Add", [mm, w(p + name + ".bias", (n_out,))])
+
+        ln1 = node("LayerNormalization", [x, w(p + "ln_1.weight", (d,)), w(p + "ln_1.bias", (d,))], axis=-1)
+        q = split_heads(linear(ln1, d, d, "q"), [0, 2, 1, 3])
+        k = split_heads(linear(ln1, d, d, "k"), [0, 2, 3, 1])
+        v = split_heads(linear(ln1, d, d, "v"), [0, 2, 1, 3])
+        s = node("MatMul", [q, k])
+        scale = node("Pow", [node("Cast", [dim(v, -1)], to=TensorProto.FLOAT), const(0.5, np.float32)])
+        s = node("Div", [s, scale])
+        n = unsq(dim(x, 1))
+        ends = node("Concat", [n, n], axis=0)
+        m = node("Slice", [mask, const([0, 0]), ends, const([2, 3])])
+        m = node("Cast", [m], to=TensorProto.BOOL)
+        s = node("Where", [m, s, const(-np.inf, np.float32)])
+        a = node("Cast", [node("Softmax", [s], axis=-1)], to=TensorProto.FLOAT)
+        a = node("MatMul", [a, v])
+        a = node("Transpose", [a], perm=[0, 2, 1, 3])
+        shape = node("Concat", [unsq(dim(a, 0)), unsq(dim(a, 1)), const([d])], axis=0)
+        a = node("Reshape", [a, shape])
+        x = node("Add", [x, linear(a, d, d, "attn_out")])
+        ln2 = node("LayerNormalization", [x, w(p + "ln_2.weight", (d,)), w(p + "ln_2.bias", (d,))], axis=-1)
+        h = linear(ln2, d, 4 * d, "fc")
+        # 0.5 * h * (1 + tanh(sqrt(2 / pi) * (h + 0.044715 * h^3)))
+        cube = node("Mul", [node("Pow", [h, const(3.0, np.float32)]), const(0.044715, np.float32)])
+        inner = node("Mul", [node("Add", [h, cube]), const(float(np.sqrt(2 / np.pi)), np.float32)])
+        g = node("Add", [node("Tanh", [inner]), const(1.0, np.float32)])
+        g = node("Mul", [node("Mul", [h, g]), const(0.5, np.float32)])
+        x = node("Add", [x, linear(g, 4 * d, d, "proj")])
+    logits = node("MatMul", [x, w("lm_head.weight", (d, vocab))])
     graph = helper.make_graph(
-        nodes, f"transformer_{n_nodes}",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, d])],
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)],
+        nodes, f"gpt_{n_nodes}",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, seq])],
+        [helper.make_tensor_value_info(logits, TensorProto.FLOAT, [1, seq, vocab])],
         inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -121,9 +153,9 @@ def main():
     if not os.path.exists(vgg):
         vgg16(vgg)
     for n in sizes:
-        p = os.path.join(out, f"transformer_{n}.onnx")
+        p = os.path.join(out, f"gpt_{n}.onnx")
         if not os.path.exists(p):
-            transformer(p, n)
+            gpt(p, n)
     for f in sorted(os.listdir(out)):
         print(f"{f}: {os.path.getsize(os.path.join(out, f)):,} bytes")
 

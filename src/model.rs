@@ -758,7 +758,13 @@ fn is_trace(path: &str) -> Result<bool> {
     }
     let mut head = [0u8; 64];
     let n = std::fs::File::open(path)
-        .and_then(|mut f| f.read(&mut head))
+        .and_then(|mut f| {
+            // A plain read would read ahead and mark a page where reading
+            // ahead goes on: the ONNX reader's first read there would then
+            // pull in the whole file, weights included.
+            crate::onnx::read::advise_random(&f);
+            f.read(&mut head)
+        })
         .map_err(|e| Error::io(path, e))?;
     Ok(starts_like_json(&head[..n]))
 }

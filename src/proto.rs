@@ -5,10 +5,11 @@
 //! `onnx/onnx.proto` (IR version 11). Fields c3 does not need are left out and
 //! skipped by the decoder.
 //!
-//! Tensor payloads are kept as `Bytes` slices of the memory-mapped file, never
-//! copied: `raw_data`, and the packed numeric fields too (a packed repeated
-//! field is one length-delimited blob on the wire, so it can be held as bytes
-//! and decoded only when a value is needed).
+//! Tensor payloads are kept as `Bytes`, never copied: `raw_data`, and the
+//! packed numeric fields too (a packed repeated field is one length-delimited
+//! blob on the wire, so it can be held as bytes and decoded only when a value
+//! is needed). Large ones are slices of the memory-mapped file, small ones of
+//! the records read from it (see `onnx::read`).
 
 use bytes::Bytes;
 
@@ -173,6 +174,23 @@ pub struct TensorProto {
     /// Packed `repeated uint64` (varints), kept undecoded.
     #[prost(bytes = "bytes", optional, tag = "11")]
     pub uint64_data: Option<Bytes>,
+    /// Payloads the file reader left in the file (not an ONNX field: the
+    /// reader writes it, drops any the file holds, and the loader turns
+    /// each into its field's bytes; see `onnx::read`).
+    #[prost(message, repeated, tag = "536870911")]
+    pub stored: Vec<StoredPayload>,
+}
+
+/// Where a tensor payload left in the model file lies.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct StoredPayload {
+    /// The TensorProto field: 4 (float_data), 9 (raw_data), 10 (double_data).
+    #[prost(uint32, optional, tag = "1")]
+    pub field: Option<u32>,
+    #[prost(uint64, optional, tag = "2")]
+    pub offset: Option<u64>,
+    #[prost(uint64, optional, tag = "3")]
+    pub length: Option<u64>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]

@@ -1,4 +1,5 @@
-//! The ONNX front end: a memory-mapped file decoded zero-copy with prost.
+//! The ONNX front end: a model file's records read without its weights
+//! ([`read`]) and decoded zero-copy with prost.
 //!
 //! Loading checks what can be checked without touching weight bytes: every
 //! tensor's declared shape against its stored size, every external data
@@ -10,6 +11,7 @@ pub mod build;
 pub mod infer;
 pub mod nonzero;
 pub use crate::proto;
+pub mod read;
 pub mod tensor;
 mod wire;
 pub mod write;
@@ -33,7 +35,9 @@ pub struct OnnxModel {
     pub model: ModelProto,
     /// Opset version by domain (`""` for ai.onnx).
     pub opsets: BTreeMap<String, i64>,
-    /// The mapped file; tensor data are slices of it.
+    /// The mapped file (or the bytes the model was decoded from); tensor
+    /// data are slices of it. Touched only where a value is read and when
+    /// the model is copied (`shapes -o`, `annotate`).
     pub bytes: Bytes,
 }
 
@@ -44,7 +48,10 @@ fn bad(path: &str, message: impl Into<String>) -> Error {
     }
 }
 
-/// Loads and checks a model file.
+/// Loads and checks a model file. Its records are read with positioned
+/// reads and its large tensor payloads left where they are (see [`read`]):
+/// the file is also mapped, so such a payload is a slice of the mapping,
+/// read only when the model is copied.
 pub fn load(path: &str) -> Result<OnnxModel> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
@@ -54,24 +61,36 @@ pub fn load(path: &str) -> Result<OnnxModel> {
     if meta.len() == 0 {
         return Err(bad(path, "empty file"));
     }
+    read::advise_random(&file);
     // SAFETY: the mapping is read-only; c3 reads the model once and exits.
     // Another process truncating the file meanwhile could fault, as with any
     // memory-mapped reader; that is the price of never copying weights.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    // Pages touched are read alone, not with their neighbours. A failed
+    // hint changes nothing but speed.
+    let _ = map.advise(memmap2::Advice::Random);
     let bytes = Bytes::from_owner(map);
-    from_bytes(bytes, path)
+    let skimmed = read::skim(&file).map_err(|e| Error::io(path, e))?;
+    decode_checked(Bytes::from(skimmed), bytes, path)
 }
 
 /// Decodes and checks a model held in memory; `path` names it in errors and
 /// gives the folder external data is read from.
 pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
-    wire::check(&bytes).map_err(|m| bad(path, m))?;
-    let model = ModelProto::decode(bytes.clone()).map_err(|e| {
+    decode_checked(bytes.clone(), bytes, path)
+}
+
+/// Decodes `records` (the model's bytes, or the skimmed copy of them
+/// [`read::skim`] makes), whose stored payloads are slices of `bytes`.
+fn decode_checked(records: Bytes, bytes: Bytes, path: &str) -> Result<OnnxModel> {
+    wire::check(&records, bytes.len()).map_err(|m| bad(path, m))?;
+    let mut model = ModelProto::decode(records).map_err(|e| {
         bad(
             path,
             format!("not a valid ONNX model: {}", decode_message(&e)),
         )
     })?;
+    read::attach(&mut model, &bytes).map_err(|m| bad(path, m))?;
     let Some(graph) = &model.graph else {
         return Err(bad(path, "not an ONNX model: it has no graph"));
     };

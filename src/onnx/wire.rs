@@ -117,8 +117,10 @@ fn record_size(kind: Kind) -> usize {
 
 /// Checks every count of a serialized model against its limit, before it
 /// is decoded. Malformed bytes end the look where they start: the decoder
-/// reports them.
-pub fn check(bytes: &[u8]) -> Result<(), String> {
+/// reports them. `file_len` is the size of the file `bytes` were read from
+/// (the decoding budget grows with it; `bytes` may have its large tensor
+/// payloads left out).
+pub fn check(bytes: &[u8], file_len: usize) -> Result<(), String> {
     let mut t = Totals::default();
     scan(bytes, Kind::Model, 0, &mut t)?;
     let over = |what: &str, n: usize, limit: usize, name: &str| {
@@ -176,8 +178,7 @@ pub fn check(bytes: &[u8]) -> Result<(), String> {
             "MAX_MODEL_ITEMS",
         );
     }
-    let budget =
-        DECODE_BASE_BYTES.saturating_add(bytes.len().saturating_mul(DECODE_BYTES_PER_BYTE));
+    let budget = DECODE_BASE_BYTES.saturating_add(file_len.saturating_mul(DECODE_BYTES_PER_BYTE));
     if t.decoded > budget {
         return Err(format!(
             "decoding the model's {} records would take about {} MB, more than the limit of {} MB ({DECODE_BASE_BYTES} bytes + {DECODE_BYTES_PER_BYTE} per byte of the file: DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE)",
@@ -399,7 +400,7 @@ mod tests {
         scan(&m.encode_to_vec(), Kind::Model, 0, &mut t).unwrap();
         assert_eq!(t.nodes, 9);
         // Garbage ends the look without a panic.
-        assert!(check(&[0x3a, 0xff, 0xff, 0xff]).is_ok());
-        assert!(check(&[0x3b, 0x0a, 0x00]).is_ok());
+        assert!(check(&[0x3a, 0xff, 0xff, 0xff], 4).is_ok());
+        assert!(check(&[0x3b, 0x0a, 0x00], 3).is_ok());
     }
 }
