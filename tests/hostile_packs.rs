@@ -145,20 +145,128 @@ fn shape_of_y(c: &crate::hostile::Case, f: &str) -> String {
 
 #[test]
 fn dimension_squared_until_past_the_degree_limit() {
-    // n^(2^8) = n^256 > MAX_DIM_DEGREE = 128: the 8th square's value is
-    // not folded (shape inference leaves a value it cannot fold unknown),
-    // so the fill's size is a new symbol, never n^0 = 1 as it once was.
+    // n^(2^8) = n^256 > MAX_DIM_DEGREE = 128: the 8th square is an error
+    // naming it, never a fresh symbol (nor n^0 = 1, as it once was).
     let c = case("dim_squared_8_times");
     let f = c.file("m.onnx", &squaring_model(8));
-    assert_eq!(shape_of_y(&c, &f), r#"["constant_of_shape_1"]"#);
+    c.rejects(
+        &f,
+        &[
+            "square8",
+            "exceeds the limit of degree 128",
+            "MAX_DIM_DEGREE",
+        ],
+    );
 }
 
 #[test]
-fn dimension_squared_32_times_never_wraps() {
-    // 2^32 once wrapped the u32 power to 0: `n^0`, a size of 1.
-    let c = case("dim_squared_32_times");
-    let f = c.file("m.onnx", &squaring_model(32));
-    assert_eq!(shape_of_y(&c, &f), r#"["constant_of_shape_1"]"#);
+fn dimension_squared_40_times_never_wraps() {
+    // 2^32 once wrapped the u32 power to 0: `n^0`, a size of 1. Squaring
+    // stops at the 8th node, whatever follows.
+    let c = case("dim_squared_40_times");
+    let f = c.file("m.onnx", &squaring_model(40));
+    c.rejects(
+        &f,
+        &[
+            "square8",
+            "exceeds the limit of degree 128",
+            "MAX_DIM_DEGREE",
+        ],
+    );
+    // `shapes` infers the same way, and refuses the same way.
+    c.fails(&["shapes", &f], 2, &["square8", "MAX_DIM_DEGREE"]);
+}
+
+/// `Max(m_k, s)` nested `k` times over `s = Shape(x)` and `t = Shape(z)`:
+/// `max(n, max(n, ... max(n, m)))`, one atom more per node and no product.
+fn nested_max_model(k: usize) -> Vec<u8> {
+    let mut nodes = vec![
+        node("Shape", &["x"], &["s"]),
+        node("Shape", &["z"], &["m0"]),
+    ];
+    for i in 0..k {
+        let (a, b) = (format!("m{i}"), format!("m{}", i + 1));
+        // Alternating the operand order changes nothing: max is canonical.
+        let mut n = if i % 2 == 0 {
+            node("Max", &[&a, "s"], &[&b])
+        } else {
+            node("Min", &["s", &a], &[&b])
+        };
+        n.name = Some(format!("nest{}", i + 1));
+        nodes.push(n);
+    }
+    let last = format!("m{k}");
+    nodes.push(node("ConstantOfShape", &[&last], &["y"]));
+    let x = value("x", tensor_type(FLOAT, &["n"]));
+    let z = value("z", tensor_type(FLOAT, &["m"]));
+    build::model(graph(vec![x, z], nodes, vec![untyped("y")]), 17).encode_to_vec()
+}
+
+#[test]
+fn dimension_nested_in_max_past_the_size_limit() {
+    // Node k holds k max/min atoms and k + 1 symbols: 2k + 1 > MAX_DIM_SIZE
+    // = 256 first at k = 128, so `nest128` is the error.
+    let c = case("dim_nested_max_130");
+    let f = c.file("m.onnx", &nested_max_model(130));
+    c.rejects(
+        &f,
+        &[
+            "nest128",
+            "exceeds the limit of 256 terms and atoms",
+            "MAX_DIM_SIZE",
+        ],
+    );
+    // One level less is a value: 127 atoms max/min, 128 symbols `n` and
+    // one `m`, innermost `max(m,n)`; with n = 3 and m = 5 it evaluates to
+    // max(3, min(3, ... max(5, 3))) = 3.
+    let g = c.file("ok.onnx", &nested_max_model(127));
+    let y = shape_of_y(&c, &g);
+    assert_eq!(y.matches("max(").count(), 64, "{y}");
+    assert_eq!(y.matches("min(").count(), 63, "{y}");
+    assert!(y.contains("max(m,n)"), "{y}");
+    let o = c.run(
+        &[
+            "shapes", &g, "--format", "json", "--dim", "n=3", "--dim", "m=5",
+        ],
+        0,
+    );
+    let r: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["tensors"]["y"]["shape"], serde_json::json!([3]), "{r}");
+}
+
+/// `s3 = Shape(x)^3` repeated 64 times by Concat, expanded into a tensor of
+/// shape `[n^3] * 64` and reshaped to `[-1]`: an element count of `n^192`.
+fn reshaped_cubes_model() -> Vec<u8> {
+    let mut nodes = vec![
+        node("Shape", &["x"], &["s"]),
+        node("Mul", &["s", "s"], &["s2"]),
+        node("Mul", &["s2", "s"], &["s3"]),
+    ];
+    let copies = vec!["s3"; 64];
+    let mut cat = node("Concat", &copies, &["dims"]);
+    cat.attribute.push(build::int("axis", 0));
+    nodes.push(cat);
+    nodes.push(node("Expand", &["one", "dims"], &["big"]));
+    let mut flat = node("Reshape", &["big", "minus_one"], &["y"]);
+    flat.name = Some("flat".into());
+    nodes.push(flat);
+    let x = value("x", tensor_type(FLOAT, &["n"]));
+    let one = value("one", tensor_type(FLOAT, &[]));
+    let mut g = graph(vec![x, one], nodes, vec![untyped("y")]);
+    g.initializer.push(build::int64_list("minus_one", &[-1]));
+    build::model(g, 17).encode_to_vec()
+}
+
+#[test]
+fn element_count_of_reshaped_shape_values_past_the_degree_limit() {
+    // (n^3)^64 = n^192 > MAX_DIM_DEGREE = 128 elements to reshape: an
+    // error naming the Reshape, not a fresh symbol for its size.
+    let c = case("dim_reshape_n192");
+    let f = c.file("m.onnx", &reshaped_cubes_model());
+    c.rejects(
+        &f,
+        &["flat", "exceeds the limit of degree 128", "MAX_DIM_DEGREE"],
+    );
 }
 
 #[test]
