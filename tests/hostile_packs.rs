@@ -434,47 +434,102 @@ fn pack_files(name: &'static str, files: &[(&str, String)]) -> (crate::hostile::
     (c, args)
 }
 
-#[test]
-fn many_lets_in_one_rule_load_and_count() {
-    // v0 = |X| = 6, v_k = v_(k-1) + 1: v3000 = 3006 FLOPs.
+/// A Relu rule whose lets are `v0 = |X|`, `v_k = v_(k-1) + 1` up to `v_last`.
+fn counting_lets(last: usize) -> String {
     let mut lets = vec![("v0".to_string(), "|X|".to_string())];
-    for i in 1..=3000 {
+    for i in 1..=last {
         lets.push((format!("v{i}"), format!("v{} + 1", i - 1)));
     }
-    let rule = String::from_utf8(rule_with_lets(&lets, "v3000")).unwrap();
-    let (c, mut args) = pack_files("load_3000_lets", &[("a.yaml", rule)]);
-    args.extend(["--format".into(), "json".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = c.accepts(&args);
-    assert_eq!(r["layers"][0]["flops"], 3006, "{r}");
+    String::from_utf8(rule_with_lets(&lets, &format!("v{last}"))).unwrap()
 }
 
 #[test]
-fn many_devices_load() {
-    let devices: String = (0..5000)
+fn as_many_lets_in_one_rule_as_the_limit_load_and_count() {
+    // MAX_RULE_LETS = 256 lets, v0..v255: v255 = |X| + 255 = 6 + 255 = 261 FLOPs.
+    let last = c3::rules::compile::MAX_RULE_LETS - 1;
+    let (c, mut args) = pack_files("load_256_lets", &[("a.yaml", counting_lets(last))]);
+    args.extend(["--format".into(), "json".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = c.accepts(&args);
+    assert_eq!(r["layers"][0]["flops"], 261, "{r}");
+}
+
+#[test]
+fn more_lets_in_one_rule_than_the_limit() {
+    // 3001 lets: refused at the 257th, v256, on line 8 + 256 = 264 (the
+    // lets start on line 8), before any formula is compiled.
+    let (c, args) = pack_files("load_3001_lets", &[("a.yaml", counting_lets(3000))]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    c.fails(
+        &args,
+        2,
+        &[
+            "a.yaml:264:11:",
+            "rule Relu: 3001 let names, which exceeds the limit of 256 per rule (MAX_RULE_LETS)",
+        ],
+    );
+}
+
+/// A devices file of `n` devices `d0`..: 1e12 fp32 operations/s, 1e11 bytes/s.
+fn devices_file(n: usize) -> String {
+    (0..n)
         .map(|i| {
             format!(
                 "d{i}:\n  name: D{i}\n  peak: {{fp32: 1.0e12}}\n  bandwidth: 1.0e11\n  source: s\n"
             )
         })
-        .collect();
+        .collect()
+}
+
+/// Devices a pack may add to the built-in catalog within MAX_DEVICES.
+fn devices_left() -> usize {
+    let builtin = c3::rules::devices::Catalog::builtin().unwrap().len();
+    c3::rules::devices::MAX_DEVICES - builtin
+}
+
+#[test]
+fn as_many_devices_as_the_limit_load() {
+    let n = devices_left();
     let (c, mut args) = pack_files(
-        "load_5000_devices",
+        "load_max_devices",
         &[
             ("a.yaml", String::from_utf8(relu_rule("|X|")).unwrap()),
-            ("devices.yaml", devices),
+            ("devices.yaml", devices_file(n)),
         ],
     );
     // The last one is found: 6 FLOPs at 1e12/s = 6e-12 s of compute.
+    let last = format!("d{}", n - 1);
     args.extend([
         "--device".into(),
-        "d4999".into(),
+        last.clone(),
         "--format".into(),
         "json".into(),
     ]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = c.accepts(&args);
-    assert!(r.to_string().contains("D4999"), "{r}");
+    assert!(r.to_string().contains(&format!("D{}", n - 1)), "{r}");
+}
+
+#[test]
+fn more_devices_than_the_limit() {
+    // 5000 devices: refused at the first one past MAX_DEVICES = 1024 with
+    // the built-in ones, `d{left}`, on line 5 * left + 1 (five lines each).
+    let left = devices_left();
+    let (c, args) = pack_files(
+        "load_5000_devices",
+        &[
+            ("a.yaml", String::from_utf8(relu_rule("|X|")).unwrap()),
+            ("devices.yaml", devices_file(5000)),
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let at = format!("devices.yaml:{}:1:", 5 * left + 1);
+    let total = format!("{} devices in force", 5000 + 1024 - left);
+    c.fails(
+        &args,
+        2,
+        &[&at, &total, "exceeds the limit of 1024 (MAX_DEVICES)"],
+    );
 }
 
 fn fusions_case(name: &'static str, fusions: String, want: &[&str]) {
