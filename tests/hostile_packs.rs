@@ -277,6 +277,51 @@ fn dimension_squared_within_the_limit_is_exact() {
     assert_eq!(shape_of_y(&c, &f), r#"["n^128"]"#);
 }
 
+/// `c = [n^64, n^64, n^64]` (Shape(x) squared 6 times, concatenated
+/// thrice), then `tail` (nodes reading `c` or `big = Expand(one, c)`).
+fn three_n64_model(tail: Vec<c3::onnx::proto::NodeProto>) -> Vec<u8> {
+    let mut nodes = vec![node("Shape", &["x"], &["s0"])];
+    for i in 0..6 {
+        let (a, b) = (format!("s{i}"), format!("s{}", i + 1));
+        nodes.push(node("Mul", &[&a, &a], &[&b]));
+    }
+    let mut cat = node("Concat", &["s6", "s6", "s6"], &["c"]);
+    cat.attribute.push(build::int("axis", 0));
+    nodes.push(cat);
+    nodes.push(node("Expand", &["one", "c"], &["big"]));
+    nodes.extend(tail);
+    let x = value("x", tensor_type(FLOAT, &["n"]));
+    let one = value("one", tensor_type(FLOAT, &[]));
+    build::model(graph(vec![x, one], nodes, vec![untyped("y")]), 17).encode_to_vec()
+}
+
+#[test]
+fn reduced_and_counted_shape_values_past_the_degree_limit() {
+    // n^64 * n^64 * n^64 = n^192 > MAX_DIM_DEGREE = 128, whether a
+    // ReduceProd folds it from the values or Size counts `big`'s elements.
+    let c = case("dim_reduceprod_size_n192");
+    let mut prod = node("ReduceProd", &["c"], &["y"]);
+    prod.name = Some("prod".into());
+    prod.attribute.push(build::int("keepdims", 0));
+    let f = c.file("prod.onnx", &three_n64_model(vec![prod]));
+    c.rejects(&f, &["prod", "(ReduceProd)", "MAX_DIM_DEGREE"]);
+    let mut size = node("Size", &["big"], &["y"]);
+    size.name = Some("count".into());
+    let g = c.file("size.onnx", &three_n64_model(vec![size]));
+    c.rejects(&g, &["count", "(Size)", "MAX_DIM_DEGREE"]);
+    // Two of the three: n^128, within the limit, is the size exactly.
+    let gather = node("Slice", &["c", "zero", "two"], &["c2"]);
+    let prod2 = node("ReduceProd", &["c2"], &["p"]);
+    let fill = node("ConstantOfShape", &["p"], &["y"]);
+    let model = three_n64_model(vec![gather, prod2, fill]);
+    let mut m = c3::onnx::proto::ModelProto::decode(model.as_slice()).unwrap();
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.push(build::int64_list("zero", &[0]));
+    g.initializer.push(build::int64_list("two", &[2]));
+    let h = c.file("ok.onnx", &m.encode_to_vec());
+    assert_eq!(shape_of_y(&c, &h), r#"["n^128"]"#);
+}
+
 /// Concat of `k` inputs `[d_i]` along axis 0: a size `d_1 + ... + d_k`.
 fn concat_model(k: usize) -> Vec<u8> {
     let names: Vec<String> = (0..k).map(|i| format!("x{i}")).collect();
