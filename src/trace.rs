@@ -338,10 +338,9 @@ pub fn read_trace(path: &str) -> Result<Graph> {
     // is read again from where the head ended and built. Each pass is cut
     // at the limit (one byte more than allowed makes the refusal certain).
     fn stream<'a>(head: &'a [u8], file: &'a mut std::fs::File) -> impl std::io::Read + 'a {
-        let rest = std::io::Cursor::new(head)
+        std::io::Cursor::new(head)
             .chain(file)
-            .take(MAX_TRACE_BYTES + 1);
-        std::io::BufReader::with_capacity(1 << 16, rest)
+            .take(MAX_TRACE_BYTES + 1)
     }
     // A pipe cannot go back: found out before anything more is read.
     use std::io::Seek;
@@ -363,7 +362,9 @@ pub fn read_trace(path: &str) -> Result<Graph> {
             inner: stream(&head[skip..], &mut file),
             seen: 0,
         };
-        let count = serde_json::from_reader::<_, LayerCount>(&mut counting);
+        // Buffered outside the counter: serde_json reads a byte at a time.
+        let buffered = std::io::BufReader::with_capacity(1 << 16, &mut counting);
+        let count = serde_json::from_reader::<_, LayerCount>(buffered);
         (counting.seen, count)
     };
     if seen > MAX_TRACE_BYTES {
@@ -377,7 +378,7 @@ pub fn read_trace(path: &str) -> Result<Graph> {
         inner: stream(&head[skip..], &mut file),
         seen: 0,
     };
-    let parsed = serde_json::from_reader(&mut counted);
+    let parsed = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, &mut counted));
     if counted.seen > MAX_TRACE_BYTES {
         return Err(too_big());
     }
