@@ -311,8 +311,8 @@ pub fn dims(data: &[u8]) -> Result<usize> {
                     8 => (x.exact_div(&y), &|p, q| {
                         (q != 0 && p % q == 0).then(|| p / q)
                     }),
-                    9 => (Some(x.max_with(&y)), &|p, q| Some(p.max(q))),
-                    10 => (Some(x.min_with(&y)), &|p, q| Some(p.min(q))),
+                    9 => (x.max_with(&y).ok(), &|p, q| Some(p.max(q))),
+                    10 => (x.min_with(&y).ok(), &|p, q| Some(p.min(q))),
                     _ => (Some(x.clone()), &|p, _| Some(p)),
                 };
                 if let Some(r) = &r {

@@ -327,16 +327,55 @@ pub fn read_trace(path: &str) -> Result<Graph> {
         return parse_trace(&head, path);
     }
     // A byte order mark some editors write first is skipped.
-    if head.starts_with(UTF8_BOM) {
-        head.drain(..UTF8_BOM.len());
+    let skip = if head.starts_with(UTF8_BOM) {
+        UTF8_BOM.len()
+    } else {
+        0
+    };
+    // Longer: parsed as it is read, in two passes like `parse_trace`'s:
+    // the layers are counted first, building none (a million tiny layers
+    // built before the refusal would cost hundreds of MB), then the file
+    // is read again from where the head ended and built. Each pass is cut
+    // at the limit (one byte more than allowed makes the refusal certain).
+    fn stream<'a>(head: &'a [u8], file: &'a mut std::fs::File) -> impl std::io::Read + 'a {
+        std::io::Cursor::new(head)
+            .chain(file)
+            .take(MAX_TRACE_BYTES + 1)
     }
-    // Longer: what came so far, then the rest as it is parsed, cut at the
-    // limit (one byte more than allowed makes the refusal certain).
-    let rest = std::io::Cursor::new(head)
-        .chain(file)
-        .take(MAX_TRACE_BYTES + 1);
+    // A pipe cannot go back: found out before anything more is read.
+    use std::io::Seek;
+    let after_head = head.len() as u64;
+    let rewind = |file: &mut std::fs::File| {
+        file.seek(std::io::SeekFrom::Start(after_head))
+            .map(drop)
+            .map_err(|_| Error::Input {
+                path: path.to_string(),
+                message: format!(
+                    "a trace over {} MiB is read twice (its layers counted first), which this file cannot be; give it on standard input (`-`)",
+                    READ_WHOLE_BYTES >> 20
+                ),
+            })
+    };
+    rewind(&mut file)?;
+    let (seen, count) = {
+        let mut counting = Counted {
+            inner: stream(&head[skip..], &mut file),
+            seen: 0,
+        };
+        // Buffered outside the counter: serde_json reads a byte at a time.
+        let buffered = std::io::BufReader::with_capacity(1 << 16, &mut counting);
+        let count = serde_json::from_reader::<_, LayerCount>(buffered);
+        (counting.seen, count)
+    };
+    if seen > MAX_TRACE_BYTES {
+        return Err(too_big());
+    }
+    if let Err(e) = count {
+        layer_limit(&e, path)?;
+    }
+    rewind(&mut file)?;
     let mut counted = Counted {
-        inner: rest,
+        inner: stream(&head[skip..], &mut file),
         seen: 0,
     };
     let parsed = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, &mut counted));
@@ -366,19 +405,26 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
 pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
     let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
     if let Err(e) = serde_json::from_slice::<LayerCount>(bytes) {
-        let message = strip_position(&e.to_string());
-        if message.contains("(MAX_NODES)") {
-            return Err(Error::Input {
-                path: path.to_string(),
-                message: format!(
-                    "line {} column {}: not a valid trace: {message}",
-                    e.line(),
-                    e.column()
-                ),
-            });
-        }
+        layer_limit(&e, path)?;
     }
     from_file(serde_json::from_slice(bytes), path)
+}
+
+/// The error of a counting pass when it is the layer limit; other errors
+/// are left to the pass that builds the layers, which says them better.
+fn layer_limit(e: &serde_json::Error, path: &str) -> Result<()> {
+    let message = strip_position(&e.to_string());
+    if message.contains("(MAX_NODES)") {
+        return Err(Error::Input {
+            path: path.to_string(),
+            message: format!(
+                "line {} column {}: not a valid trace: {message}",
+                e.line(),
+                e.column()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A trace read only to count its layers (anything else is ignored; other

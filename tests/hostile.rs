@@ -1179,6 +1179,77 @@ fn trace_of_40_mb_of_blanks() {
     c.rejects(&f, &["line 1 column 41943041", "missing field `layers`"]);
 }
 
+/// A trace of `MAX_NODES + 1` layers whose first layer is not a valid
+/// layer, after `pad` blanks.
+fn too_many_layers_first_one_bad(pad: usize) -> Vec<u8> {
+    let mut t = b"{\"layers\": [".to_vec();
+    t.resize(t.len() + pad, b' ');
+    t.extend_from_slice(b"{\"op\":\"R\",\"bogus\":1},");
+    t.extend(b"{\"op\":\"R\"},".repeat(c3::onnx::MAX_NODES - 1));
+    t.extend_from_slice(b"{\"op\":\"R\"}]}");
+    t
+}
+
+#[test]
+fn trace_layers_are_counted_before_any_is_built() {
+    // Read whole (11 MB): the count comes first, so the limit is the error,
+    // not the bad field of layer 1 that building it would have met.
+    let c = case("trace_count_first_small");
+    let f = c.file("t.json", &too_many_layers_first_one_bad(0));
+    c.rejects(&f, &["more than 1000000 layers (MAX_NODES)"]);
+}
+
+#[test]
+fn trace_past_the_read_whole_size_is_counted_before_any_layer_is_built() {
+    // 34 MiB of blanks first: past the 32 MiB read whole, so parsed as it
+    // is read; still counted before building (a million layers built
+    // before the refusal would cost hundreds of MB): the limit is the
+    // error, not layer 1's bad field. Generated here, never committed.
+    let c = case("trace_count_first_streamed");
+    let f = c.file("t.json", &too_many_layers_first_one_bad(34 << 20));
+    c.rejects(&f, &["more than 1000000 layers (MAX_NODES)"]);
+    // Under the limit, the same streamed file is built and checked: layer
+    // 1's unknown field is the error.
+    let mut ok = b"{\"layers\": [".to_vec();
+    ok.resize(ok.len() + (34 << 20), b' ');
+    ok.extend_from_slice(b"{\"op\":\"R\",\"bogus\":1}]}");
+    let g = c.file("one.json", &ok);
+    let o = C3::new()
+        .args(["estimate", &g])
+        .kill_after(KILL_AFTER)
+        .run();
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("unknown field `bogus`"), "{}", o.stderr);
+}
+
+#[test]
+fn trace_past_the_read_whole_size_from_a_pipe() {
+    // The CLI refuses a pipe before reading it ("not a regular file"); the
+    // library's reader, given one, cannot read it twice (count, then
+    // build): past 32 MiB it refuses with the way out, standard input.
+    let c = case("trace_streamed_fifo");
+    let fifo = c.path("t.json");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo failed");
+    let path = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let mut w = std::fs::OpenOptions::new().write(true).open(path)?;
+        w.write_all(b"{\"layers\": [")?;
+        w.write_all(&vec![b' '; 33 << 20])?;
+        w.write_all(b"]}")
+    });
+    let e = c3::trace::read_trace(fifo.to_str().unwrap())
+        .map(|_| ())
+        .unwrap_err();
+    // The writer stops at the broken pipe once the reader has gone.
+    let _ = writer.join();
+    let e = e.to_string();
+    assert!(
+        e.contains("is read twice") && e.contains("on standard input (`-`)"),
+        "{e}"
+    );
+}
+
 #[test]
 fn trace_larger_than_the_limit() {
     // A file starting `{` (so a trace), one byte over the limit, sparse.

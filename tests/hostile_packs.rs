@@ -145,20 +145,128 @@ fn shape_of_y(c: &crate::hostile::Case, f: &str) -> String {
 
 #[test]
 fn dimension_squared_until_past_the_degree_limit() {
-    // n^(2^8) = n^256 > MAX_DIM_DEGREE = 128: the 8th square's value is
-    // not folded (shape inference leaves a value it cannot fold unknown),
-    // so the fill's size is a new symbol, never n^0 = 1 as it once was.
+    // n^(2^8) = n^256 > MAX_DIM_DEGREE = 128: the 8th square is an error
+    // naming it, never a fresh symbol (nor n^0 = 1, as it once was).
     let c = case("dim_squared_8_times");
     let f = c.file("m.onnx", &squaring_model(8));
-    assert_eq!(shape_of_y(&c, &f), r#"["constant_of_shape_1"]"#);
+    c.rejects(
+        &f,
+        &[
+            "square8",
+            "exceeds the limit of degree 128",
+            "MAX_DIM_DEGREE",
+        ],
+    );
 }
 
 #[test]
-fn dimension_squared_32_times_never_wraps() {
-    // 2^32 once wrapped the u32 power to 0: `n^0`, a size of 1.
-    let c = case("dim_squared_32_times");
-    let f = c.file("m.onnx", &squaring_model(32));
-    assert_eq!(shape_of_y(&c, &f), r#"["constant_of_shape_1"]"#);
+fn dimension_squared_40_times_never_wraps() {
+    // 2^32 once wrapped the u32 power to 0: `n^0`, a size of 1. Squaring
+    // stops at the 8th node, whatever follows.
+    let c = case("dim_squared_40_times");
+    let f = c.file("m.onnx", &squaring_model(40));
+    c.rejects(
+        &f,
+        &[
+            "square8",
+            "exceeds the limit of degree 128",
+            "MAX_DIM_DEGREE",
+        ],
+    );
+    // `shapes` infers the same way, and refuses the same way.
+    c.fails(&["shapes", &f], 2, &["square8", "MAX_DIM_DEGREE"]);
+}
+
+/// `Max(m_k, s)` nested `k` times over `s = Shape(x)` and `t = Shape(z)`:
+/// `max(n, max(n, ... max(n, m)))`, one atom more per node and no product.
+fn nested_max_model(k: usize) -> Vec<u8> {
+    let mut nodes = vec![
+        node("Shape", &["x"], &["s"]),
+        node("Shape", &["z"], &["m0"]),
+    ];
+    for i in 0..k {
+        let (a, b) = (format!("m{i}"), format!("m{}", i + 1));
+        // Alternating the operand order changes nothing: max is canonical.
+        let mut n = if i % 2 == 0 {
+            node("Max", &[&a, "s"], &[&b])
+        } else {
+            node("Min", &["s", &a], &[&b])
+        };
+        n.name = Some(format!("nest{}", i + 1));
+        nodes.push(n);
+    }
+    let last = format!("m{k}");
+    nodes.push(node("ConstantOfShape", &[&last], &["y"]));
+    let x = value("x", tensor_type(FLOAT, &["n"]));
+    let z = value("z", tensor_type(FLOAT, &["m"]));
+    build::model(graph(vec![x, z], nodes, vec![untyped("y")]), 17).encode_to_vec()
+}
+
+#[test]
+fn dimension_nested_in_max_past_the_size_limit() {
+    // Node k holds k max/min atoms and k + 1 symbols: 2k + 1 > MAX_DIM_SIZE
+    // = 256 first at k = 128, so `nest128` is the error.
+    let c = case("dim_nested_max_130");
+    let f = c.file("m.onnx", &nested_max_model(130));
+    c.rejects(
+        &f,
+        &[
+            "nest128",
+            "exceeds the limit of 256 terms and atoms",
+            "MAX_DIM_SIZE",
+        ],
+    );
+    // One level less is a value: 127 atoms max/min, 128 symbols `n` and
+    // one `m`, innermost `max(m,n)`; with n = 3 and m = 5 it evaluates to
+    // max(3, min(3, ... max(5, 3))) = 3.
+    let g = c.file("ok.onnx", &nested_max_model(127));
+    let y = shape_of_y(&c, &g);
+    assert_eq!(y.matches("max(").count(), 64, "{y}");
+    assert_eq!(y.matches("min(").count(), 63, "{y}");
+    assert!(y.contains("max(m,n)"), "{y}");
+    let o = c.run(
+        &[
+            "shapes", &g, "--format", "json", "--dim", "n=3", "--dim", "m=5",
+        ],
+        0,
+    );
+    let r: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["tensors"]["y"]["shape"], serde_json::json!([3]), "{r}");
+}
+
+/// `s3 = Shape(x)^3` repeated 64 times by Concat, expanded into a tensor of
+/// shape `[n^3] * 64` and reshaped to `[-1]`: an element count of `n^192`.
+fn reshaped_cubes_model() -> Vec<u8> {
+    let mut nodes = vec![
+        node("Shape", &["x"], &["s"]),
+        node("Mul", &["s", "s"], &["s2"]),
+        node("Mul", &["s2", "s"], &["s3"]),
+    ];
+    let copies = vec!["s3"; 64];
+    let mut cat = node("Concat", &copies, &["dims"]);
+    cat.attribute.push(build::int("axis", 0));
+    nodes.push(cat);
+    nodes.push(node("Expand", &["one", "dims"], &["big"]));
+    let mut flat = node("Reshape", &["big", "minus_one"], &["y"]);
+    flat.name = Some("flat".into());
+    nodes.push(flat);
+    let x = value("x", tensor_type(FLOAT, &["n"]));
+    let one = value("one", tensor_type(FLOAT, &[]));
+    let mut g = graph(vec![x, one], nodes, vec![untyped("y")]);
+    g.initializer.push(build::int64_list("minus_one", &[-1]));
+    build::model(g, 17).encode_to_vec()
+}
+
+#[test]
+fn element_count_of_reshaped_shape_values_past_the_degree_limit() {
+    // (n^3)^64 = n^192 > MAX_DIM_DEGREE = 128 elements to reshape: an
+    // error naming the Reshape, not a fresh symbol for its size.
+    let c = case("dim_reshape_n192");
+    let f = c.file("m.onnx", &reshaped_cubes_model());
+    c.rejects(
+        &f,
+        &["flat", "exceeds the limit of degree 128", "MAX_DIM_DEGREE"],
+    );
 }
 
 #[test]
@@ -167,6 +275,51 @@ fn dimension_squared_within_the_limit_is_exact() {
     let c = case("dim_squared_7_times");
     let f = c.file("m.onnx", &squaring_model(7));
     assert_eq!(shape_of_y(&c, &f), r#"["n^128"]"#);
+}
+
+/// `c = [n^64, n^64, n^64]` (Shape(x) squared 6 times, concatenated
+/// thrice), then `tail` (nodes reading `c` or `big = Expand(one, c)`).
+fn three_n64_model(tail: Vec<c3::onnx::proto::NodeProto>) -> Vec<u8> {
+    let mut nodes = vec![node("Shape", &["x"], &["s0"])];
+    for i in 0..6 {
+        let (a, b) = (format!("s{i}"), format!("s{}", i + 1));
+        nodes.push(node("Mul", &[&a, &a], &[&b]));
+    }
+    let mut cat = node("Concat", &["s6", "s6", "s6"], &["c"]);
+    cat.attribute.push(build::int("axis", 0));
+    nodes.push(cat);
+    nodes.push(node("Expand", &["one", "c"], &["big"]));
+    nodes.extend(tail);
+    let x = value("x", tensor_type(FLOAT, &["n"]));
+    let one = value("one", tensor_type(FLOAT, &[]));
+    build::model(graph(vec![x, one], nodes, vec![untyped("y")]), 17).encode_to_vec()
+}
+
+#[test]
+fn reduced_and_counted_shape_values_past_the_degree_limit() {
+    // n^64 * n^64 * n^64 = n^192 > MAX_DIM_DEGREE = 128, whether a
+    // ReduceProd folds it from the values or Size counts `big`'s elements.
+    let c = case("dim_reduceprod_size_n192");
+    let mut prod = node("ReduceProd", &["c"], &["y"]);
+    prod.name = Some("prod".into());
+    prod.attribute.push(build::int("keepdims", 0));
+    let f = c.file("prod.onnx", &three_n64_model(vec![prod]));
+    c.rejects(&f, &["prod", "(ReduceProd)", "MAX_DIM_DEGREE"]);
+    let mut size = node("Size", &["big"], &["y"]);
+    size.name = Some("count".into());
+    let g = c.file("size.onnx", &three_n64_model(vec![size]));
+    c.rejects(&g, &["count", "(Size)", "MAX_DIM_DEGREE"]);
+    // Two of the three: n^128, within the limit, is the size exactly.
+    let gather = node("Slice", &["c", "zero", "two"], &["c2"]);
+    let prod2 = node("ReduceProd", &["c2"], &["p"]);
+    let fill = node("ConstantOfShape", &["p"], &["y"]);
+    let model = three_n64_model(vec![gather, prod2, fill]);
+    let mut m = c3::onnx::proto::ModelProto::decode(model.as_slice()).unwrap();
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.push(build::int64_list("zero", &[0]));
+    g.initializer.push(build::int64_list("two", &[2]));
+    let h = c.file("ok.onnx", &m.encode_to_vec());
+    assert_eq!(shape_of_y(&c, &h), r#"["n^128"]"#);
 }
 
 /// Concat of `k` inputs `[d_i]` along axis 0: a size `d_1 + ... + d_k`.
@@ -326,47 +479,102 @@ fn pack_files(name: &'static str, files: &[(&str, String)]) -> (crate::hostile::
     (c, args)
 }
 
-#[test]
-fn many_lets_in_one_rule_load_and_count() {
-    // v0 = |X| = 6, v_k = v_(k-1) + 1: v3000 = 3006 FLOPs.
+/// A Relu rule whose lets are `v0 = |X|`, `v_k = v_(k-1) + 1` up to `v_last`.
+fn counting_lets(last: usize) -> String {
     let mut lets = vec![("v0".to_string(), "|X|".to_string())];
-    for i in 1..=3000 {
+    for i in 1..=last {
         lets.push((format!("v{i}"), format!("v{} + 1", i - 1)));
     }
-    let rule = String::from_utf8(rule_with_lets(&lets, "v3000")).unwrap();
-    let (c, mut args) = pack_files("load_3000_lets", &[("a.yaml", rule)]);
-    args.extend(["--format".into(), "json".into()]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = c.accepts(&args);
-    assert_eq!(r["layers"][0]["flops"], 3006, "{r}");
+    String::from_utf8(rule_with_lets(&lets, &format!("v{last}"))).unwrap()
 }
 
 #[test]
-fn many_devices_load() {
-    let devices: String = (0..5000)
+fn as_many_lets_in_one_rule_as_the_limit_load_and_count() {
+    // MAX_RULE_LETS = 256 lets, v0..v255: v255 = |X| + 255 = 6 + 255 = 261 FLOPs.
+    let last = c3::rules::compile::MAX_RULE_LETS - 1;
+    let (c, mut args) = pack_files("load_256_lets", &[("a.yaml", counting_lets(last))]);
+    args.extend(["--format".into(), "json".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = c.accepts(&args);
+    assert_eq!(r["layers"][0]["flops"], 261, "{r}");
+}
+
+#[test]
+fn more_lets_in_one_rule_than_the_limit() {
+    // 3001 lets: refused at the 257th, v256, on line 8 + 256 = 264 (the
+    // lets start on line 8), before any formula is compiled.
+    let (c, args) = pack_files("load_3001_lets", &[("a.yaml", counting_lets(3000))]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    c.fails(
+        &args,
+        2,
+        &[
+            "a.yaml:264:11:",
+            "rule Relu: 3001 let names, which exceeds the limit of 256 per rule (MAX_RULE_LETS)",
+        ],
+    );
+}
+
+/// A devices file of `n` devices `d0`..: 1e12 fp32 operations/s, 1e11 bytes/s.
+fn devices_file(n: usize) -> String {
+    (0..n)
         .map(|i| {
             format!(
                 "d{i}:\n  name: D{i}\n  peak: {{fp32: 1.0e12}}\n  bandwidth: 1.0e11\n  source: s\n"
             )
         })
-        .collect();
+        .collect()
+}
+
+/// Devices a pack may add to the built-in catalog within MAX_DEVICES.
+fn devices_left() -> usize {
+    let builtin = c3::rules::devices::Catalog::builtin().unwrap().len();
+    c3::rules::devices::MAX_DEVICES - builtin
+}
+
+#[test]
+fn as_many_devices_as_the_limit_load() {
+    let n = devices_left();
     let (c, mut args) = pack_files(
-        "load_5000_devices",
+        "load_max_devices",
         &[
             ("a.yaml", String::from_utf8(relu_rule("|X|")).unwrap()),
-            ("devices.yaml", devices),
+            ("devices.yaml", devices_file(n)),
         ],
     );
     // The last one is found: 6 FLOPs at 1e12/s = 6e-12 s of compute.
+    let last = format!("d{}", n - 1);
     args.extend([
         "--device".into(),
-        "d4999".into(),
+        last.clone(),
         "--format".into(),
         "json".into(),
     ]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = c.accepts(&args);
-    assert!(r.to_string().contains("D4999"), "{r}");
+    assert!(r.to_string().contains(&format!("D{}", n - 1)), "{r}");
+}
+
+#[test]
+fn more_devices_than_the_limit() {
+    // 5000 devices: refused at the first one past MAX_DEVICES = 1024 with
+    // the built-in ones, `d{left}`, on line 5 * left + 1 (five lines each).
+    let left = devices_left();
+    let (c, args) = pack_files(
+        "load_5000_devices",
+        &[
+            ("a.yaml", String::from_utf8(relu_rule("|X|")).unwrap()),
+            ("devices.yaml", devices_file(5000)),
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let at = format!("devices.yaml:{}:1:", 5 * left + 1);
+    let total = format!("{} devices in force", 5000 + 1024 - left);
+    c.fails(
+        &args,
+        2,
+        &[&at, &total, "exceeds the limit of 1024 (MAX_DEVICES)"],
+    );
 }
 
 fn fusions_case(name: &'static str, fusions: String, want: &[&str]) {

@@ -64,6 +64,16 @@ const fn too_big(limit: Limit) -> Overflow {
     Overflow { limit }
 }
 
+impl Overflow {
+    /// Whether this is a symbolic value past `MAX_DIM_TERMS`,
+    /// `MAX_DIM_DEGREE` or `MAX_DIM_SIZE`, rather than a 64-bit overflow:
+    /// shape inference may leave an overflowing value unknown, but a model
+    /// whose shape arithmetic grows past the limits is refused.
+    pub fn is_limit(&self) -> bool {
+        self.limit != Limit::Bits
+    }
+}
+
 impl fmt::Display for Overflow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.limit {
@@ -440,22 +450,25 @@ impl SymInt {
         }
     }
 
-    pub fn max_with(&self, o: &SymInt) -> SymInt {
+    /// `max(self, o)`; an atom holding both operands, so its size is
+    /// checked like any other result (nested `max` grows without a product).
+    pub fn max_with(&self, o: &SymInt) -> R<SymInt> {
         match (self, o) {
-            (SymInt::Int(a), SymInt::Int(b)) => SymInt::Int(*a.max(b)),
-            _ if self == o => self.clone(),
-            _ => SymInt::wrap(Poly::atom(Atom::Max(
+            (SymInt::Int(a), SymInt::Int(b)) => Ok(SymInt::Int(*a.max(b))),
+            _ if self == o => Ok(self.clone()),
+            _ => SymInt::from_poly(Poly::atom(Atom::Max(
                 self.clone().min_of(o.clone()),
                 self.clone().max_of(o.clone()),
             ))),
         }
     }
 
-    pub fn min_with(&self, o: &SymInt) -> SymInt {
+    /// `min(self, o)`, size-checked like [`SymInt::max_with`].
+    pub fn min_with(&self, o: &SymInt) -> R<SymInt> {
         match (self, o) {
-            (SymInt::Int(a), SymInt::Int(b)) => SymInt::Int(*a.min(b)),
-            _ if self == o => self.clone(),
-            _ => SymInt::wrap(Poly::atom(Atom::Min(
+            (SymInt::Int(a), SymInt::Int(b)) => Ok(SymInt::Int(*a.min(b))),
+            _ if self == o => Ok(self.clone()),
+            _ => SymInt::from_poly(Poly::atom(Atom::Min(
                 self.clone().min_of(o.clone()),
                 self.clone().max_of(o.clone()),
             ))),
@@ -650,6 +663,7 @@ mod tests {
         assert_eq!(o.bind(&b), i(112));
         assert_eq!(o.symbols(), vec!["H".to_string()]);
         assert_eq!(s("a").max_with(&s("b")), s("b").max_with(&s("a")));
+        assert_eq!(s("a").min_with(&s("b")).unwrap().to_string(), "min(a,b)");
         assert_eq!(i(7).ceil_div(2).unwrap(), i(4));
     }
 
@@ -667,7 +681,12 @@ mod tests {
                 .unwrap()
                 .is_non_negative()
         );
-        assert!(s("a").max_with(&b.sub(&i(4)).unwrap()).is_non_negative());
+        assert!(
+            s("a")
+                .max_with(&b.sub(&i(4)).unwrap())
+                .unwrap()
+                .is_non_negative()
+        );
     }
 
     #[test]
@@ -722,6 +741,34 @@ mod tests {
             }
         }
         assert!(err.unwrap().to_string().contains("MAX_DIM_SIZE"));
+    }
+
+    #[test]
+    fn nested_max_and_min_are_bounded() {
+        // max(x_k, max(x_(k-1), ...)) holds one atom and one symbol per
+        // level: past MAX_DIM_SIZE = 256 atoms it is refused, like any
+        // other value, instead of growing with every Max node.
+        let mut m = s("x0");
+        let mut levels = 0;
+        let err = loop {
+            levels += 1;
+            let next = s(&format!("x{levels}"));
+            let r = if levels % 2 == 0 {
+                m.max_with(&next)
+            } else {
+                m.min_with(&next)
+            };
+            match r {
+                Ok(v) => m = v,
+                Err(e) => break e,
+            }
+        };
+        assert!(err.is_limit());
+        assert!(err.to_string().contains("MAX_DIM_SIZE"), "{err}");
+        // Level k holds k atoms (max/min) and k + 1 symbols, 2k + 1 in
+        // all: 2k + 1 > 256 first at k = 128.
+        assert_eq!(levels, 128);
+        assert!(!Overflow.is_limit());
     }
 
     #[test]

@@ -450,10 +450,24 @@ pub(crate) fn compile_formula(
     })
 }
 
+/// `let` names one rule may define (the built-in rules use at most 19):
+/// each is compiled once and evaluated for every layer the rule counts.
+pub const MAX_RULE_LETS: usize = 256;
+
 impl CostRule {
     /// Compiles one rule of a rule file: parses its patterns and formulas,
     /// resolves every name, and lowers each formula to evalexpr.
     pub fn compile(op: &str, def: &RuleDef, src: &SourceFile) -> Result<CostRule, RuleError> {
+        if let Some((name, t)) = def.lets.0.get(MAX_RULE_LETS) {
+            return Err(src.error_at(
+                src.start_of(t),
+                format!(
+                    "rule {op}: {} let names, which exceeds the limit of {MAX_RULE_LETS} per rule (MAX_RULE_LETS)",
+                    def.lets.0.len()
+                ),
+                Some(name),
+            ));
+        }
         let mut scope = RuleScope::with_switches();
         let op_byte = src.key_offset(op);
         let (line, col) = src.line_col(op_byte);

@@ -104,6 +104,25 @@ impl Catalog {
         let src = SourceFile::new(path, text, false);
         let defs: OrderedMap<DeviceDef> =
             serde_saphyr::from_str(text).map_err(|e| crate::rules::pack::yaml_error(&src, &e))?;
+        // Counted before any is checked: the devices kept from before (not
+        // replaced by this file) and this file's.
+        let incoming: std::collections::HashSet<&str> =
+            defs.0.iter().map(|(k, _)| k.as_str()).collect();
+        let kept = self
+            .devices
+            .iter()
+            .filter(|x| !incoming.contains(x.key.as_str()))
+            .count();
+        if let Some((key, _)) = defs.0.get(MAX_DEVICES.saturating_sub(kept)) {
+            return Err(src.error_at(
+                src.key_offset(key),
+                format!(
+                    "{} devices in force, which exceeds the limit of {MAX_DEVICES} (MAX_DEVICES)",
+                    kept + incoming.len()
+                ),
+                Some(key),
+            ));
+        }
         let mut keys = Vec::new();
         let mut added = Vec::new();
         for (key, d) in defs.0 {
@@ -192,6 +211,10 @@ pub fn precision_of(t: DType) -> &'static str {
         _ => "fp32",
     }
 }
+
+/// Devices in force at most (the built-in catalog's, packs' and `--devices`
+/// files'): each is a line of `c3 devices` and a name every lookup compares.
+pub const MAX_DEVICES: usize = 1024;
 
 /// A device's peak throughput per precision runs from a microcontroller's
 /// thousand operations per second to an exascale machine's 1e18: outside,

@@ -62,7 +62,11 @@ fn either(ctx: &InferCtx, a: &Fact, b: &Fact, what: &str) -> Result<Fact> {
                     // Symbolic sizes: at most the larger of the two, once
                     // they are known (a detector's boxes, before and after
                     // a data-dependent branch).
-                    _ => ctx.bounded_dim("either", p.to_symint().max_with(&q.to_symint())),
+                    // (Past the dimension limits it is the node's error.)
+                    _ => match ctx.folded(p.to_symint().max_with(&q.to_symint())) {
+                        Some(m) => ctx.bounded_dim("either", m),
+                        None => ctx.fresh_dim("either"),
+                    },
                 })
                 .collect(),
         ),

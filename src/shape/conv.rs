@@ -182,7 +182,7 @@ impl Window {
             // Only when a stride reaches past the end padding can a window start there.
             if s.checked_add(pe).ok_or_else(overflow)? > ek {
                 let starts = x.add(&SymInt::Int(pb))?.ceil_div(s)?;
-                all.min_with(&starts)
+                all.min_with(&starts)?
             } else {
                 all
             }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
-use crate::dim::SymInt;
+use crate::dim::{Overflow, SymInt};
 use crate::ir::{Bound, DType, Dim};
 use crate::proto::{AttributeProto, GraphProto, TensorProto, attr_type};
 
@@ -20,8 +20,8 @@ impl fmt::Display for ShapeError {
     }
 }
 
-impl From<crate::dim::Overflow> for ShapeError {
-    fn from(e: crate::dim::Overflow) -> Self {
+impl From<Overflow> for ShapeError {
+    fn from(e: Overflow) -> Self {
         ShapeError(format!("dimension arithmetic {e}"))
     }
 }
@@ -117,9 +117,11 @@ pub struct InferCtx<'a> {
     /// (Loop's trip count, Scan's sequence length); `None`: once.
     repeats: Option<Dim>,
     /// The first attribute read as a type it does not have (a string where
-    /// ints are expected): the node is an error, never costed as if the
-    /// attribute were absent. See [`InferCtx::attr_error`].
-    wrong_attr: RefCell<Option<String>>,
+    /// ints are expected), or the first symbolic value past the dimension
+    /// limits met while folding: the node is an error, never costed as if
+    /// the attribute were absent or the value unknown. See
+    /// [`InferCtx::node_error`].
+    refused: RefCell<Option<String>>,
 }
 
 pub type Result<T> = std::result::Result<T, ShapeError>;
@@ -156,7 +158,7 @@ impl<'a> InferCtx<'a> {
             tensors,
             symbols,
             repeats: None,
-            wrong_attr: RefCell::new(None),
+            refused: RefCell::new(None),
         }
     }
 
@@ -196,7 +198,12 @@ impl<'a> InferCtx<'a> {
             self.tensors,
             self.symbols,
         );
-        f(&mut inner)?;
+        let r = f(&mut inner);
+        // What the float form refused is this node's error.
+        if let Some(m) = inner.node_error() {
+            self.refused.borrow_mut().get_or_insert(m);
+        }
+        r?;
         Ok(inner.outputs)
     }
 
@@ -276,7 +283,7 @@ impl<'a> InferCtx<'a> {
         if got == want {
             return Some(a);
         }
-        self.wrong_attr.borrow_mut().get_or_insert_with(|| {
+        self.refused.borrow_mut().get_or_insert_with(|| {
             format!(
                 "attribute '{name}' is {}, but {} takes {} there",
                 kind_name(got),
@@ -288,9 +295,34 @@ impl<'a> InferCtx<'a> {
     }
 
     /// The first attribute a shape function read as a type it does not
-    /// have, as an error message.
-    pub fn attr_error(&self) -> Option<String> {
-        self.wrong_attr.borrow().clone()
+    /// have, or the first value it folded past the dimension limits, as an
+    /// error message.
+    pub fn node_error(&self) -> Option<String> {
+        self.refused.borrow().clone()
+    }
+
+    /// The element count of `f` when its shape is known; a count past the
+    /// dimension limits is the node's error (see [`InferCtx::folded`]).
+    pub fn elements_of(&self, f: &Fact) -> Option<SymInt> {
+        self.folded(f.element_count()?)
+    }
+
+    /// A value folded by symbolic arithmetic, when it has one: a 64-bit
+    /// overflow leaves it unknown (the model computes it at run time), but
+    /// a value past `MAX_DIM_TERMS`, `MAX_DIM_DEGREE` or `MAX_DIM_SIZE` is
+    /// recorded as the node's error, never replaced by a fresh symbol.
+    pub fn folded(&self, r: std::result::Result<SymInt, Overflow>) -> Option<SymInt> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                if e.is_limit() {
+                    self.refused
+                        .borrow_mut()
+                        .get_or_insert_with(|| ShapeError::from(e).0);
+                }
+                None
+            }
+        }
     }
 
     pub fn attr_int(&self, name: &str) -> Option<i64> {

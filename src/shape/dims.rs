@@ -164,7 +164,9 @@ pub(super) fn shape_len(ctx: &InferCtx, i: usize) -> Option<usize> {
 }
 
 /// The product of some dimensions.
-pub(super) fn product<'a>(dims: impl IntoIterator<Item = &'a Dim>) -> Result<SymInt> {
+pub(super) fn product<'a>(
+    dims: impl IntoIterator<Item = &'a Dim>,
+) -> std::result::Result<SymInt, crate::dim::Overflow> {
     let mut n = SymInt::Int(1);
     for d in dims {
         n = n.mul(&d.to_symint())?;
@@ -299,7 +301,7 @@ pub(super) fn out_fact(
 /// Input 0's data, when small, for ops that only change the shape.
 pub(super) fn same_data(ctx: &InferCtx, shape: &Option<Vec<Dim>>) -> Option<TensorValue> {
     let v = ctx.value(0)?;
-    let n = product(shape.as_ref()?).ok()?.as_int()?;
+    let n = ctx.folded(product(shape.as_ref()?))?.as_int()?;
     (usize::try_from(n).ok() == Some(v.len())).then_some(v)
 }
 

@@ -176,13 +176,25 @@ impl Fact {
             .is_some_and(|s| s.iter().all(|d| d.known().is_some()))
     }
 
-    /// Element count, when the shape is known (possibly symbolic).
+    /// Element count, when the shape is known (possibly symbolic) and the
+    /// count computable. Where a count past the dimension limits must fail
+    /// the node, shape functions use [`InferCtx::elements_of`].
+    ///
+    /// [`InferCtx::elements_of`]: super::ctx::InferCtx::elements_of
     pub fn elements(&self) -> Option<SymInt> {
+        self.element_count()?.ok()
+    }
+
+    /// Element count when the shape is known, or why it cannot be computed.
+    pub fn element_count(&self) -> Option<Result<SymInt, crate::dim::Overflow>> {
         let mut n = SymInt::Int(1);
         for d in self.shape.as_ref()? {
-            n = n.mul(&d.to_symint()).ok()?;
+            n = match n.mul(&d.to_symint()) {
+                Ok(v) => v,
+                Err(e) => return Some(Err(e)),
+            };
         }
-        Some(n)
+        Some(Ok(n))
     }
 
     /// The same fact with another shape (value dropped).

@@ -74,7 +74,7 @@ fn constant_of_shape(ctx: &mut InferCtx) -> Result<()> {
         None => shape_len(ctx, 0).map(|n| fresh_dims(ctx, n, "constant_of_shape")),
     };
     let value = shape.as_ref().and_then(|s| {
-        let n = usize::try_from(product(s).ok()?.as_int()?).ok()?;
+        let n = usize::try_from(ctx.folded(product(s))?.as_int()?).ok()?;
         if n > MAX_VALUE_ELEMENTS {
             return None;
         }
@@ -144,7 +144,7 @@ fn range_len(s: &SymInt, l: &SymInt, d: &SymInt) -> Result<Option<SymInt>> {
         let q = n / k + i128::from(n % k != 0 && (n < 0) == (k < 0));
         let q =
             SymInt::Int(i64::try_from(q).map_err(|_| ShapeError("Range size overflows".into()))?);
-        return Ok(Some(q.max_with(&SymInt::Int(0))));
+        return Ok(Some(q.max_with(&SymInt::Int(0))?));
     }
     // Count along a positive span: ceil(diff / step) = ceil(-diff / -step).
     let (span, k) = if step > 0 {
@@ -162,7 +162,7 @@ fn range_len(s: &SymInt, l: &SymInt, d: &SymInt) -> Result<Option<SymInt>> {
     if non_negative(&span) {
         Ok(Some(n))
     } else {
-        Ok(Some(n.max_with(&SymInt::Int(0))))
+        Ok(Some(n.max_with(&SymInt::Int(0))?))
     }
 }
 

@@ -168,14 +168,15 @@ fn element_target(
     usize::try_from(off).ok()
 }
 
-/// A scatter reduction of the old and new value.
-fn combine(reduction: &str, old: &SymInt, new: &SymInt) -> Option<SymInt> {
+/// A scatter reduction of the old and new value (a value past the
+/// dimension limits is the node's error, see [`InferCtx::folded`]).
+fn combine(ctx: &InferCtx, reduction: &str, old: &SymInt, new: &SymInt) -> Option<SymInt> {
     match reduction {
         "none" => Some(new.clone()),
-        "add" => old.add(new).ok(),
-        "mul" => old.mul(new).ok(),
-        "max" => Some(old.max_with(new)),
-        "min" => Some(old.min_with(new)),
+        "add" => ctx.folded(old.add(new)),
+        "mul" => ctx.folded(old.mul(new)),
+        "max" => ctx.folded(old.max_with(new)),
+        "min" => ctx.folded(old.min_with(new)),
         _ => None,
     }
 }
@@ -232,7 +233,7 @@ fn fold_scatter_nd(ctx: &InferCtx) -> Option<TensorValue> {
         let off = nd_offset(tuple, &dd, &st)?;
         for (e, n) in new.iter().enumerate() {
             let slot = data.get_mut(off.checked_add(e)?)?;
-            *slot = combine(&how, slot, n)?;
+            *slot = combine(ctx, &how, slot, n)?;
         }
     }
     Some(TensorValue::Ints(data))
@@ -254,7 +255,7 @@ fn fold_scatter_elements(ctx: &InferCtx, a: usize) -> Option<TensorValue> {
     };
     for (p, (&i, n)) in idx.iter().zip(&upd).enumerate() {
         let slot = data.get_mut(element_target(p, &id, &dd, a, i)?)?;
-        *slot = combine(&how, slot, n)?;
+        *slot = combine(ctx, &how, slot, n)?;
     }
     Some(TensorValue::Ints(data))
 }
@@ -414,7 +415,7 @@ fn non_zero(ctx: &mut InferCtx) -> Result<()> {
     let rank = s.len() as u64;
     let Some((dims, data)) = shaped_data(ctx, 0) else {
         // At most every element is non-zero.
-        let n = match x.elements() {
+        let n = match ctx.elements_of(x) {
             Some(all) => ctx.bounded_dim("nonzero", all),
             None => ctx.fresh_dim("nonzero"),
         };
@@ -479,7 +480,7 @@ fn unique(ctx: &mut InferCtx) -> Result<()> {
     };
     // At most every element (or slice along the axis) is distinct.
     let all = match (ax, &x.shape) {
-        (Some(None), _) => x.elements(),
+        (Some(None), _) => ctx.elements_of(&x),
         (Some(Some(a)), Some(s)) => s.get(a).map(Dim::to_symint),
         _ => None,
     };
@@ -490,7 +491,7 @@ fn unique(ctx: &mut InferCtx) -> Result<()> {
     };
     let (y, inverse) = match (ax, &x.shape) {
         (Some(None), _) => {
-            let n = match x.elements() {
+            let n = match ctx.elements_of(&x) {
                 Some(n) => Some(vec![dim(&n)?]),
                 None => None,
             };
@@ -574,7 +575,7 @@ fn non_max_suppression(ctx: &mut InferCtx) -> Result<()> {
                 (Some(m), Some(n)) => SymInt::Int(m.clamp(0, n)),
                 // At most the boxes there are, however large the limit
                 // (torchvision passes the largest int64).
-                (Some(m), None) => s.min_with(&SymInt::Int(m.max(0))),
+                (Some(m), None) => s.min_with(&SymInt::Int(m.max(0)))?,
                 (None, _) => s,
             };
             Some(b.mul(&c)?.mul(&each)?)

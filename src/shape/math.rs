@@ -119,9 +119,9 @@ pub(super) fn foldable(ctx: &InferCtx, out: &[Dim]) -> bool {
 /// floating-point tensors (`float`) Div must be exact and Mod does not apply.
 fn binary_op(ctx: &InferCtx, x: &SymInt, y: &SymInt, float: bool) -> Option<SymInt> {
     match ctx.op {
-        "Add" | "Sum" => x.add(y).ok(),
-        "Sub" => x.sub(y).ok(),
-        "Mul" => x.mul(y).ok(),
+        "Add" | "Sum" => ctx.folded(x.add(y)),
+        "Sub" => ctx.folded(x.sub(y)),
+        "Mul" => ctx.folded(x.mul(y)),
         "Div" if float => x.exact_div(y),
         "Mod" if float => None,
         "Pow" => {
@@ -147,8 +147,8 @@ fn binary_op(ctx: &InferCtx, x: &SymInt, y: &SymInt, float: bool) -> Option<SymI
             }
             _ => None,
         },
-        "Max" => Some(x.max_with(y)),
-        "Min" => Some(x.min_with(y)),
+        "Max" => ctx.folded(x.max_with(y)),
+        "Min" => ctx.folded(x.min_with(y)),
         "Equal" => cmp(x, y, |a, b| a == b),
         "Less" => cmp(x, y, |a, b| a < b),
         "Greater" => cmp(x, y, |a, b| a > b),

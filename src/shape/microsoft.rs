@@ -155,7 +155,7 @@ fn max_dim(a: &Dim, b: &Dim) -> Result<Dim> {
     match x.sub(&y)?.as_int() {
         Some(d) if d >= 0 => Ok(a.clone()),
         Some(_) => Ok(b.clone()),
-        None => dim(&x.max_with(&y)),
+        None => dim(&x.max_with(&y)?),
     }
 }
 

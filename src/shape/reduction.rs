@@ -7,7 +7,7 @@ use super::dims::like_input;
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::math::is_integer;
 use super::{InferFn, OpEntry};
-use crate::dim::SymInt;
+use crate::dim::{Overflow, SymInt};
 use crate::ir::{DType, Dim};
 
 /// The axes a reduction was given.
@@ -136,11 +136,11 @@ fn fold_reduce(ctx: &mut InferCtx, shape: &[Dim], reduced: &[bool]) {
     if !exact {
         return;
     }
-    let combine: fn(&SymInt, &SymInt) -> Option<SymInt> = match ctx.op {
-        "ReduceSum" => |a, b| a.add(b).ok(),
-        "ReduceProd" => |a, b| a.mul(b).ok(),
-        "ReduceMax" => |a, b| Some(a.max_with(b)),
-        "ReduceMin" => |a, b| Some(a.min_with(b)),
+    let op: fn(&SymInt, &SymInt) -> std::result::Result<SymInt, Overflow> = match ctx.op {
+        "ReduceSum" => SymInt::add,
+        "ReduceProd" => SymInt::mul,
+        "ReduceMax" => SymInt::max_with,
+        "ReduceMin" => SymInt::min_with,
         _ => return,
     };
     // The value of an empty reduction; Max/Min of nothing is not an integer.
@@ -156,10 +156,9 @@ fn fold_reduce(ctx: &mut InferCtx, shape: &[Dim], reduced: &[bool]) {
     let (Some(dims), Some(values)) = (dims, ctx.ints(0)) else {
         return;
     };
-    if let (Some(v), Some(o)) = (
-        reduce_values(&dims, reduced, &values, combine, empty),
-        ctx.output_mut(0),
-    ) {
+    // A value past the dimension limits is the node's error (`folded`).
+    let folded = reduce_values(&dims, reduced, &values, |a, b| ctx.folded(op(a, b)), empty);
+    if let (Some(v), Some(o)) = (folded, ctx.output_mut(0)) {
         o.value = Some(TensorValue::Ints(v));
     }
 }
@@ -169,7 +168,7 @@ fn reduce_values(
     dims: &[usize],
     reduced: &[bool],
     values: &[SymInt],
-    combine: fn(&SymInt, &SymInt) -> Option<SymInt>,
+    combine: impl Fn(&SymInt, &SymInt) -> Option<SymInt>,
     empty: Option<SymInt>,
 ) -> Option<Vec<SymInt>> {
     let count = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;

@@ -49,7 +49,7 @@ fn shape_op(ctx: &mut InferCtx) -> Result<()> {
 
 /// Size: the element count as an int64 scalar.
 fn size(ctx: &mut InferCtx) -> Result<()> {
-    let n = ctx.require(0)?.elements();
+    let n = ctx.elements_of(ctx.require(0)?);
     ctx.set(
         0,
         out_fact(
@@ -101,7 +101,7 @@ fn reshape_dims(ctx: &InferCtx, data: &Fact, t: &[SymInt], allowzero: bool) -> R
             _ => Some(to_dim(v, "Reshape dimension")?),
         });
     }
-    let total = data.elements();
+    let total = ctx.elements_of(data);
     let rest = product(out.iter().flatten())?;
     match infer_at {
         None => {
@@ -620,7 +620,7 @@ fn slice_axis(
         // A literal end past a symbolic size is clamped to it: `x[:100]` on
         // `[n, 4]` is `min(n, 100)` rows.
         let e = match end.as_int() {
-            Some(x) if x > 0 && x < BIG => d.min_with(end),
+            Some(x) if x > 0 && x < BIG => d.min_with(end)?,
             _ => at(end, d.clone(), SymInt::Int(0))?,
         };
         e.sub(&s)?.ceil_div(step)?

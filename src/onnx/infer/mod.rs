@@ -424,9 +424,10 @@ impl<'m> Walker<'m> {
                 self.over_limit(format!("{}: {m}", node_label(n)));
                 return Err(m);
             }
-            // A wrong attribute type outranks what the shape function made
-            // of it; recorded so that no If falling back can swallow it.
-            if let Some(m) = ctx.attr_error() {
+            // A wrong attribute type (or a value past the dimension limits)
+            // outranks what the shape function made of it; recorded so that
+            // no If falling back can swallow it.
+            if let Some(m) = ctx.node_error() {
                 self.over_limit(format!("{}: {m}", node_label(n)));
                 return Err(m);
             }
