@@ -109,7 +109,7 @@ impl Catalog {
         let incoming: std::collections::HashSet<&str> =
             defs.0.iter().map(|(k, _)| k.as_str()).collect();
         let kept = self
-            .devices
+            .devices()
             .iter()
             .filter(|x| !incoming.contains(x.key.as_str()))
             .count();
