@@ -353,7 +353,7 @@ impl Model {
                     .unwrap_or_else(|| "main_graph".into());
                 Ok(NodeIds {
                     graph,
-                    keys: crate::onnx::annotate::node_keys(model, &inferred),
+                    keys: crate::onnx::annotate::node_keys(model, &inferred, !opts.no_fold),
                 })
             }
         }
@@ -376,6 +376,7 @@ impl Model {
             &inferred,
             &estimate.report,
             estimate.roofline.as_ref(),
+            !opts.no_fold,
         )
     }
 }
