@@ -424,7 +424,7 @@ impl Model {
                     .unwrap_or_else(|| "main_graph".into());
                 Ok(NodeIds {
                     graph,
-                    keys: crate::onnx::annotate::node_keys(model, &inferred),
+                    keys: crate::onnx::annotate::node_keys(model, &inferred, !opts.no_fold),
                 })
             }
         }
@@ -447,6 +447,7 @@ impl Model {
             &inferred,
             &estimate.report,
             estimate.roofline.as_ref(),
+            !opts.no_fold,
         )
     }
 }

@@ -46,8 +46,18 @@ struct NodeMeta {
     output: Vec<String>,
     #[prost(string, optional, tag = "3")]
     name: Option<String>,
+    #[prost(message, repeated, tag = "5")]
+    attribute: Vec<AttrMeta>,
     #[prost(message, repeated, tag = "9")]
     metadata_props: Vec<Entry>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct AttrMeta {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(message, optional, tag = "6")]
+    g: Option<GraphMeta>,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -625,4 +635,195 @@ fn a_function_call_carries_the_sum_of_its_expanded_layers() {
     assert_eq!(relu["c3.flops"], "2048");
     // The model's total: all three.
     assert_eq!(props(&meta.metadata_props)["c3.flops"], "6144");
+}
+
+/// Loop `loop` (3 runs) whose body is MatMul(h, W) then an unnamed If on the
+/// outer `go` (Relu or Sigmoid of the product), then If `top_if` on `go`
+/// (Relu or Neg of the loop's result); every value is float32 [1, 64].
+fn nested_model() -> crate::common::onnx::ModelProto {
+    use crate::common::onnx::{BOOL, INT64, NodeProto, scalar, typed, with_graph};
+    let branch = |op: &str, input: &str, out: &str| GraphProto {
+        node: vec![node(op, &[input], &[out])],
+        output: vec![float(out, &[1, 64])],
+        ..Default::default()
+    };
+    let inner_if = with_graph(
+        with_graph(
+            node("If", &["go"], &["h_next"]),
+            "then_branch",
+            branch("Relu", "hw", "r"),
+        ),
+        "else_branch",
+        branch("Sigmoid", "hw", "s"),
+    );
+    let body = GraphProto {
+        node: vec![
+            node("MatMul", &["h_in", "W"], &["hw"]),
+            inner_if,
+            node("Identity", &["cond_in"], &["cond_out"]),
+        ],
+        input: vec![
+            typed("i", INT64, &[]),
+            typed("cond_in", BOOL, &[]),
+            float("h_in", &[1, 64]),
+        ],
+        output: vec![typed("cond_out", BOOL, &[]), float("h_next", &[1, 64])],
+        ..Default::default()
+    };
+    let lp = NodeProto {
+        name: Some("loop".into()),
+        ..with_graph(node("Loop", &["M", "", "x"], &["h"]), "body", body)
+    };
+    let top_if = NodeProto {
+        name: Some("top_if".into()),
+        ..with_graph(
+            with_graph(
+                node("If", &["go"], &["y"]),
+                "then_branch",
+                branch("Relu", "h", "y1"),
+            ),
+            "else_branch",
+            branch("Neg", "h", "y2"),
+        )
+    };
+    model(GraphProto {
+        name: Some("flow".into()),
+        node: vec![lp, top_if],
+        input: vec![float("x", &[1, 64]), typed("go", BOOL, &[])],
+        output: vec![float("y", &[1, 64])],
+        initializer: vec![weights("W", &[64, 64]), scalar("M", INT64, 3)],
+        ..Default::default()
+    })
+}
+
+/// The nodes of `g` and of every body under it, by layer name as the
+/// report gives it (`loop/body/MatMul-1`): each node's c3 entries.
+fn annotated_nodes(
+    g: &GraphMeta,
+    prefix: &str,
+    out: &mut HashMap<String, HashMap<String, String>>,
+) {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for n in &g.node {
+        let name = match n.name.as_deref() {
+            Some(s) if !s.is_empty() => s.to_string(),
+            _ => {
+                // The op type is not decoded: these tests name it by its
+                // first output's producer, known from the model.
+                let op = match n.output.first().map(String::as_str) {
+                    Some("hw") => "MatMul",
+                    Some("h_next") => "If",
+                    Some("cond_out") => "Identity",
+                    Some("r" | "y1") => "Relu",
+                    Some("s") => "Sigmoid",
+                    Some("y2") => "Neg",
+                    other => panic!("unexpected node {other:?}"),
+                };
+                let c = counts.entry(op.to_string()).or_default();
+                *c += 1;
+                format!("{op}-{c}")
+            }
+        };
+        let full = format!("{prefix}{name}");
+        for a in &n.attribute {
+            if let Some(body) = &a.g {
+                let attr = a.name.clone().unwrap_or_default();
+                annotated_nodes(body, &format!("{full}/{attr}/"), out);
+            }
+        }
+        out.insert(full, props(&n.metadata_props));
+    }
+}
+
+#[test]
+fn annotate_and_model_explorer_reach_nodes_inside_if_and_loop_bodies() {
+    let d = scratch("pictures-bodies");
+    let src = d.join("flow.onnx");
+    std::fs::write(&src, nested_model().encode_to_vec()).unwrap();
+    let src = src.to_str().unwrap();
+    let out = d.join("annotated.onnx");
+    let run = C3::new()
+        .args(["annotate", src, "-o", out.to_str().unwrap()])
+        .run();
+    run.ok();
+    let report = json_report(src, &[]);
+    let layers = report["layers"].as_array().unwrap();
+    // loop, its MatMul, If and Identity, one branch of the inner If, top_if
+    // and one of its branches.
+    assert_eq!(layers.len(), 7, "{layers:?}");
+    assert!(run.stderr.contains("costs on 7 nodes"), "{}", run.stderr);
+    let bytes = std::fs::read(&out).unwrap();
+    // c3's own reader takes the copy, and it is the same model to it.
+    let copy = c3::onnx::from_bytes(bytes.clone().into(), out.to_str().unwrap()).unwrap();
+    let original = c3::onnx::load(src).unwrap();
+    let mut stripped = copy.model.clone();
+    if let Some(g) = stripped.graph.as_mut() {
+        g.value_info.clear();
+    }
+    assert_eq!(stripped, original.model);
+
+    let meta = ModelMeta::decode(bytes.as_slice()).unwrap();
+    let mut nodes = HashMap::new();
+    annotated_nodes(meta.graph.as_ref().unwrap(), "", &mut nodes);
+    // Every layer's figures on its node, wherever it sits.
+    for l in layers {
+        let name = l["name"].as_str().unwrap();
+        let p = &nodes[name];
+        for key in ["flops", "mread", "mwrite"] {
+            assert_eq!(p[&format!("c3.{key}")], l[key].to_string(), "{name} {key}");
+        }
+    }
+    // The body's MatMul, three runs of [1, 64] @ [64, 64]: 3 x 64 x 64 =
+    // 12,288 FLOPs; reads h and W, 3 x (64 + 4,096) x 4 = 49,920 bytes;
+    // writes 3 x 64 x 4 = 768.
+    let mm = &nodes["loop/body/MatMul-1"];
+    assert_eq!(mm["c3.flops"], "12288");
+    assert_eq!(mm["c3.mread"], "49920");
+    assert_eq!(mm["c3.mwrite"], "768");
+    // Two levels down: the inner If counts its larger branch (--if-branch
+    // larger), Sigmoid at 4 FLOPs an element: 3 runs x 64 x 4 = 768; the
+    // Relu of the other branch carries nothing.
+    let sigmoid = &nodes["loop/body/If-1/else_branch/Sigmoid-1"];
+    assert_eq!(sigmoid["c3.flops"], "768");
+    assert!(nodes["loop/body/If-1/then_branch/Relu-1"].is_empty());
+    // The top If's branches cost the same (64 FLOPs, one an element); the
+    // else branch is counted.
+    assert_eq!(nodes["top_if/else_branch/Neg-1"]["c3.flops"], "64");
+    assert!(nodes["top_if/then_branch/Relu-1"].is_empty());
+    // Nodes with entries: exactly the layers.
+    let costed = nodes
+        .values()
+        .filter(|p| p.contains_key("c3.flops"))
+        .count();
+    assert_eq!(costed, 7);
+
+    // Model Explorer: body nodes under the body's graph id as the ONNX
+    // adapter names it (`<owner id>/<attribute>`), unnamed ones `<node_I>`
+    // by their index in their own graph.
+    let data: Value =
+        serde_json::from_str(&c3(&["estimate", src, "--format", "model-explorer"])).unwrap();
+    let body = &data["loop/body"]["results"];
+    assert_eq!(body["<node_0>"]["value"], 12288);
+    assert_eq!(body["hw"]["value"], 12288);
+    assert_eq!(
+        body["<node_2>"]["value"],
+        l_flops(layers, "loop/body/Identity-1")
+    );
+    let deep = &data["loop/body/<node_1>/else_branch"]["results"];
+    assert_eq!(deep["<node_0>"]["value"], 768, "{data}");
+    assert_eq!(deep["s"]["value"], 768);
+    let top = &data["top_if/else_branch"]["results"];
+    assert_eq!(top["<node_0>"]["value"], 64);
+    // The main graph keeps its own nodes only.
+    let main = data["flow"]["results"].as_object().unwrap();
+    assert!(main.contains_key("loop") && main.contains_key("top_if"));
+    assert!(main.keys().all(|k| !k.contains('/')), "{main:?}");
+}
+
+fn l_flops(layers: &[Value], name: &str) -> u64 {
+    layers
+        .iter()
+        .find(|l| l["name"] == name)
+        .and_then(|l| l["flops"].as_u64())
+        .unwrap()
 }

@@ -1,6 +1,6 @@
 //! `c3 annotate`: a copy of a model with its costs on the nodes, for Netron.
 //!
-//! Every costed node of the main graph gets `metadata_props` entries
+//! Every costed node, in the main graph or in a body, gets `metadata_props` entries
 //! (`c3.flops`, `c3.mread`, `c3.mwrite`, and with a device `c3.bound_s`,
 //! `c3.bound`); the model gets the totals; the graph gets the inferred shapes
 //! in `value_info`. The file is rewritten on the protobuf wire format, not
@@ -8,10 +8,11 @@
 //! node's new entries are appended inside that node's own bytes and only the
 //! length prefixes of the nodes and the graph change; the shapes are
 //! appended inside the graph. Every other byte, weights included, is copied
-//! as it was. Nodes inside If/Loop/Scan bodies
-//! are left as they are (their layers are costed, but not written back).
+//! as it was. Nodes inside If/Loop/Scan bodies, at any depth, get theirs
+//! the same way: the attribute and graph that hold them are rewritten, and
+//! only their length prefixes change.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use prost::Message;
 use prost::encoding::{decode_varint, encode_varint};
@@ -21,6 +22,7 @@ use crate::cost::Roofline;
 use crate::error::{Error, Result};
 use crate::onnx::OnnxModel;
 use crate::onnx::infer::{Inferred, InferredNode};
+use crate::proto::NodeProto;
 
 /// Metadata keys c3 writes start with this; annotating an annotated model
 /// replaces them instead of adding a second set.
@@ -34,8 +36,14 @@ const MODEL_METADATA: u64 = 14;
 const GRAPH_NODE: u64 = 1;
 /// GraphProto.value_info
 const GRAPH_VALUE_INFO: u64 = 13;
+/// NodeProto.attribute
+const NODE_ATTRIBUTE: u64 = 5;
 /// NodeProto.metadata_props
 const NODE_METADATA: u64 = 9;
+/// AttributeProto.name
+const ATTR_NAME: u64 = 1;
+/// AttributeProto.g
+const ATTR_GRAPH: u64 = 6;
 /// StringStringEntryProto.key and .value
 const ENTRY_KEY: u64 = 1;
 const ENTRY_VALUE: u64 = 2;
@@ -45,22 +53,70 @@ const LEN: u64 = 2;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Annotated {
     pub bytes: Vec<u8>,
-    /// Nodes of the main graph that got costs.
+    /// Nodes that got costs, those inside bodies included.
     pub nodes: usize,
     /// Inferred shapes added to value_info.
     pub value_info: usize,
 }
 
-/// For every layer of the main graph, in order: its name in the report and
-/// the index of the ONNX node it comes from. A call of a model-local function
-/// is expanded into several layers, all of which come from the call.
-pub fn layer_sources(model: &OnnxModel, inferred: &Inferred) -> Vec<(String, usize)> {
+/// Where an ONNX node sits: one step per graph level, each the graph
+/// attribute that holds the level (empty for the main graph) and the
+/// node's index in it. `[("", 3), ("body", 1)]` is the second node of the
+/// `body` of the main graph's fourth node.
+pub type NodePath = Vec<(String, usize)>;
+
+/// For every layer, in order: its name in the report and the ONNX node it
+/// comes from, in the main graph or inside If/Loop/Scan bodies at any
+/// depth. A call of a model-local function is expanded into several
+/// layers, all of which come from the call. `fold` is the estimate's
+/// (false with `--no-fold`): it decides which nodes the report numbers.
+pub fn layer_sources(
+    model: &OnnxModel,
+    inferred: &Inferred,
+    fold: bool,
+) -> Vec<(String, NodePath)> {
     let Some(graph) = model.model.graph.as_ref() else {
         return Vec::new();
     };
+    let mut out = Vec::new();
+    let mut folded = rustc_hash::FxHashSet::default();
+    let level = Level {
+        protos: Some(&graph.node),
+        at: Vec::new(),
+        attr: String::new(),
+        prefix: String::new(),
+    };
+    sources_in(&level, &inferred.nodes, &mut folded, fold, &mut out);
+    out
+}
+
+/// One graph level as the cost stage names it.
+struct Level<'a> {
+    /// The level's ONNX nodes; `None` where the owner is no node of the
+    /// file (a function call's body): its layers have no node to carry them.
+    protos: Option<&'a [NodeProto]>,
+    /// The path of the node that owns the level (empty for the main graph).
+    at: NodePath,
+    /// The graph attribute of the owner that holds the level.
+    attr: String,
+    /// What the level's layer names start with (`Loop-1/body/`).
+    prefix: String,
+}
+
+/// The layers of one level and of the bodies under it, named as
+/// `infer::graph::graph_of` names them: the folded nodes left out (what
+/// they produce joins `folded`, seen by the levels below), the others
+/// numbered per op type in execution order, behind the level's prefix.
+fn sources_in(
+    level: &Level<'_>,
+    nodes: &[InferredNode],
+    folded: &mut rustc_hash::FxHashSet<String>,
+    fold: bool,
+    out: &mut Vec<(String, NodePath)>,
+) {
     let mut by_output: HashMap<&str, usize> = HashMap::new();
     let mut by_tag: HashMap<String, usize> = HashMap::new();
-    for (i, n) in graph.node.iter().enumerate() {
+    for (i, n) in level.protos.unwrap_or_default().iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
             by_output.entry(o.as_str()).or_insert(i);
         }
@@ -75,24 +131,26 @@ pub fn layer_sources(model: &OnnxModel, inferred: &Inferred) -> Vec<(String, usi
             by_tag.entry(format!("{t}/")).or_insert(i);
         }
     }
-    let source = |n: &InferredNode| -> Option<usize> {
+    // The node itself (its index, and whether its outputs are its own)
+    // or, for a layer of a function call, the call.
+    let source = |n: &InferredNode| -> Option<(usize, bool)> {
         let outputs = n.outputs.iter().flatten().map(|(name, _)| name.as_str());
         for o in outputs.clone() {
             if let Some(&i) = by_output.get(o) {
-                return Some(i);
+                return Some((i, true));
             }
         }
         let first = outputs.clone().next()?;
         first
             .match_indices('/')
-            .find_map(|(at, _)| by_tag.get(&first[..=at]).copied())
+            .find_map(|(at, _)| by_tag.get(&first[..=at]).map(|&i| (i, false)))
     };
-    // The names the report gives: the node's own, or `OpType-N` counted
-    // over the layers that are not folded away, as the cost stage does.
-    let mut folded = Default::default();
-    let folding = crate::onnx::infer::graph::folding(&inferred.nodes, &mut folded);
-    let kept: Vec<&InferredNode> = inferred
-        .nodes
+    let folding = if fold {
+        crate::onnx::infer::graph::folding(nodes, folded)
+    } else {
+        vec![false; nodes.len()]
+    };
+    let kept: Vec<&InferredNode> = nodes
         .iter()
         .zip(folding)
         .filter(|(_, f)| !f)
@@ -112,10 +170,40 @@ pub fn layer_sources(model: &OnnxModel, inferred: &Inferred) -> Vec<(String, usi
         })
         .collect();
     crate::ir::name_unnamed(&mut named);
-    kept.iter()
-        .zip(named)
-        .filter_map(|(n, named)| source(n).map(|i| (named.name, i)))
-        .collect()
+    for (n, named) in kept.into_iter().zip(named) {
+        let name = format!("{}{}", level.prefix, named.name);
+        let found = source(n);
+        let path = found.map(|(i, _)| {
+            let mut p = level.at.clone();
+            p.push((level.attr.clone(), i));
+            p
+        });
+        if let Some(p) = &path {
+            out.push((name.clone(), p.clone()));
+        }
+        for b in &n.bodies {
+            let Ok(inner) = &b.nodes else { continue };
+            // The body's ONNX graph, when the layer is the node itself.
+            let protos = match (found, &path) {
+                (Some((i, true)), Some(_)) => level.protos.and_then(|ps| {
+                    ps[i]
+                        .attribute
+                        .iter()
+                        .find(|a| a.name.as_deref() == Some(b.attr.as_str()))
+                        .and_then(|a| a.g.as_deref())
+                        .map(|g| g.node.as_slice())
+                }),
+                _ => None,
+            };
+            let sub = Level {
+                protos,
+                at: path.clone().unwrap_or_default(),
+                attr: b.attr.clone(),
+                prefix: format!("{name}/{}/", b.attr),
+            };
+            sources_in(&sub, inner, folded, fold, out);
+        }
+    }
 }
 
 /// One node's figures: the sums over the layers that come from it.
@@ -129,24 +217,24 @@ struct NodeCost {
     bound_s: f64,
 }
 
-/// The costs of each ONNX node of the main graph, by node index.
+/// The costs of each ONNX node, by where it sits.
 fn node_costs(
-    sources: &[(String, usize)],
+    sources: &[(String, NodePath)],
     report: &CostReport,
     roofline: Option<&Roofline>,
-) -> Result<HashMap<usize, NodeCost>> {
+) -> Result<HashMap<NodePath, NodeCost>> {
     let mut layers: HashMap<&str, VecDeque<usize>> = HashMap::new();
     for (i, l) in report.layers.iter().enumerate() {
         layers.entry(l.name.as_str()).or_default().push_back(i);
     }
-    let mut out: HashMap<usize, NodeCost> = HashMap::new();
+    let mut out: HashMap<NodePath, NodeCost> = HashMap::new();
     for (name, node) in sources {
         let Some(i) = layers.get_mut(name.as_str()).and_then(VecDeque::pop_front) else {
             // Not costed: unsupported, or not analysed.
             continue;
         };
         let l = &report.layers[i];
-        let c = out.entry(*node).or_default();
+        let c = out.entry(node.clone()).or_default();
         let overflow = || Error::Layer {
             layer: l.name.clone(),
             op: l.op.clone(),
@@ -289,31 +377,115 @@ fn malformed(model: &OnnxModel) -> Error {
     }
 }
 
-/// A node's bytes with its earlier c3 entries left out and `entries` added.
-fn node_bytes(node: &[u8], entries: &[(String, String)]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(node.len() + 48 * entries.len());
-    for f in fields(node)? {
-        if f.number == NODE_METADATA && f.payload.is_some_and(is_ours) {
-            continue;
+/// What the rewrite of a graph needs: each costed node's entries, and the
+/// nodes whose bodies hold costed nodes.
+struct Rewrite {
+    costs: HashMap<NodePath, NodeCost>,
+    /// Every path that is a strict prefix of a costed node's path.
+    owners: HashSet<NodePath>,
+    device: bool,
+}
+
+impl Rewrite {
+    /// The node fields of one graph field appended to `out`, each rewritten;
+    /// `next` numbers the nodes on across the graph fields of one graph.
+    fn graph(
+        &self,
+        graph: &[u8],
+        at: &NodePath,
+        attr: &str,
+        next: &mut usize,
+        out: &mut Vec<u8>,
+    ) -> Option<()> {
+        for f in fields(graph)? {
+            match (f.number, f.payload) {
+                (GRAPH_NODE, Some(node)) => {
+                    let mut path = at.clone();
+                    path.push((attr.to_string(), *next));
+                    *next += 1;
+                    put_len(out, GRAPH_NODE, &self.node(node, &path)?);
+                }
+                _ => out.extend_from_slice(f.raw),
+            }
         }
-        out.extend_from_slice(f.raw);
+        Some(())
     }
-    for (k, v) in entries {
-        put_entry(&mut out, NODE_METADATA, k, v);
+
+    /// A node's bytes with its earlier c3 entries left out and its own
+    /// added; the graphs of its attributes rewritten where they hold costed
+    /// nodes.
+    fn node(&self, node: &[u8], path: &NodePath) -> Option<Vec<u8>> {
+        let entries = self
+            .costs
+            .get(path)
+            .map(|c| node_entries(c, self.device))
+            .unwrap_or_default();
+        let owner = self.owners.contains(path);
+        let mut out = Vec::with_capacity(node.len() + 48 * entries.len());
+        for f in fields(node)? {
+            match (f.number, f.payload) {
+                (NODE_METADATA, Some(e)) if is_ours(e) => {}
+                (NODE_ATTRIBUTE, Some(a)) if owner => {
+                    put_len(&mut out, NODE_ATTRIBUTE, &self.attribute(a, path)?);
+                }
+                _ => out.extend_from_slice(f.raw),
+            }
+        }
+        for (k, v) in &entries {
+            put_entry(&mut out, NODE_METADATA, k, v);
+        }
+        Some(out)
     }
-    Some(out)
+
+    /// An attribute's bytes with its graph (if any) rewritten; its name may
+    /// come after the graph on the wire.
+    fn attribute(&self, attr: &[u8], owner: &NodePath) -> Option<Vec<u8>> {
+        let fs = fields(attr)?;
+        let name = fs
+            .iter()
+            .filter(|f| f.number == ATTR_NAME)
+            .filter_map(|f| f.payload)
+            .next_back()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(attr.len() + 256);
+        let mut next = 0;
+        for f in fs {
+            match (f.number, f.payload) {
+                (ATTR_GRAPH, Some(g)) => {
+                    let mut body = Vec::with_capacity(g.len() + 256);
+                    self.graph(g, owner, &name, &mut next, &mut body)?;
+                    put_len(&mut out, ATTR_GRAPH, &body);
+                }
+                _ => out.extend_from_slice(f.raw),
+            }
+        }
+        Some(out)
+    }
 }
 
 /// The annotated copy of `model`: `inferred` is its shape inference (with
-/// every value), `report` and `roofline` the costs of the same model.
+/// every value), `report` and `roofline` the costs of the same model, `fold`
+/// false where they were made with `--no-fold`.
 pub fn annotate(
     model: &OnnxModel,
     inferred: &Inferred,
     report: &CostReport,
     roofline: Option<&Roofline>,
+    fold: bool,
 ) -> Result<Annotated> {
-    let sources = layer_sources(model, inferred);
+    let sources = layer_sources(model, inferred, fold);
     let costs = node_costs(&sources, report, roofline)?;
+    let owners = costs
+        .keys()
+        .flat_map(|p| (1..p.len()).map(|k| p[..k].to_vec()))
+        .collect();
+    let nodes = costs.len();
+    let rewrite = Rewrite {
+        costs,
+        owners,
+        device: roofline.is_some(),
+    };
     let bytes: &[u8] = &model.bytes;
     // The model's fields before its (first) graph, the graph, the rest.
     let mut head = Vec::with_capacity(1024);
@@ -327,22 +499,11 @@ pub fn annotate(
                 // Several graph fields (as `c3 shapes -o` writes) are one
                 // graph to protobuf, but some readers (Netron) keep only
                 // the last: write their fields as one graph.
-                let g = graph_out
-                    .get_or_insert_with(|| Vec::with_capacity(bytes.len() + 128 * costs.len()));
-                for gf in fields(graph).ok_or_else(|| malformed(model))? {
-                    match (gf.number, gf.payload) {
-                        (GRAPH_NODE, Some(node)) => {
-                            let entries = costs
-                                .get(&node_index)
-                                .map(|c| node_entries(c, roofline.is_some()))
-                                .unwrap_or_default();
-                            let nb = node_bytes(node, &entries).ok_or_else(|| malformed(model))?;
-                            put_len(g, GRAPH_NODE, &nb);
-                            node_index += 1;
-                        }
-                        _ => g.extend_from_slice(gf.raw),
-                    }
-                }
+                let g =
+                    graph_out.get_or_insert_with(|| Vec::with_capacity(bytes.len() + 128 * nodes));
+                rewrite
+                    .graph(graph, &Vec::new(), "", &mut node_index, g)
+                    .ok_or_else(|| malformed(model))?;
             }
             (MODEL_METADATA, Some(entry)) if is_ours(entry) => {}
             _ if graph_out.is_none() => head.extend_from_slice(f.raw),
@@ -363,32 +524,72 @@ pub fn annotate(
     }
     Ok(Annotated {
         bytes: out,
-        nodes: costs.len(),
+        nodes,
         value_info: infos.len(),
     })
 }
 
-/// The keys Model Explorer may know each layer of the main graph by, by
-/// layer name: its ONNX node's id as the ONNX adapter gives it (the node's
-/// name, `<node_I>` for the I-th node when unnamed), then the node's first
-/// output tensor name.
-pub fn node_keys(model: &OnnxModel, inferred: &Inferred) -> HashMap<String, Vec<String>> {
+/// The ONNX node at `path`, with the graph id Model Explorer's ONNX adapter
+/// gives the graph that holds it: `None` for the main graph; a body of a
+/// main-graph node is `<owner id>/<attribute>` as the adapter names it, and
+/// a body deeper down is named by the same rule behind its owner's graph
+/// (`<graph id>/<owner id>/<attribute>`), so that no two bodies share an id.
+fn node_at<'a>(main: &'a [NodeProto], path: &NodePath) -> Option<(&'a NodeProto, Option<String>)> {
+    let mut nodes = main;
+    let mut graph: Option<String> = None;
+    let mut owner: Option<(&NodeProto, usize)> = None;
+    for (attr, i) in path {
+        if let Some((o, at)) = owner {
+            let g = o
+                .attribute
+                .iter()
+                .find(|a| a.name.as_deref() == Some(attr.as_str()))
+                .and_then(|a| a.g.as_deref())?;
+            let id = format!("{}/{attr}", node_id(o, at));
+            graph = Some(match graph {
+                None => id,
+                Some(outer) => format!("{outer}/{id}"),
+            });
+            nodes = &g.node;
+        }
+        owner = Some((nodes.get(*i)?, *i));
+    }
+    owner.map(|(n, _)| (n, graph))
+}
+
+/// A node's id as the ONNX adapter gives it: its name, `<node_I>` for the
+/// I-th node of its graph when unnamed.
+fn node_id(node: &NodeProto, index: usize) -> String {
+    match node.name.as_deref() {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => format!("<node_{index}>"),
+    }
+}
+
+/// How Model Explorer may know each layer, by layer name: the id of the
+/// graph that holds its ONNX node (`None`: the main graph), then the node's
+/// id as the ONNX adapter gives it and the node's first output tensor name.
+pub fn node_keys(
+    model: &OnnxModel,
+    inferred: &Inferred,
+    fold: bool,
+) -> HashMap<String, (Option<String>, Vec<String>)> {
     let Some(graph) = model.model.graph.as_ref() else {
         return HashMap::new();
     };
     let mut out = HashMap::new();
-    for (layer, i) in layer_sources(model, inferred) {
-        let node = &graph.node[i];
-        let mut keys = vec![match node.name.as_deref() {
-            Some(n) if !n.is_empty() => n.to_string(),
-            _ => format!("<node_{i}>"),
-        }];
+    for (layer, path) in layer_sources(model, inferred, fold) {
+        let Some((node, in_graph)) = node_at(&graph.node, &path) else {
+            continue;
+        };
+        let index = path.last().map_or(0, |(_, i)| *i);
+        let mut keys = vec![node_id(node, index)];
         if let Some(o) = node.output.iter().find(|o| !o.is_empty())
             && *o != keys[0]
         {
             keys.push(o.clone());
         }
-        out.entry(layer).or_insert(keys);
+        out.entry(layer).or_insert((in_graph, keys));
     }
     out
 }
@@ -403,12 +604,25 @@ mod tests {
         put_len(&mut node, 4, b"Conv"); // op_type
         put_entry(&mut node, NODE_METADATA, "author", "me");
         put_entry(&mut node, NODE_METADATA, "c3.flops", "1");
-        let entries = vec![("c3.flops".to_string(), "2".to_string())];
-        let got = node_bytes(&node, &entries).unwrap();
+        let path: NodePath = vec![(String::new(), 0)];
+        let rewrite = Rewrite {
+            costs: HashMap::from([(
+                path.clone(),
+                NodeCost {
+                    flops: 2,
+                    ..Default::default()
+                },
+            )]),
+            owners: HashSet::new(),
+            device: false,
+        };
+        let got = rewrite.node(&node, &path).unwrap();
         let mut want = Vec::new();
         put_len(&mut want, 4, b"Conv");
         put_entry(&mut want, NODE_METADATA, "author", "me");
         put_entry(&mut want, NODE_METADATA, "c3.flops", "2");
+        put_entry(&mut want, NODE_METADATA, "c3.mread", "0");
+        put_entry(&mut want, NODE_METADATA, "c3.mwrite", "0");
         assert_eq!(got, want);
     }
 

@@ -9,7 +9,10 @@
 //! node ids match there: c3 writes each node's value under its id (the
 //! node's name, `<node_I>` when unnamed) and again under its first output
 //! tensor name, for adapters that match by tensor; a layer with no ONNX
-//! node (a trace's, one inside a subgraph) goes under its layer name.
+//! node (a trace's) goes under its layer name. A layer inside an If, Loop
+//! or Scan body goes under the body's graph id as the adapter names it
+//! (`<owner id>/<attribute>`, `then_branch` of node `if_0` is
+//! `if_0/then_branch`), keyed the same way within it.
 
 use std::collections::HashMap;
 
@@ -53,8 +56,10 @@ impl Metric {
 pub struct NodeIds {
     /// The graph's id: the ONNX graph's name (the file name for a trace).
     pub graph: String,
-    /// Layer name → the keys of its ONNX node (id, first output tensor).
-    pub keys: HashMap<String, Vec<String>>,
+    /// Layer name → the id of the body graph that holds its ONNX node
+    /// (`None`: the main graph) and the node's keys (id, first output
+    /// tensor).
+    pub keys: HashMap<String, (Option<String>, Vec<String>)>,
 }
 
 #[derive(Serialize)]
@@ -88,8 +93,9 @@ pub fn render(
     metric: Metric,
     ids: &NodeIds,
 ) -> String {
-    let mut order: Vec<&str> = Vec::new();
-    let mut sums: HashMap<&str, Value> = HashMap::new();
+    // Per graph, in order of first appearance: the keys in order and sums.
+    type Sums<'a> = (Vec<&'a str>, HashMap<&'a str, Value>);
+    let mut graphs: Vec<(&str, Sums)> = Vec::new();
     for (i, l) in report.layers.iter().enumerate() {
         let v = match metric {
             Metric::Flops => json!(l.flops),
@@ -101,10 +107,18 @@ pub fn render(
                 _ => continue,
             },
         };
-        let keys: &[String] = match ids.keys.get(&l.name) {
-            Some(k) => k,
-            None => std::slice::from_ref(&l.name),
+        let (graph, keys): (&str, &[String]) = match ids.keys.get(&l.name) {
+            Some((g, k)) => (g.as_deref().unwrap_or(&ids.graph), k),
+            None => (&ids.graph, std::slice::from_ref(&l.name)),
         };
+        let at = match graphs.iter().position(|(g, _)| *g == graph) {
+            Some(at) => at,
+            None => {
+                graphs.push((graph, Default::default()));
+                graphs.len() - 1
+            }
+        };
+        let (order, sums) = &mut graphs[at].1;
         for key in keys {
             match sums.get_mut(key.as_str()) {
                 None => {
@@ -115,17 +129,22 @@ pub fn render(
             }
         }
     }
-    let mut results = Map::new();
-    for k in order {
-        if let Some(v) = sums.remove(k) {
-            results.insert(k.to_string(), json!({ "value": v }));
-        }
-    }
     let mut doc = Map::new();
-    doc.insert(
-        ids.graph.clone(),
-        json!({ "results": results, "gradient": GRADIENT }),
-    );
+    if graphs.is_empty() {
+        graphs.push((&ids.graph, Default::default()));
+    }
+    for (graph, (order, mut sums)) in graphs {
+        let mut results = Map::new();
+        for k in order {
+            if let Some(v) = sums.remove(k) {
+                results.insert(k.to_string(), json!({ "value": v }));
+            }
+        }
+        doc.insert(
+            graph.to_string(),
+            json!({ "results": results, "gradient": GRADIENT }),
+        );
+    }
     super::pretty::to_string(&doc, 4096)
 }
 
