@@ -253,6 +253,14 @@ pub struct BArgs {
     /// B's attention counting.
     #[arg(long = "b-attention", value_enum)]
     pub b_attention: Option<Attention>,
+    /// B counts each weight a rule asks `nnz()` of as if the fraction R of
+    /// it were zero: `c3 diff m.onnx --rules sparse --b-prune 0.5`.
+    #[arg(long = "b-prune", value_name = "R")]
+    pub b_prune: Option<crate::rules::Prune>,
+    /// B's roofline times on this device, A's on `--device`:
+    /// `c3 diff m.onnx --device a100 --b-device h100`.
+    #[arg(long = "b-device", value_name = "NAME", requires = "device")]
+    pub b_device: Option<String>,
 }
 
 impl DiffArgs {
@@ -266,8 +274,12 @@ impl DiffArgs {
         o.activations = b.b_activations.map(Precision::dtype).or(o.activations);
         o.dims.extend(b.b_dims.iter().cloned());
         let attention = b.b_attention.unwrap_or(a.attention);
-        o.count = count_options(a.no_fma || b.b_no_fma, attention, a.if_branch);
+        o.count = CountOptions {
+            prune: b.b_prune.or(a.prune),
+            ..count_options(a.no_fma || b.b_no_fma, attention, a.if_branch)
+        };
         o.no_fold |= b.b_no_fold;
+        o.device = b.b_device.clone().or(o.device);
         o
     }
 

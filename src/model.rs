@@ -86,8 +86,12 @@ impl EstimateOptions {
         if let Some(name) = &self.device {
             find_device(&rules, name)?;
         }
-        // `--prune` acts through `nnz()`: without a rule that uses it the
-        // flag would change nothing, silently.
+        self.check_prune(&rules)
+    }
+
+    /// `--prune` acts through `nnz()`: without a rule that uses it the
+    /// flag would change nothing, silently.
+    fn check_prune(&self, rules: &RuleSet) -> Result<()> {
         if self.count.prune.is_some() && rules.iter().all(|r| r.nonzero_inputs().is_empty()) {
             return Err(Error::Usage(
                 "--prune counts the weights of rules that use nnz(), and no rule in force does \
@@ -268,6 +272,7 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
+        opts.check_prune(&rules)?;
         let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold)?;
         if opts.count.prune.is_none() {
             self.count_nonzeros(&mut graph.nodes, &rules, &mut HashMap::new())?;

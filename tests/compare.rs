@@ -169,7 +169,9 @@ fn diff_renders_every_format_with_the_same_numbers() {
     for (k, v) in keys.iter().zip(&last) {
         // CSV names the weights' bytes by their column, `weights`; JSON by
         // the total's key, `weight_bytes`.
-        let k = &k.replace("weights_", "weight_bytes_");
+        let k = &k
+            .replace("weights_", "weight_bytes_")
+            .replace("live_", "peak_activation_bytes_");
         if let Some(f) = k.strip_suffix("_delta") {
             assert_eq!(v.parse::<i64>().ok(), total["delta"][f].as_i64(), "{k}");
         } else if let Some(f) = k.strip_suffix("_a") {
@@ -214,7 +216,9 @@ fn diff_refuses_what_it_cannot_compare_on_one_line() {
     assert!(err(&[SQUEEZENET]).contains("diff needs a second model"));
     assert!(err(&[SQUEEZENET, SQUEEZENET]).contains("--b-"));
     assert!(err(&[SQUEEZENET, ALEXNET, TRACE]).contains("3 were given"));
-    assert!(err(&[SQUEEZENET, ALEXNET, "--device", "a100"]).contains("--device"));
+    assert!(
+        err(&[SQUEEZENET, ALEXNET, "--device", "a100", "--measured", "2ms"]).contains("--measured")
+    );
     assert!(err(&[SQUEEZENET, ALEXNET, "--format", "html"]).contains("table, md, csv or json"));
     // A model that cannot be read: exit 2, naming it.
     let dir = scratch("compare", "bad_diff");
@@ -280,13 +284,13 @@ fn a_folder_is_its_models_and_a_failing_one_is_reported_on_its_row() {
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert_eq!(
         lines[0],
-        "model,layers,flops,mread,mwrite,mrw,params,weights,note"
+        "model,layers,flops,mread,mwrite,mrw,params,weights,live,note"
     );
     // Sorted by name: broken, alexnet, squeezenet; the broken row holds its
     // error, the others their single runs' totals.
     // (quoted: the message holds a comma)
     assert!(
-        lines[1].contains("broken.onnx,,,,,,,,\"error: "),
+        lines[1].contains("broken.onnx,,,,,,,,,\"error: "),
         "{}",
         lines[1]
     );
@@ -415,4 +419,93 @@ fn layers_match_by_name_in_order_and_either_side_may_lack_one() {
         j["total"]["delta"]["flops"],
         (64 + 128 + 8) - (64 + 32 + 16)
     );
+}
+
+#[test]
+fn diff_compares_roofline_bounds_when_both_sides_are_timed() {
+    // A on an A100, B the same model on an H100: each side's bounds are its
+    // single run's, per layer, per type (the sum of its layers') and in total.
+    let j = C3::new()
+        .args(["diff", SQUEEZENET, "--device", "a100", "--b-device", "h100"])
+        .args(["--format", "json"])
+        .run()
+        .json();
+    crate::common::schema::assert_valid("diff.schema.json", &j);
+    let a = single(SQUEEZENET, &["--device", "a100"]);
+    let b = single(SQUEEZENET, &["--device", "h100"]);
+    let close = |x: &Value, y: &Value| {
+        let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+        assert!((x - y).abs() <= 1e-12 * y.abs().max(1e-9), "{x} vs {y}");
+    };
+    close(&j["total"]["a"]["bound_s"], &a["total"]["bound_s"]);
+    close(&j["total"]["b"]["bound_s"], &b["total"]["bound_s"]);
+    let delta = b["total"]["bound_s"].as_f64().unwrap() - a["total"]["bound_s"].as_f64().unwrap();
+    close(&j["total"]["delta"]["bound_s"], &delta.into());
+    // The same counts on both sides: only the time moves.
+    assert_eq!(j["total"]["delta"]["flops"], 0);
+    for (i, row) in j["layers"].as_array().unwrap().iter().enumerate() {
+        close(&row["a"]["bound_s"], &a["layers"][i]["bound_s"]);
+        close(&row["b"]["bound_s"], &b["layers"][i]["bound_s"]);
+    }
+    let conv_a: f64 = a["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["op"] == "Conv")
+        .map(|l| l["bound_s"].as_f64().unwrap())
+        .sum();
+    let conv = j["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["op"] == "Conv")
+        .unwrap();
+    close(&conv["a"]["bound_s"], &conv_a.into());
+    // A hand-built trace: one ReLU over n floats reads and writes 4n bytes
+    // each, so on a device its bound is max(n / peak, 8n / bandwidth); the
+    // same device on both sides with twice the elements doubles it.
+    let dir = scratch("compare", "timed");
+    let (t1, t2) = (
+        relu_trace(&dir, "a", 1 << 20),
+        relu_trace(&dir, "b", 2 << 20),
+    );
+    let j = C3::new()
+        .args(["diff", &t1, &t2, "--device", "a100", "--format", "json"])
+        .run()
+        .json();
+    let ta = j["total"]["a"]["bound_s"].as_f64().unwrap();
+    let tb = j["total"]["b"]["bound_s"].as_f64().unwrap();
+    assert!((tb - 2.0 * ta).abs() <= 1e-12 * tb, "{ta} {tb}");
+    let single_a = single(&t1, &["--device", "a100"]);
+    close(&j["total"]["a"]["bound_s"], &single_a["total"]["bound_s"]);
+    // Tables show the bound in µs beside the counts; CSV keys name it.
+    let csv = C3::new()
+        .args([
+            "diff",
+            &t1,
+            &t2,
+            "--device",
+            "a100",
+            "--format",
+            "csv",
+            "--summary",
+        ])
+        .run();
+    let header = csv.stdout.lines().next().unwrap().to_string();
+    assert!(
+        header.ends_with("bound_us_a,bound_us_b,bound_us_delta,bound_delta_pct"),
+        "{header}"
+    );
+    // The total row: B − A is +100% of A.
+    let last = csv.stdout.lines().last().unwrap().to_string();
+    assert!(last.ends_with(",+100.000"), "{last}");
+    // Untimed, no bound at all; --b-device needs --device.
+    let j = single(SQUEEZENET, &[]);
+    assert!(j["total"].get("bound_s").is_none());
+    let err = C3::new()
+        .args(["diff", SQUEEZENET, "--b-device", "h100"])
+        .run()
+        .one_line_error(1)
+        .to_string();
+    assert!(err.contains("--device"), "{err}");
 }

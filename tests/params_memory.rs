@@ -90,7 +90,8 @@ fn the_cli_reports_params_and_the_peak_in_every_format() {
     assert_eq!(j["layers"][0]["attrs"]["groups"], 1);
     assert_eq!(j["summary"][0]["params"], 592);
     // CSV: params by default, live bytes on request; the total row holds
-    // the distinct parameters and the peak.
+    // the distinct parameters, the peak and (`peak_at`, a column CSV adds
+    // beside live bytes) the layer where it occurs.
     let (_, csv, _) = c3_on(
         &m,
         "residual-csv",
@@ -105,9 +106,9 @@ fn the_cli_reports_params_and_the_peak_in_every_format() {
         ],
     );
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines[0], "name,params,weights,live");
-    assert_eq!(lines[1], "Conv-1,584,2336,2048");
-    assert_eq!(lines[5], "total,592,2368,3072");
+    assert_eq!(lines[0], "name,params,weights,live,peak_at");
+    assert_eq!(lines[1], "Conv-1,584,2336,2048,");
+    assert_eq!(lines[5], "total,592,2368,3072,Relu-1");
     // Markdown and the table: the summary's Params column and the line
     // under the tables.
     for format in ["md", "table"] {
@@ -450,4 +451,57 @@ fn real_exports_count_their_initializers() {
         // float32 weights: 4 bytes each.
         assert_eq!(j["total"]["weight_bytes"], want * 4, "{name}");
     }
+}
+
+#[test]
+fn diff_compares_the_peak_of_live_activation_bytes() {
+    // The residual block at batch 2 (A) and 4 (B): each activation is
+    // batch x 8 x 4 x 4 floats, 1,024 then 2,048 bytes.
+    let (t2, t4) = (2 * 8 * 4 * 4 * F32, 4 * 8 * 4 * 4 * F32);
+    let (code, out, err) = c3_on(
+        &residual(),
+        "residual-diff",
+        &[
+            "diff", "--dim", "batch=2", "--b-dim", "batch=4", "--format", "json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    crate::common::schema::assert_valid("diff.schema.json", &j);
+    // Three tensors at once at the peak (x held by the skip connection).
+    let total = &j["total"];
+    assert_eq!(total["a"]["peak_activation_bytes"], 3 * t2);
+    assert_eq!(total["b"]["peak_activation_bytes"], 3 * t4);
+    assert_eq!(total["delta"]["peak_activation_bytes"], 3 * (t4 - t2));
+    assert_eq!(total["a"]["peak_at"], "Relu-1");
+    assert_eq!(total["b"]["peak_at"], "Relu-1");
+    // A layer's figure is its own live bytes: Conv-1 holds x and a.
+    assert_eq!(j["layers"][0]["name"], "Conv-1");
+    assert_eq!(j["layers"][0]["a"]["peak_activation_bytes"], 2 * t2);
+    assert_eq!(j["layers"][0]["b"]["peak_activation_bytes"], 2 * t4);
+    // A type's is its layers' largest: Conv-2 holds x, b and c.
+    let conv = &j["summary"][0];
+    assert_eq!(conv["op"], "Conv");
+    assert_eq!(conv["a"]["peak_activation_bytes"], 3 * t2);
+    // Markdown shows it beside the other figures, in bytes' units.
+    let (_, md, _) = c3_on(
+        &residual(),
+        "residual-diff-md",
+        &[
+            "diff",
+            "--dim",
+            "batch=2",
+            "--b-dim",
+            "batch=4",
+            "--format",
+            "md",
+            "--summary",
+        ],
+    );
+    assert!(
+        md.contains("Live (KiB) A | Live (KiB) B | Live (KiB) Δ | Live Δ%"),
+        "{md}"
+    );
+    // total: 3 KiB -> 6 KiB, +3 KiB, +100%.
+    assert!(md.contains("| 3.000 | 6.000 | +3.000 | +100.000 |"), "{md}");
 }

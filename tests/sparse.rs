@@ -341,3 +341,52 @@ fn a_weight_of_a_type_nnz_cannot_count_is_a_clear_error() {
         "{line}"
     );
 }
+
+#[test]
+fn diff_compares_the_weights_as_they_are_with_them_pruned() {
+    let dir = scratch("diff_prune");
+    let path = mlp(&dir);
+    // A: the sparse rules over the weights' real zeros (337,410 FLOPs, as
+    // above); B: every weight as if half were zero, whatever it holds.
+    let j = C3::new()
+        .args(["diff", &path, "--rules", "sparse", "--b-prune", "0.5"])
+        .args(["--format", "json"])
+        .run()
+        .json();
+    assert_eq!(j["total"]["a"]["flops"], 337_410);
+    // B: 1 * |W| / 2 multiply-adds per Gemm plus the bias, 1,000 per ReLU:
+    // (392,000 + 1,000) + 1,000 + (500,000 + 1,000) + 1,000 + (5,000 + 10).
+    assert_eq!(j["total"]["b"]["flops"], 901_010);
+    assert_eq!(j["total"]["delta"]["flops"], 901_010 - 337_410);
+    assert_eq!(j["b"]["options"]["prune"], 0.5);
+    // The first layer's compressed rows: nnz * 8 + 4 * 1,001 bytes, beside
+    // x and b1: 78,400 nonzeros in A, 392,000 in B.
+    let l1 = &j["layers"][0];
+    assert_eq!(l1["a"]["mread"], 784 * 4 + 1000 * 4 + 78_400 * 8 + 4 * 1001);
+    assert_eq!(
+        l1["b"]["mread"],
+        784 * 4 + 1000 * 4 + 392_000 * 8 + 4 * 1001
+    );
+    // --prune on A is B's too, unless --b-prune changes it.
+    let j = C3::new()
+        .args(["diff", &path, "--rules", "sparse", "--prune", "0.9"])
+        .args(["--b-prune", "0.5", "--format", "json"])
+        .run()
+        .json();
+    assert_eq!(
+        j["total"]["a"]["flops"],
+        78_400 + 1000 + 1000 + 101_000 + 1000 + 1010
+    );
+    assert_eq!(j["total"]["b"]["flops"], 901_010);
+    // Without a rule that uses nnz() on B's side, the flag would change
+    // nothing: a usage error naming B.
+    let line = C3::new()
+        .args(["diff", &path, "--b-prune", "0.5"])
+        .run()
+        .one_line_error(1)
+        .to_string();
+    assert!(
+        line.contains("B (--b-*)") && line.contains("add --rules sparse"),
+        "{line}"
+    );
+}

@@ -143,7 +143,9 @@ def estimate(
     data = json.loads(text)
     # The report's own meta (version, model, input kind, options in force),
     # with what only Python knows: where the model came from.
-    meta = {**data.pop("meta", {}), "source": name, "kind": kind, **options}
+    # (prune as the number given, not the text handed to the extension)
+    shown = {**options, "prune": None if prune is None else float(prune)}
+    meta = {**data.pop("meta", {}), "source": name, "kind": kind, **shown}
     meta.setdefault("c3_version", __version__)
     return Report(data, meta, (payload, kind, name, options))
 

@@ -178,3 +178,27 @@ def test_symbolic_dims_are_bound_or_named():
         c3.estimate(trace)
     with pytest.raises(c3.UsageError, match="inputs= applies to ONNX models"):
         c3.estimate(trace, dims={"batch": 8}, inputs={"x": "1x64"})
+
+
+def test_prune_counts_weights_as_if_a_fraction_were_zero():
+    # x[4, 16] @ w[16, 8], w a constant: dense, 4 * 16 * 8 = 512 multiply-adds.
+    trace = {"layers": [{"name": "mm", "op": "MatMul",
+                         "inputs": [{"shape": [4, 16], "name": "x"},
+                                    {"shape": [16, 8], "const": True, "name": "w"}],
+                         "outputs": [{"shape": [4, 8], "name": "y"}]}]}
+    assert c3.estimate(trace).total["flops"] == 512
+    # The sparse rules: M * nnz(w) multiply-adds; a trace holds no values,
+    # so nnz(w) = |w| = 128 unless pruned. w is read as compressed rows:
+    # nnz * (4 + 4) bytes + 4 * (8 + 1) row pointers, beside x's 4 * 16 * 4.
+    r = c3.estimate(trace, rules="sparse")
+    assert (r.total["flops"], r.total["mread"]) == (4 * 128, 256 + 128 * 8 + 36)
+    half = c3.estimate(trace, rules="sparse", prune=0.5)
+    assert (half.total["flops"], half.total["mread"]) == (4 * 64, 256 + 64 * 8 + 36)
+    assert half.meta["prune"] == 0.5
+    quarter = c3.estimate(trace, rules="sparse", prune=0.75)
+    assert quarter.total["flops"] == 4 * 32
+    # A fraction of one or more, or no rule that uses nnz(): usage errors.
+    with pytest.raises(c3.UsageError, match="prune"):
+        c3.estimate(trace, rules="sparse", prune=1.0)
+    with pytest.raises(c3.UsageError, match="add --rules sparse"):
+        c3.estimate(trace, prune=0.5)

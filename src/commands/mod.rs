@@ -312,7 +312,7 @@ pub fn diff(
             ("--metric", req.metric.is_some()),
             ("--sort", req.sort.is_some()),
             ("--top", req.top.is_some()),
-            ("--device", opts_a.device.is_some()),
+            ("--measured", opts_a.measured_s.is_some()),
         ],
     )?;
     let mut report_opts = req.options(&out, false)?;
@@ -323,7 +323,10 @@ pub fn diff(
         ));
     }
     opts_a.check()?;
-    opts_b.check()?;
+    opts_b.check().map_err(|e| match e {
+        Error::Usage(m) => Error::Usage(format!("B (--b-*): {m}")),
+        e => e,
+    })?;
     let model_a = Model::open(a)?;
     let model_b = if b == a { None } else { Some(Model::open(b)?) };
     let (ea, eb) = std::thread::scope(|s| {
@@ -338,7 +341,10 @@ pub fn diff(
         meta: (ea.meta.clone(), eb.meta.clone()),
         about: (ea.about.clone(), eb.about.clone()),
     };
-    let d = report::diff::diff(&ea.report, &eb.report);
+    let d = report::diff::diff(
+        (&ea.report, ea.roofline.as_ref()),
+        (&eb.report, eb.roofline.as_ref()),
+    );
     deliver(&out, report::diff::render(&d, &sides, &report_opts))
 }
 
@@ -413,7 +419,11 @@ pub fn estimate_many(
     let one = |model: &str| -> Result<report::batch::BatchFigures> {
         let e = Model::open(model)?.estimate(opts)?;
         Ok(report::batch::BatchFigures {
-            total: e.report.total,
+            total: report::diff::Side {
+                totals: e.report.total,
+                live: e.report.peak.bytes,
+                bound_s: e.roofline.as_ref().map(|r| r.bound_s),
+            },
             unsupported: e.report.unsupported.len(),
             json: want_json.then(|| {
                 e.render(&ReportOptions {

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use serde_json::json;
 
-use super::diff::FIGURES;
+use super::diff::{FIGURES, Side};
 use super::{Format, Grid, ReportOptions, Scaler, Unit, fit};
 use crate::cost::Totals;
 
@@ -21,7 +21,9 @@ pub struct BatchRow {
 /// What a batch keeps of one model's estimate.
 #[derive(Debug, Clone)]
 pub struct BatchFigures {
-    pub total: Totals,
+    /// The totals, the peak of live activation bytes and, with a device,
+    /// the roofline bound.
+    pub total: Side,
     /// Layers no rule counted.
     pub unsupported: usize,
     /// The model's whole estimate as JSON (what `c3 estimate MODEL
@@ -61,13 +63,15 @@ fn grid(rows: &[BatchRow], opts: &ReportOptions) -> Grid {
     let ok = || rows.iter().filter_map(|r| r.outcome.as_ref().ok());
     let mut larger = Totals::default();
     for f in ok() {
-        let t = &f.total;
+        let t = &f.total.totals;
         larger.flops = larger.flops.max(t.flops);
         larger.iops = larger.iops.max(t.iops);
         larger.mread = larger.mread.max(t.mread);
         larger.mwrite = larger.mwrite.max(t.mwrite);
         larger.mrw = larger.mrw.max(t.mrw);
+        larger.params = larger.params.max(t.params);
     }
+    let timed = ok().any(|f| f.total.bound_s.is_some());
     let s = Scaler::new(opts, &larger);
     let figures: Vec<_> = FIGURES
         .iter()
@@ -78,6 +82,10 @@ fn grid(rows: &[BatchRow], opts: &ReportOptions) -> Grid {
     for f in &figures {
         header.push(f.column.map_or(f.name.to_string(), |c| s.header(c)));
         keys.push(f.column.map_or(f.key.to_string(), |c| s.key(c)));
+    }
+    if timed {
+        header.push("Bound (µs)".into());
+        keys.push("bound_us".into());
     }
     header.push("Note".into());
     keys.push("note".into());
@@ -90,13 +98,21 @@ fn grid(rows: &[BatchRow], opts: &ReportOptions) -> Grid {
                     let v = (f.of)(&b.total);
                     cells.push(f.column.map_or(v.to_string(), |c| s.value(v, c)));
                 }
+                if timed {
+                    cells.push(
+                        b.total
+                            .bound_s
+                            .map_or(missing.to_string(), |t| format!("{:.*}", s.digits, t * 1e6)),
+                    );
+                }
                 cells.push(match b.unsupported {
                     0 => String::new(),
                     n => format!("{n} layer(s) not counted"),
                 });
             }
             Err((e, _)) => {
-                cells.extend(figures.iter().map(|_| missing.to_string()));
+                let blank = figures.len() + usize::from(timed);
+                cells.extend((0..blank).map(|_| missing.to_string()));
                 cells.push(format!("error: {e}"));
             }
         }

@@ -1,7 +1,8 @@
 //! Two cost reports side by side (`c3 diff A B`): per layer (matched by
 //! name), per operator type and in total, each figure of A, of B and their
-//! difference B − A. The figures compared are the [`FIGURES`] list over
-//! [`Totals`]: a new figure of the totals is one line there.
+//! difference B − A. The counts compared are the [`FIGURES`] list over a
+//! row's [`Side`]: a new count is one line there. The roofline bound, a time
+//! in seconds, follows them when both sides were timed on a device.
 
 use std::fmt::Write;
 
@@ -9,8 +10,20 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value, json};
 
 use super::{Column, Format, Grid, Meta, Parts, ReportOptions, Scaler, Unit, fit, text};
+use crate::cost::roofline::Roofline;
 use crate::cost::{CostReport, LayerCost, Totals};
 use crate::ir::qualified;
+
+/// One side's figures of a row: its counts, the most activation bytes live
+/// at once while its layers run (a layer's live bytes; a type's largest; the
+/// model's peak) and, when timed on a device, the sum of its layers'
+/// roofline bounds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Side {
+    pub totals: Totals,
+    pub live: u64,
+    pub bound_s: Option<f64>,
+}
 
 /// One figure a diff compares.
 pub struct Figure {
@@ -22,8 +35,8 @@ pub struct Figure {
     pub column: Option<Column>,
     /// Whether tables show its change in percent.
     pub percent: bool,
-    /// Reads it from a set of totals.
-    pub of: fn(&Totals) -> u64,
+    /// Reads it from one side of a row.
+    pub of: fn(&Side) -> u64,
 }
 
 /// The figures of [`Totals`] a diff compares, in the order shown.
@@ -33,56 +46,63 @@ pub const FIGURES: &[Figure] = &[
         name: "# Layers",
         column: None,
         percent: false,
-        of: |t| t.layers,
+        of: |s| s.totals.layers,
     },
     Figure {
         key: "flops",
         name: "FLOPs",
         column: Some(Column::Flops),
         percent: true,
-        of: |t| t.flops,
+        of: |s| s.totals.flops,
     },
     Figure {
         key: "iops",
         name: "IOPs",
         column: Some(Column::Iops),
         percent: false,
-        of: |t| t.iops,
+        of: |s| s.totals.iops,
     },
     Figure {
         key: "mread",
         name: "MemRead",
         column: Some(Column::Mread),
         percent: false,
-        of: |t| t.mread,
+        of: |s| s.totals.mread,
     },
     Figure {
         key: "mwrite",
         name: "MemWrite",
         column: Some(Column::Mwrite),
         percent: false,
-        of: |t| t.mwrite,
+        of: |s| s.totals.mwrite,
     },
     Figure {
         key: "mrw",
         name: "MemR+W",
         column: Some(Column::Mrw),
         percent: true,
-        of: |t| t.mrw,
+        of: |s| s.totals.mrw,
     },
     Figure {
         key: "params",
         name: "Params",
         column: Some(Column::Params),
         percent: false,
-        of: |t| t.params,
+        of: |s| s.totals.params,
     },
     Figure {
         key: "weight_bytes",
         name: "Weights",
         column: Some(Column::Weights),
         percent: false,
-        of: |t| t.weight_bytes,
+        of: |s| s.totals.weight_bytes,
+    },
+    Figure {
+        key: "peak_activation_bytes",
+        name: "Live",
+        column: Some(Column::Live),
+        percent: true,
+        of: |s| s.live,
     },
 ];
 
@@ -94,15 +114,22 @@ pub struct DiffRow {
     pub name: String,
     /// The layer's operator (`A→B` when the two differ); empty otherwise.
     pub op: String,
-    pub a: Option<Totals>,
-    pub b: Option<Totals>,
+    pub a: Option<Side>,
+    pub b: Option<Side>,
 }
 
 impl DiffRow {
     /// B − A of a figure, a missing side counting as zero.
     pub fn delta(&self, f: &Figure) -> i128 {
-        let v = |t: &Option<Totals>| t.as_ref().map_or(0, |t| i128::from((f.of)(t)));
+        let v = |t: &Option<Side>| t.as_ref().map_or(0, |t| i128::from((f.of)(t)));
         v(&self.b) - v(&self.a)
+    }
+
+    /// B − A of the roofline bound, a missing side counting as zero;
+    /// `None` when the sides were not timed.
+    pub fn delta_s(&self) -> Option<f64> {
+        let v = |t: &Option<Side>| t.as_ref().map_or(Some(0.0), |t| t.bound_s);
+        Some(v(&self.b)? - v(&self.a)?)
     }
 }
 
@@ -118,35 +145,83 @@ pub struct Diff {
     pub total: DiffRow,
     /// Layers no rule counted, in A and in B.
     pub unsupported: (usize, usize),
+    /// Whether both sides were timed on a device (rows carry `bound_s`).
+    pub timed: bool,
+    /// The layer at which each side's activation memory peaks.
+    pub peak_at: (Option<String>, Option<String>),
 }
 
-/// One layer's figures as totals over that one layer.
-fn layer_totals(l: &LayerCost) -> Totals {
-    Totals {
-        layers: 1,
-        flops: l.flops,
-        mread: l.mread,
-        mwrite: l.mwrite,
-        mrw: l.mrw(),
-        iops: l.iops,
-        params: l.params,
-        weight_bytes: l.weight_bytes,
+/// One side of a diff: a cost report and its roofline times, if any.
+pub type Report<'a> = (&'a CostReport, Option<&'a Roofline>);
+
+/// The n-th layer's figures as a side of its own.
+fn layer_side((r, t): Report, n: usize) -> Side {
+    let l: &LayerCost = &r.layers[n];
+    Side {
+        totals: Totals {
+            layers: 1,
+            flops: l.flops,
+            mread: l.mread,
+            mwrite: l.mwrite,
+            mrw: l.mrw(),
+            iops: l.iops,
+            params: l.params,
+            weight_bytes: l.weight_bytes,
+        },
+        live: l.live_bytes,
+        bound_s: t.map(|t| t.layers[n].bound_s),
     }
 }
 
-/// Compares two cost reports.
-pub fn diff(a: &CostReport, b: &CostReport) -> Diff {
+/// Each operator type's figures: its totals, its layers' largest live
+/// bytes and the sum of their bounds.
+fn type_sides((r, t): Report) -> Vec<(String, Side)> {
+    let mut by_type: FxHashMap<(&str, &str), (u64, f64)> = FxHashMap::default();
+    for (n, l) in r.layers.iter().enumerate() {
+        let e = by_type
+            .entry((l.domain.as_str(), l.op.as_str()))
+            .or_default();
+        e.0 = e.0.max(l.live_bytes);
+        e.1 += t.map_or(0.0, |t| t.layers[n].bound_s);
+    }
+    r.summary
+        .iter()
+        .map(|s| {
+            let (live, bound) = by_type
+                .get(&(s.domain.as_str(), s.op.as_str()))
+                .copied()
+                .unwrap_or_default();
+            let side = Side {
+                totals: s.totals,
+                live,
+                bound_s: t.map(|_| bound),
+            };
+            (qualified(&s.domain, &s.op), side)
+        })
+        .collect()
+}
+
+/// Compares two cost reports (each with its roofline times, if any).
+pub fn diff(a: Report, b: Report) -> Diff {
+    let timed = a.1.is_some() && b.1.is_some();
+    // Rows carry times only when both sides have them.
+    let (a, b) = if timed {
+        (a, b)
+    } else {
+        ((a.0, None), (b.0, None))
+    };
+    let (ra, rb) = (a.0, b.0);
     // B's layers by name, each name's occurrences in order.
     let mut by_name: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
-    for (i, l) in b.layers.iter().enumerate().rev() {
+    for (i, l) in rb.layers.iter().enumerate().rev() {
         by_name.entry(l.name.as_str()).or_default().push(i);
     }
-    let mut used = vec![false; b.layers.len()];
-    let mut layers = Vec::with_capacity(a.layers.len().max(b.layers.len()));
-    for la in &a.layers {
+    let mut used = vec![false; rb.layers.len()];
+    let mut layers = Vec::with_capacity(ra.layers.len().max(rb.layers.len()));
+    for (n, la) in ra.layers.iter().enumerate() {
         let lb = by_name.get_mut(la.name.as_str()).and_then(Vec::pop);
         let op_a = qualified(&la.domain, &la.op);
-        let op = match lb.map(|i| &b.layers[i]) {
+        let op = match lb.map(|i| &rb.layers[i]) {
             Some(lb) if (lb.domain.as_str(), lb.op.as_str()) != (&la.domain, &la.op) => {
                 format!("{op_a}→{}", qualified(&lb.domain, &lb.op))
             }
@@ -158,50 +233,58 @@ pub fn diff(a: &CostReport, b: &CostReport) -> Diff {
         layers.push(DiffRow {
             name: la.name.clone(),
             op,
-            a: Some(layer_totals(la)),
-            b: lb.map(|i| layer_totals(&b.layers[i])),
+            a: Some(layer_side(a, n)),
+            b: lb.map(|i| layer_side(b, i)),
         });
     }
-    for (lb, _) in b.layers.iter().zip(&used).filter(|(_, u)| !**u) {
+    for (i, (lb, _)) in rb.layers.iter().zip(&used).enumerate() {
+        if used[i] {
+            continue;
+        }
         layers.push(DiffRow {
             name: lb.name.clone(),
             op: qualified(&lb.domain, &lb.op),
             a: None,
-            b: Some(layer_totals(lb)),
+            b: Some(layer_side(b, i)),
         });
     }
-    let mut summary: Vec<DiffRow> = a
-        .summary
-        .iter()
-        .map(|s| DiffRow {
-            name: qualified(&s.domain, &s.op),
+    let mut summary: Vec<DiffRow> = type_sides(a)
+        .into_iter()
+        .map(|(name, side)| DiffRow {
+            name,
             op: String::new(),
-            a: Some(s.totals),
+            a: Some(side),
             b: None,
         })
         .collect();
-    for s in &b.summary {
-        let name = qualified(&s.domain, &s.op);
+    for (name, side) in type_sides(b) {
         match summary.iter_mut().find(|r| r.name == name) {
-            Some(r) => r.b = Some(s.totals),
+            Some(r) => r.b = Some(side),
             None => summary.push(DiffRow {
                 name,
                 op: String::new(),
                 a: None,
-                b: Some(s.totals),
+                b: Some(side),
             }),
         }
     }
+    let total = |(r, t): Report| Side {
+        totals: r.total,
+        live: r.peak.bytes,
+        bound_s: t.map(|t| t.bound_s),
+    };
     Diff {
         layers,
         summary,
         total: DiffRow {
             name: "total".into(),
             op: String::new(),
-            a: Some(a.total),
-            b: Some(b.total),
+            a: Some(total(a)),
+            b: Some(total(b)),
         },
-        unsupported: (a.unsupported.len(), b.unsupported.len()),
+        unsupported: (ra.unsupported.len(), rb.unsupported.len()),
+        timed,
+        peak_at: (ra.peak.at.clone(), rb.peak.at.clone()),
     }
 }
 
@@ -309,7 +392,7 @@ fn header_lines(d: &Diff, sides: &Sides) -> Vec<String> {
 
 /// One prefix per kind of figure, from the larger side's totals.
 fn scaler(d: &Diff, opts: &ReportOptions) -> Scaler {
-    let side = |t: &Option<Totals>| t.unwrap_or_default();
+    let side = |t: &Option<Side>| t.map(|s| s.totals).unwrap_or_default();
     let (a, b) = (side(&d.total.a), side(&d.total.b));
     let larger = Totals {
         layers: a.layers.max(b.layers),
@@ -336,7 +419,7 @@ fn shown_figures(d: &Diff) -> impl Iterator<Item = &'static Figure> + '_ {
         f.key != "iops"
             || [d.total.a, d.total.b]
                 .iter()
-                .any(|t| t.is_some_and(|t| t.iops > 0))
+                .any(|t| t.is_some_and(|t| t.totals.iops > 0))
     })
 }
 
@@ -364,6 +447,16 @@ fn grid(d: &Diff, rows: Rows, s: &Scaler) -> Grid {
             keys.push(format!("{}_delta_pct", f.key));
         }
     }
+    if d.timed {
+        for side in ["A", "B", "Δ"] {
+            header.push(format!("Bound (µs) {side}"));
+        }
+        header.push("Bound Δ%".into());
+        for side in ["a", "b", "delta"] {
+            keys.push(format!("bound_us_{side}"));
+        }
+        keys.push("bound_delta_pct".into());
+    }
     let list: Vec<&DiffRow> = match rows {
         Rows::Layers => d.layers.iter().collect(),
         Rows::Summary => d.summary.iter().chain([&d.total]).collect(),
@@ -390,12 +483,22 @@ fn grid(d: &Diff, rows: Rows, s: &Scaler) -> Grid {
             });
             if f.percent {
                 let a = r.a.as_ref().map_or(0, |t| (f.of)(t));
-                cells.push(match (a, delta) {
-                    (_, 0) => format!("{:.*}", s.digits, 0.0),
-                    (0, _) => "new".into(),
-                    (a, d) => format!("{:+.*}", s.digits, 100.0 * d as f64 / a as f64),
-                });
+                cells.push(percent(a as f64, delta as f64, s.digits));
             }
+        }
+        if d.timed {
+            let us = |v: f64| format!("{:.*}", s.digits, v * 1e6);
+            for t in [&r.a, &r.b] {
+                cells.push(t.and_then(|t| t.bound_s).map_or("-".into(), us));
+            }
+            let delta = r.delta_s().unwrap_or(0.0);
+            cells.push(if delta > 0.0 {
+                format!("+{}", us(delta))
+            } else {
+                us(delta)
+            });
+            let a = r.a.and_then(|t| t.bound_s).unwrap_or(0.0);
+            cells.push(percent(a, delta, s.digits));
         }
         cells
     };
@@ -411,18 +514,34 @@ fn grid(d: &Diff, rows: Rows, s: &Scaler) -> Grid {
     }
 }
 
+/// A change in percent of `a`: `new` when `a` is zero and something came.
+fn percent(a: f64, delta: f64, digits: usize) -> String {
+    if delta == 0.0 {
+        format!("{:.*}", digits, 0.0)
+    } else if a == 0.0 {
+        "new".into()
+    } else {
+        format!("{:+.*}", digits, 100.0 * delta / a)
+    }
+}
+
 /// `{"a": {figures}, "b": ..., "delta": ...}` of one row; a missing side is
-/// `null`.
+/// `null`. Timed rows carry `bound_s` (seconds) among the figures.
 fn row_json(r: &DiffRow) -> Map<String, Value> {
-    let side = |t: &Option<Totals>| match t {
+    let side = |t: &Option<Side>| match t {
         None => Value::Null,
-        Some(t) => FIGURES
-            .iter()
-            .map(|f| (f.key.to_string(), json!((f.of)(t))))
-            .collect::<Map<_, _>>()
-            .into(),
+        Some(t) => {
+            let mut m: Map<_, _> = FIGURES
+                .iter()
+                .map(|f| (f.key.to_string(), json!((f.of)(t))))
+                .collect();
+            if let Some(b) = t.bound_s {
+                m.insert("bound_s".into(), json!(b));
+            }
+            m.into()
+        }
     };
-    let delta: Map<String, Value> = FIGURES
+    let mut delta: Map<String, Value> = FIGURES
         .iter()
         .map(|f| {
             let d = r.delta(f);
@@ -432,6 +551,9 @@ fn row_json(r: &DiffRow) -> Map<String, Value> {
             (f.key.to_string(), v)
         })
         .collect();
+    if let Some(d) = r.delta_s() {
+        delta.insert("bound_s".into(), json!(d));
+    }
     let mut m = Map::new();
     m.insert("a".into(), side(&r.a));
     m.insert("b".into(), side(&r.b));
@@ -457,7 +579,13 @@ fn json(d: &Diff, sides: &Sides, parts: Parts) -> String {
     doc.insert("meta".into(), to_value(&meta));
     doc.insert("a".into(), to_value(&sides.meta.0));
     doc.insert("b".into(), to_value(&sides.meta.1));
-    doc.insert("total".into(), row_json(&d.total).into());
+    let mut total = row_json(&d.total);
+    for (side, at) in [("a", &d.peak_at.0), ("b", &d.peak_at.1)] {
+        if let Some(Value::Object(m)) = total.get_mut(side) {
+            m.insert("peak_at".into(), json!(at));
+        }
+    }
+    doc.insert("total".into(), total.into());
     if parts != Parts::Layers {
         let rows = d.summary.iter().map(|r| {
             let mut m = Map::new();

@@ -490,6 +490,20 @@ fn layer_grid(
         numeric: cols.iter().map(|&c| is_numeric(c)).collect(),
         rows,
     };
+    // CSV has no line below the table: the total row names the layer at
+    // which the peak in its live cell occurs.
+    if opts.format == Format::Csv && cols.contains(&Column::Live) {
+        grid.header.push("Peak at".into());
+        grid.keys.push("peak_at".into());
+        grid.numeric.push(false);
+        let last = grid.rows.len() - 1;
+        for (i, row) in grid.rows.iter_mut().enumerate() {
+            row.push(match (i == last, &report.peak.at) {
+                (true, Some(at)) => at.clone(),
+                _ => String::new(),
+            });
+        }
+    }
     if !report.fusions.is_empty() {
         grid.header.push("Fused".into());
         grid.keys.push("fused".into());
