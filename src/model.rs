@@ -272,33 +272,30 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
-        opts.check_prune(&rules)?;
+        let graph = self.prepare(opts, &rules)?;
+        costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))
+    }
+
+    /// As [`Model::estimate`], but the decoded model is let go (freed on
+    /// another thread) once the graph is built: a large model's records are
+    /// not held while it is costed and reported.
+    pub fn into_estimate(self, opts: &EstimateOptions) -> Result<Estimate> {
+        let rules = opts.rules()?;
+        let graph = self.prepare(opts, &rules)?;
+        let (meta, about) = (opts.meta(&self), opts.about(&self.path));
+        std::thread::spawn(move || drop(self));
+        costed(graph, &rules, opts, meta, about)
+    }
+
+    /// The graph to cost: shapes inferred and bound, nonzeros counted.
+    fn prepare(&self, opts: &EstimateOptions, rules: &RuleSet) -> Result<Graph> {
+        opts.check_prune(rules)?;
         let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold)?;
         if opts.count.prune.is_none() {
-            self.count_nonzeros(&mut graph.nodes, &rules, &mut HashMap::new())?;
+            self.count_nonzeros(&mut graph.nodes, rules, &mut HashMap::new())?;
         }
         graph.override_precision(opts.weights, opts.activations);
-        let report = cost::estimate(&graph, &rules, opts.count)?;
-        if opts.strict
-            && let Some(ops) = unsupported_by_op(&report)
-        {
-            let count = report.unsupported.len();
-            return Err(Error::Unsupported { count, ops });
-        }
-        let roofline = match &opts.device {
-            None => None,
-            Some(name) => {
-                let device = find_device(&rules, name)?;
-                Some(cost::roofline(&report, device, opts.measured_s))
-            }
-        };
-        Ok(Estimate {
-            report,
-            roofline,
-            graph,
-            meta: opts.meta(self),
-            about: opts.about(&self.path),
-        })
+        Ok(graph)
     }
 
     /// Counts the nonzero elements of each weight a rule asks `nnz()` of,
@@ -550,6 +547,16 @@ impl Estimate {
     /// The report in a format of [`ReportOptions`]; the estimate's own
     /// meta and options where `opts` gives none.
     pub fn render(&self, opts: &ReportOptions) -> String {
+        report::render(&self.report, &self.filled(opts), self.roofline.as_ref())
+    }
+
+    /// [`Estimate::render`]'s text written to `w` (JSON as it is made).
+    pub fn write(&self, opts: &ReportOptions, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        report::write(&self.report, &self.filled(opts), self.roofline.as_ref(), w)
+    }
+
+    /// `opts` with this estimate's meta and options where it has none.
+    fn filled(&self, opts: &ReportOptions) -> ReportOptions {
         let mut opts = opts.clone();
         if opts.meta.is_none() {
             opts.meta = Some(self.meta.clone());
@@ -557,7 +564,7 @@ impl Estimate {
         if opts.about.is_empty() {
             opts.about = self.about.clone();
         }
-        report::render(&self.report, &opts, self.roofline.as_ref())
+        opts
     }
 
     /// The report as JSON text (what `--format json` prints).
@@ -573,6 +580,38 @@ impl Estimate {
     pub fn unsupported_ops(&self) -> Option<String> {
         unsupported_by_op(&self.report)
     }
+}
+
+/// Costs a prepared graph under `opts`' rules; with a device, its roofline
+/// times too.
+fn costed(
+    graph: Graph,
+    rules: &RuleSet,
+    opts: &EstimateOptions,
+    meta: report::Meta,
+    about: Vec<(String, String)>,
+) -> Result<Estimate> {
+    let report = cost::estimate(&graph, rules, opts.count)?;
+    if opts.strict
+        && let Some(ops) = unsupported_by_op(&report)
+    {
+        let count = report.unsupported.len();
+        return Err(Error::Unsupported { count, ops });
+    }
+    let roofline = match &opts.device {
+        None => None,
+        Some(name) => {
+            let device = find_device(rules, name)?;
+            Some(cost::roofline(&report, device, opts.measured_s))
+        }
+    };
+    Ok(Estimate {
+        report,
+        roofline,
+        graph,
+        meta,
+        about,
+    })
 }
 
 impl Shapes {

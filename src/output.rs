@@ -136,14 +136,34 @@ impl Output {
 
     /// Writes `bytes` to standard output or, atomically, to the file.
     pub fn write(&self, bytes: &[u8]) -> Result<()> {
+        self.write_with(|w| w.write_all(bytes))
+    }
+
+    /// Writes what `make` writes, as [`Output::write`] writes bytes, through
+    /// a buffer: the text is never whole in memory. A reader of standard
+    /// output that went away ends the output quietly.
+    pub fn write_with(
+        &self,
+        make: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let buffered = |w: &mut dyn Write| {
+            let mut b = std::io::BufWriter::with_capacity(1 << 16, w);
+            make(&mut b)?;
+            b.flush()
+        };
         match &self.file {
-            None => write_stdout(bytes),
+            None => match buffered(&mut std::io::stdout().lock()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(Error::io("standard output", e))
+                }
+                _ => Ok(()),
+            },
             Some(f) if self.direct => std::fs::OpenOptions::new()
                 .write(true)
                 .open(f)
-                .and_then(|mut out| out.write_all(bytes))
+                .and_then(|mut out| buffered(&mut out))
                 .map_err(|e| Error::io(&self.shown, e)),
-            Some(f) => write_atomic(f, bytes, &self.shown),
+            Some(f) => write_atomic_with(f, &self.shown, buffered),
         }
     }
 }
@@ -164,13 +184,22 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
 /// renames it over `path`: the old file stays whole until the new one is
 /// complete. An existing file's permissions are kept.
 pub fn write_atomic(path: &Path, bytes: &[u8], shown: &str) -> Result<()> {
+    write_atomic_with(path, shown, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] of what `make` writes to the temporary file.
+fn write_atomic_with(
+    path: &Path,
+    shown: &str,
+    make: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
     let dir = folder_of(path);
     let name = path
         .file_name()
         .map_or("output".into(), |n| n.to_string_lossy().into_owned());
     let (tmp, mut file) = create_temp(&dir, &name).map_err(|e| Error::io(shown, e))?;
     let done = (|| {
-        file.write_all(bytes)?;
+        make(&mut file)?;
         if let Ok(old) = std::fs::metadata(path) {
             file.set_permissions(old.permissions())?;
         }

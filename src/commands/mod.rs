@@ -146,14 +146,17 @@ pub fn estimate(
     if report_opts.format == Format::ModelExplorer {
         report_opts.node_ids = model_file.node_ids(opts)?;
     }
-    let estimate = model_file.estimate(opts)?;
+    let mut estimate = model_file.into_estimate(opts)?;
     warn_unsupported(&estimate);
-    let text = estimate.render(&report_opts);
     // Freeing a large model's graph and report piece by piece costs more
     // than writing them: another thread does it while the output is
-    // written, and the binary exits without waiting for it.
+    // written, and the binary exits without waiting for it. The graph is
+    // not reported: it goes first.
+    let graph = std::mem::take(&mut estimate.graph);
+    std::thread::spawn(move || drop(graph));
+    out.write_with(|w| estimate.write(&report_opts, w))?;
     std::thread::spawn(move || drop(estimate));
-    deliver(&out, text)
+    Ok(String::new())
 }
 
 /// `c3 annotate MODEL -o OUT.onnx`: the model with each node's costs.

@@ -389,7 +389,15 @@ fn attach_graph(g: &mut GraphProto, file: &Bytes) -> Result<(), String> {
         for a in &mut n.attribute {
             attach_attribute(a, file)?;
         }
+        // The decoder grows each list from four places up: a node of one
+        // attribute held room for four (over 1 KB), most of a large
+        // graph's records. They are read, never grown, from here on.
+        n.attribute.shrink_to_fit();
+        n.input.shrink_to_fit();
+        n.output.shrink_to_fit();
     }
+    g.node.shrink_to_fit();
+    g.initializer.shrink_to_fit();
     Ok(())
 }
 

@@ -280,6 +280,21 @@ pub fn to_json(report: &CostReport, roofline: Option<&Roofline>) -> String {
 /// `--layers`), the layer rows `--sort` and `--top` chose, and the totals
 /// over every layer.
 pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
+    // About 600 bytes a layer row.
+    let mut out = Vec::with_capacity(4096 + 640 * report.layers.len());
+    write(report, opts, roofline, &mut out).expect("writing to memory cannot fail");
+    // serde_json writes only valid UTF-8 (its strings are Rust strings).
+    String::from_utf8(out).expect("serde_json writes UTF-8")
+}
+
+/// [`render`]'s text written to `w` as it is made, with no copy of the
+/// whole text in memory (a 100,000-layer report is some 60 MB).
+pub fn write(
+    report: &CostReport,
+    opts: &ReportOptions,
+    roofline: Option<&Roofline>,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let t = &report.total;
     let measured = roofline.and_then(|r| r.measured_s);
     let mut meta = opts.meta.clone().unwrap_or_default();
@@ -389,6 +404,5 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             .map(|l| LayerJ { l, time: None })
             .collect(),
     };
-    // About 600 bytes a layer row.
-    super::pretty::to_string(&doc, 4096 + 640 * report.layers.len())
+    super::pretty::to_writer(&doc, w)
 }

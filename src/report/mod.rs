@@ -672,6 +672,20 @@ fn unsupported_lines(report: &CostReport) -> Vec<String> {
 }
 
 /// Renders the report in the chosen format, with roofline times if given.
+/// [`render`]'s text written to `w`; JSON as it is made, with no copy of
+/// the whole text in memory.
+pub fn write(
+    report: &CostReport,
+    opts: &ReportOptions,
+    roofline: Option<&Roofline>,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    match opts.format {
+        Format::Json => json::write(report, opts, roofline, w),
+        _ => w.write_all(render(report, opts, roofline).as_bytes()),
+    }
+}
+
 pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
     match opts.format {
         Format::Json => return json::render(report, opts, roofline),

@@ -115,6 +115,21 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T, capacity: usize) -> String {
     String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
+/// `value` as pretty JSON text ending in a line break, written to `w` as
+/// it is made. An error of `w` is returned as it came.
+pub fn to_writer<T: Serialize + ?Sized>(value: &T, w: &mut dyn Write) -> io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *w, Pretty::default());
+    value
+        .serialize(&mut ser)
+        .map_err(|e| match e.io_error_kind() {
+            // The writer's own error, with its kind (a closed pipe ends the
+            // output quietly upstream).
+            Some(kind) => io::Error::new(kind, e),
+            None => io::Error::other(e),
+        })?;
+    w.write_all(b"\n")
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
