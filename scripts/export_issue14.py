@@ -49,7 +49,43 @@ def mvit(path):
     m = torchvision.models.video.mvit_v2_s(weights=None)
     x = torch.rand(1, 3, 16, 224, 224)
     export(m, (x,), path, ["video"])
+    repair_loop_counters(path)
     return {"video": x.numpy()}
+
+
+def repair_loop_counters(path):
+    """The TorchScript exporter writes torch.tensor_split's Loops with the
+    body's iteration number declared as a [1] tensor and used as one (a
+    Slice start); onnxruntime passes the scalar the ONNX specification says,
+    and the Slice fails, so onnxruntime cannot run the export as written.
+    Each such body gets the scalar under a new name and a Reshape to [1]
+    under the old one: every other value, and its shape, is unchanged."""
+    m = onnx.load(path)
+    shape = numpy_helper.from_array(np.array([1], dtype=np.int64), "loop_counter_shape")
+
+    def repair(g):
+        for n in g.node:
+            for a in n.attribute:
+                if a.type != onnx.AttributeProto.GRAPH:
+                    continue
+                body = a.g
+                if n.op_type == "Loop" and body.input:
+                    counter = body.input[0]
+                    dims = counter.type.tensor_type.shape.dim
+                    if len(dims) == 1:
+                        scalar = counter.name + "__scalar"
+                        reshape = helper.make_node("Reshape", [scalar, shape.name],
+                                                   [counter.name],
+                                                   name=counter.name + "__as_1d")
+                        counter.name = scalar
+                        del dims[:]
+                        if not any(t.name == shape.name for t in body.initializer):
+                            body.initializer.append(shape)
+                        body.node.insert(0, reshape)
+                repair(body)
+
+    repair(m.graph)
+    onnx.save(m, path)
 
 
 def mixtral(path):
@@ -59,6 +95,9 @@ def mixtral(path):
                         num_key_value_heads=2, num_local_experts=4,
                         num_experts_per_tok=2, max_position_embeddings=64)
     cfg._attn_implementation = "eager"
+    # The loop over experts (what TorchScript traces), not the grouped
+    # matrix products whose torch.histc the exporter cannot write.
+    cfg._experts_implementation = "eager"
     m = MixtralForCausalLM(cfg)
 
     class Logits(torch.nn.Module):
@@ -67,7 +106,12 @@ def mixtral(path):
             self.inner = inner
 
         def forward(self, ids):
-            return self.inner(input_ids=ids, use_cache=False).logits
+            # An explicit all-ones mask: without one, transformers 5.x looks
+            # for packed sequences with torch.diff, which the TorchScript
+            # exporter has no symbolic for (aten::diff).
+            mask = torch.ones_like(ids)
+            return self.inner(input_ids=ids, attention_mask=mask, use_cache=False,
+                              output_router_logits=False).logits
 
     ids = torch.randint(0, 128, (1, 8))
     export(Logits(m), (ids,), path, ["input_ids"])
@@ -107,26 +151,34 @@ MODELS = {"fasterrcnn": fasterrcnn, "mvit": mvit, "mixtral": mixtral,
           "resnet18_int8": resnet18_int8}
 
 
-def ort_shapes(path, feeds):
-    """onnxruntime's shape of every top-level node output."""
-    m = onnx.load(path)
-    known = {o.name for o in m.graph.output}
-    for n in m.graph.node:
+def ort_shapes(path, feeds, chunk=300):
+    """onnxruntime's shape of every top-level node output, asked for a
+    chunk of values at a time (all at once, a video model's activations
+    hold more memory than the machine has)."""
+    base = onnx.load(path)
+    known = {o.name for o in base.graph.output}
+    names = []
+    for n in base.graph.node:
         for o in n.output:
             if o and o not in known:
-                m.graph.output.append(helper.ValueInfoProto(name=o))
+                names.append(o)
                 known.add(o)
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    s = ort.InferenceSession(m.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    names = [o.name for o in s.get_outputs()]
-    out = s.run(names, feeds)
     shapes = {}
-    for name, v in zip(names, out):
-        if isinstance(v, np.ndarray):
-            shapes[name] = list(v.shape)
-        elif isinstance(v, list):
-            shapes[name] = {"sequence": [list(np.asarray(e).shape) for e in v]}
+    for i in range(0, max(len(names), 1), chunk):
+        m = onnx.ModelProto()
+        m.CopyFrom(base)
+        for name in names[i:i + chunk]:
+            m.graph.output.append(helper.ValueInfoProto(name=name))
+        s = ort.InferenceSession(m.SerializeToString(), opts,
+                                 providers=["CPUExecutionProvider"])
+        asked = [o.name for o in s.get_outputs()]
+        for name, v in zip(asked, s.run(asked, feeds)):
+            if isinstance(v, np.ndarray):
+                shapes[name] = list(v.shape)
+            elif isinstance(v, list):
+                shapes[name] = {"sequence": [list(np.asarray(e).shape) for e in v]}
     return shapes
 
 

@@ -276,17 +276,6 @@ impl Model {
         costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))
     }
 
-    /// As [`Model::estimate`], but the decoded model is let go (freed on
-    /// another thread) once the graph is built: a large model's records are
-    /// not held while it is costed and reported.
-    pub fn into_estimate(self, opts: &EstimateOptions) -> Result<Estimate> {
-        let rules = opts.rules()?;
-        let graph = self.prepare(opts, &rules)?;
-        let (meta, about) = (opts.meta(&self), opts.about(&self.path));
-        std::thread::spawn(move || drop(self));
-        costed(graph, &rules, opts, meta, about)
-    }
-
     /// The graph to cost: shapes inferred and bound, nonzeros counted.
     fn prepare(&self, opts: &EstimateOptions, rules: &RuleSet) -> Result<Graph> {
         opts.check_prune(rules)?;

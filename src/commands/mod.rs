@@ -146,16 +146,13 @@ pub fn estimate(
     if report_opts.format == Format::ModelExplorer {
         report_opts.node_ids = model_file.node_ids(opts)?;
     }
-    let mut estimate = model_file.into_estimate(opts)?;
+    let estimate = model_file.estimate(opts)?;
     warn_unsupported(&estimate);
-    // Freeing a large model's graph and report piece by piece costs more
-    // than writing them: another thread does it while the output is
-    // written, and the binary exits without waiting for it. The graph is
-    // not reported: it goes first.
-    let graph = std::mem::take(&mut estimate.graph);
-    std::thread::spawn(move || drop(graph));
     out.write_with(|w| estimate.write(&report_opts, w))?;
-    std::thread::spawn(move || drop(estimate));
+    // Freeing a large model's records, graph and report piece by piece
+    // costs more than writing them: another thread does it, and the binary
+    // exits without waiting for it.
+    std::thread::spawn(move || drop((estimate, model_file)));
     Ok(String::new())
 }
 
