@@ -69,19 +69,25 @@ def repair_loop_counters(path):
                 if a.type != onnx.AttributeProto.GRAPH:
                     continue
                 body = a.g
-                if n.op_type == "Loop" and body.input:
-                    counter = body.input[0]
+                if n.op_type == "Loop" and len(body.input) >= 2:
+                    counter, cond = body.input[0], body.input[1]
                     dims = counter.type.tensor_type.shape.dim
-                    if len(dims) == 1:
+                    # Declared [1], or (in later blocks) not declared at all
+                    # and used as [1] all the same.
+                    if len(dims) == 1 or not counter.type.HasField("tensor_type"):
                         scalar = counter.name + "__scalar"
                         reshape = helper.make_node("Reshape", [scalar, shape.name],
                                                    [counter.name],
                                                    name=counter.name + "__as_1d")
                         counter.name = scalar
-                        del dims[:]
+                        counter.type.CopyFrom(helper.make_tensor_type_proto(
+                            onnx.TensorProto.INT64, []))
                         if not any(t.name == shape.name for t in body.initializer):
                             body.initializer.append(shape)
                         body.node.insert(0, reshape)
+                    if not cond.type.HasField("tensor_type"):
+                        cond.type.CopyFrom(helper.make_tensor_type_proto(
+                            onnx.TensorProto.BOOL, []))
                 repair(body)
 
     repair(m.graph)

@@ -663,6 +663,10 @@ fn refine(f: &mut Fact, d: Fact) {
         f.dtype = d.dtype;
     }
     match (&mut f.shape, d.shape) {
+        // A sequence known position by position whose elements differ has
+        // no shape they share: a declared one (`[?, ?]`) adds nothing but
+        // made-up sizes.
+        (None, Some(_)) if f.elements.is_some() => {}
         (None, Some(s)) => {
             f.shape = Some(s);
             f.kind = d.kind;
