@@ -605,3 +605,62 @@ fn real_exports_have_onnxruntimes_shapes() {
     // R-CNN (1,517 values, 75 Conv, 4 Gemm) at least.
     assert!(checked >= 2);
 }
+
+/// Pad and Resize over symbolic sizes and sizes partly known as values.
+#[test]
+fn pad_and_resize_of_symbolic_and_partly_known_sizes() {
+    let scales: Vec<u8> = [1f32, 1.0, 2.0, 0.5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let g = build::GraphBuilder::new()
+        .input(input("x", FLOAT, &["1", "3", "n", "m"]))
+        .input(input("y", FLOAT, &["1", "3", "a", "b"]))
+        .initializer(build::int64_list("pads", &[0, 0, -2, 1, 0, 0, -3, 1]))
+        .initializer(build::int64_list("from", &[2]))
+        .initializer(build::int64_list("to", &[4]))
+        .initializer(build::int64_list("nc", &[1, 3]))
+        .initializer(build::int64_list("box", &[100, 100]))
+        .initializer(build::raw_tensor("scales", FLOAT, &[4], Some(scales)))
+        // Negative pads crop: n - 2 - 3 rows, m + 1 + 1 columns.
+        .node(node("Pad", &["x", "pads"], &["p"]))
+        // Sizes [1, 3] ++ y's last two sizes, known only as symbols.
+        .node(node("Shape", &["y"], &["ys"]))
+        .node(node("Slice", &["ys", "from", "to"], &["hw"]))
+        .node(node_with(
+            "Concat",
+            &["nc", "hw"],
+            &["sizes"],
+            vec![int("axis", 0)],
+        ))
+        .node(node("Resize", &["x", "", "", "sizes"], &["r"]))
+        // Scales 2 and 0.5: 2n rows and floor(m / 2) columns.
+        .node(node("Resize", &["x", "", "scales"], &["r2"]))
+        // Into a 100 x 100 box, keeping the aspect ratio: the scale is
+        // min(100 / n, 100 / m), known once n and m are.
+        .node(node_with(
+            "Resize",
+            &["x", "", "", "box"],
+            &["r3"],
+            vec![
+                ints("axes", &[2, 3]),
+                build::string("keep_aspect_ratio_policy", "not_larger"),
+            ],
+        ))
+        .output(untyped("p"))
+        .output(untyped("r"))
+        .output(untyped("r2"))
+        .output(untyped("r3"))
+        .build();
+    let m = build::model(g, 19);
+    let f = facts(&m, &[]);
+    assert_eq!(f["p"], "float32[1, 3, n-5, m+2]");
+    assert_eq!(f["r"], "float32[1, 3, a, b]");
+    assert_eq!(f["r2"], "float32[1, 3, 2*n, floor(m/2)]");
+    // n = 200, m = 100: scale min(0.5, 1) = 0.5, so 100 x 50; the padded
+    // size 200 - 5 = 195.
+    let f = facts(&m, &[("n", 200), ("m", 100), ("a", 7), ("b", 9)]);
+    assert_eq!(f["p"], "float32[1, 3, 195, 102]");
+    assert_eq!(f["r"], "float32[1, 3, 7, 9]");
+    assert_eq!(f["r3"], "float32[1, 3, 100, 50]");
+}
