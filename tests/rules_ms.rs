@@ -345,3 +345,78 @@ fn ms_linear_attention_counts_as_the_onnx_rule() {
         (48, (4 + 2 + 3) * 2 * 4, (12 + 6) * 4)
     );
 }
+
+#[test]
+fn dynamic_quantize_lstm_counts_integer_gates_and_float_cells() {
+    // X (S 2, B 1, I 3) f32; W i8 (1, 3, 8) and R i8 (1, 2, 8): H = 2,
+    // 4H = 8 gate units; B (1, 16) f32; scales f32, zero points i8.
+    let l = ms("DynamicQuantizeLSTM")
+        .input(&[2, 1, 3])
+        .input_typed(&[1, 3, 8], DType::Int8)
+        .input_typed(&[1, 2, 8], DType::Int8)
+        .input(&[1, 16])
+        .absent()
+        .absent()
+        .absent()
+        .absent()
+        .input(&[1])
+        .input_typed(&[1], DType::Int8)
+        .input(&[1])
+        .input_typed(&[1], DType::Int8)
+        .output(&[2, 1, 1, 2])
+        .output(&[1, 1, 2])
+        .int("hidden_size", 2);
+    let e = l.eval(true);
+    // FLOPs: quantize X (6 elements) 2 * 5 + 8 + 2 * 6 = 30; h at each of
+    // the 2 steps (2 elements) 2 * 1 + 8 + 2 * 2 = 14, 28; 16 gate units
+    // (2 steps x 8) dequantized twice and biased twice, 64; the cells
+    // 2 steps x 2 units x (14 + 2 + 1) = 68: 190.
+    // IOPs: zero points of X twice 12, of h twice 2 * 2 * 2 = 8; the
+    // integer dot products 16 x (3 + 2) = 80: 100.
+    assert_eq!((e.flops, e.iops), (190, 100));
+    // X twice (2 x 24 bytes), W 24, R 16, B 64, scales 4 + 4, zero points
+    // 1 + 1; Y (4 floats) and Y_h (2).
+    assert_eq!((e.mread, e.mwrite), (48 + 24 + 16 + 64 + 8 + 2, 16 + 8));
+    // Without FMA: dot products 2 * 5 - 1 = 9 each, cells 14 + 3 + 1 = 18.
+    let e = l.eval(false);
+    assert_eq!(
+        (e.flops, e.iops),
+        (30 + 28 + 64 + 2 * 2 * 18, 12 + 8 + 16 * 9)
+    );
+}
+
+#[test]
+fn qembed_layer_normalization_dequantizes_what_it_gathers() {
+    // ids int32 (1, 2); u8 word (10, 4) and position (8, 4) tables, gamma
+    // and beta (4); f32 scales, u8 zero points; no segment, no mask.
+    let l = ms("QEmbedLayerNormalization")
+        .input_typed(&[1, 2], DType::Int32)
+        .absent()
+        .input_typed(&[10, 4], DType::Uint8)
+        .input_typed(&[8, 4], DType::Uint8)
+        .absent()
+        .input_typed(&[4], DType::Uint8)
+        .input_typed(&[4], DType::Uint8)
+        .absent()
+        .input(&[1])
+        .input(&[1])
+        .absent()
+        .input(&[1])
+        .input(&[1])
+        .input_typed(&[1], DType::Uint8)
+        .input_typed(&[1], DType::Uint8)
+        .absent()
+        .input_typed(&[1], DType::Uint8)
+        .input_typed(&[1], DType::Uint8)
+        .output(&[1, 2, 4]);
+    let e = l.eval(true);
+    // Dequantized: 2 tokens x 4 x 2 tables + gamma 4 + beta 4 = 24, one IOP
+    // and one FLOP each; the sum of the two rows 8; the normalization
+    // 2 x (5 x 4 + 3) = 46: 24 + 8 + 46 = 78 FLOPs.
+    assert_eq!((e.flops, e.iops), (78, 24));
+    // ids 8 bytes, gamma and beta 4 + 4, the gathered rows 8 + 8 (one byte
+    // each), four scales 16 and four zero points 4; the output 8 floats.
+    assert_eq!((e.mread, e.mwrite), (8 + 8 + 16 + 16 + 4, 32));
+    // Without FMA the normalization is 7h + 2 = 30 a token.
+    assert_eq!(l.eval(false).flops, 24 + 8 + 60);
+}

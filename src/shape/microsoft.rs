@@ -277,8 +277,9 @@ pub(super) fn simplified_layer_norm(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// EmbedLayerNormalization: (B, S) ids give (B, S, hidden) embeddings, a
-/// (B) int32 mask index and the pre-normalization sum.
+/// EmbedLayerNormalization (and QEmbedLayerNormalization, its tables
+/// quantized): (B, S) ids give (B, S, hidden) embeddings, a (B) int32 mask
+/// index and (not the quantized one) the pre-normalization sum.
 fn embed_layer_norm(ctx: &mut InferCtx) -> Result<()> {
     if let Some(r) = ctx.rank(0)
         && r != 2
@@ -293,10 +294,50 @@ fn embed_layer_norm(ctx: &mut InferCtx) -> Result<()> {
     )?;
     let (batch, seq) = (dim_of(ctx, 0, 0), dim_of(ctx, 0, 1));
     let out = all(&[batch.clone(), seq, hidden]);
-    let t = ctx.dtype(2);
+    // QEmbedLayerNormalization's tables are quantized; its output has the
+    // type of their scales.
+    let t = if ctx.op == "QEmbedLayerNormalization" {
+        ctx.dtype(8)
+    } else {
+        ctx.dtype(2)
+    };
     ctx.set(0, Fact::tensor(t, out.clone()));
     ctx.set(1, Fact::tensor(Some(DType::Int32), all(&[batch])));
     ctx.set(2, Fact::tensor(t, out));
+    Ok(())
+}
+
+/// DynamicQuantizeLSTM: as LSTM (Y (S, D, B, H), Y_h and Y_c (D, B, H)),
+/// with W (D, I, 4H) and R (D, H, 4H) transposed against LSTM's.
+fn dynamic_quantize_lstm(ctx: &mut InferCtx) -> Result<()> {
+    if let Some(r) = ctx.rank(0)
+        && r != 3
+    {
+        return err(format!("X must be 3-D, got rank {r}"));
+    }
+    let dirs: u64 = match ctx.attr_string_or("direction", "forward").as_str() {
+        "forward" | "reverse" => 1,
+        "bidirectional" => 2,
+        other => return err(format!("unknown direction '{other}'")),
+    };
+    let hidden = match ctx.attr_int("hidden_size") {
+        Some(h) if h <= 0 => return err(format!("hidden_size must be positive, got {h}")),
+        Some(h) => Some(Dim::Known(h as u64)),
+        None => dim_of(ctx, 2, 1),
+    };
+    sizes_agree(&hidden, &dim_of(ctx, 2, 1), "hidden_size and R's rows")?;
+    let dirs = Some(Dim::Known(dirs));
+    sizes_agree(
+        &dirs,
+        &dim_of(ctx, 1, 0),
+        "the direction attribute and W's directions",
+    )?;
+    let (seq, batch) = (dim_of(ctx, 0, 0), dim_of(ctx, 0, 1));
+    let t = ctx.dtype(0);
+    let state = all(&[dirs.clone(), batch.clone(), hidden.clone()]);
+    ctx.set(0, Fact::tensor(t, all(&[seq, dirs, batch, hidden])));
+    ctx.set(1, Fact::tensor(t, state.clone()));
+    ctx.set(2, Fact::tensor(t, state));
     Ok(())
 }
 
@@ -445,7 +486,7 @@ fn rotary(ctx: &mut InferCtx) -> Result<()> {
 
 /// This family's operators.
 pub fn ops() -> Vec<OpEntry> {
-    let list: [(&'static str, InferFn); 26] = [
+    let list: [(&'static str, InferFn); 28] = [
         ("QuantizeLinear", super::quantization::quantize),
         ("DequantizeLinear", super::quantization::dequantize),
         ("Attention", ms_attention),
@@ -463,6 +504,8 @@ pub fn ops() -> Vec<OpEntry> {
         ("SkipSimplifiedLayerNormalization", skip_layer_norm),
         ("SimplifiedLayerNormalization", simplified_layer_norm),
         ("EmbedLayerNormalization", embed_layer_norm),
+        ("QEmbedLayerNormalization", embed_layer_norm),
+        ("DynamicQuantizeLSTM", dynamic_quantize_lstm),
         ("BiasGelu", gelu),
         ("FastGelu", gelu),
         ("Gelu", gelu),
@@ -482,6 +525,38 @@ mod tests {
     use super::super::reduction::testing::*;
     use super::MS;
     use crate::ir::DType;
+
+    #[test]
+    fn quantized_lstm_and_embedding_layer_norm() {
+        // DynamicQuantizeLSTM: W (2, 10, 4H) and R (2, H, 4H), H = 20.
+        let attrs = [astr("direction", "bidirectional"), ai("hidden_size", 20)];
+        let inputs = vec![
+            f32("seq,batch,10"),
+            t(DType::Int8, "2,10,80"),
+            t(DType::Int8, "2,20,80"),
+        ];
+        let out = run(MS, "DynamicQuantizeLSTM", 1, &attrs, inputs.clone(), 3).unwrap();
+        assert_eq!(shapes(&out), "seq,2,batch,20;2,batch,20;2,batch,20");
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+        // hidden_size 16 contradicts R's 20 rows.
+        let attrs = [ai("hidden_size", 16), astr("direction", "bidirectional")];
+        assert!(run(MS, "DynamicQuantizeLSTM", 1, &attrs, inputs, 3).is_err());
+        // QEmbedLayerNormalization: u8 tables of width 8, f32 scales.
+        let inputs = vec![
+            t(DType::Int32, "b,s"),
+            None,
+            t(DType::Uint8, "100,8"),
+            t(DType::Uint8, "64,8"),
+            None,
+            t(DType::Uint8, "8"),
+            t(DType::Uint8, "8"),
+            None,
+            f32(""),
+        ];
+        let out = run(MS, "QEmbedLayerNormalization", 1, &[], inputs, 2).unwrap();
+        assert_eq!(shapes(&out), "b,s,8;b");
+        assert_eq!(out[0].dtype, Some(DType::Float32));
+    }
 
     #[test]
     fn attention_output_and_present() {
