@@ -421,18 +421,24 @@ fn cost_bodies(
         };
         // Symbolic counts were ruled out by `unbound_in_bodies`.
         let runs = b.repeats.known().unwrap_or(0);
-        let (mut layers, mut groups) = cost_graph(g, rules, opts, acc)?;
-        for l in &mut layers {
-            repeat(l, runs).ok_or_else(|| {
-                layer_error(format!(
-                    "layer {} run {runs} times overflows 64 bits",
-                    l.name
-                ))
-            })?;
-        }
-        for g in &mut groups {
-            g.saved_bytes = g.saved_bytes.saturating_mul(runs);
-        }
+        let (layers, groups) = match trip_by_trip(b, rules, opts, acc)? {
+            Some(summed) => summed,
+            None => {
+                let (mut layers, mut groups) = cost_graph(g, rules, opts, acc)?;
+                for l in &mut layers {
+                    repeat(l, runs).ok_or_else(|| {
+                        layer_error(format!(
+                            "layer {} run {runs} times overflows 64 bits",
+                            l.name
+                        ))
+                    })?;
+                }
+                for g in &mut groups {
+                    g.saved_bytes = g.saved_bytes.saturating_mul(runs);
+                }
+                (layers, groups)
+            }
+        };
         let totals = totals_of(&layers)?;
         bodies.push(BodyCost {
             attr: &b.attr,
@@ -496,6 +502,66 @@ fn pick(bodies: &[BodyCost], choice: BranchChoice) -> Option<usize> {
 }
 
 /// Multiplies a layer's figures by how many times it runs.
+/// A loop run trip by trip: each trip costed on its own sizes and the
+/// trips summed layer by layer (a layer's `runs` is the number of trips).
+/// `None` when the body was not run so, or when its trips do not have the
+/// same layers (then the last trip stands for all, as for other loops).
+fn trip_by_trip(
+    b: &crate::ir::Body,
+    rules: &RuleSet,
+    opts: CountOptions,
+    acc: &mut Collected,
+) -> Result<Option<(Vec<LayerCost>, Vec<FusedGroup>)>> {
+    let Some((first, rest)) = b.trips.split_first() else {
+        return Ok(None);
+    };
+    // What a trip leaves uncounted is listed once, from the last trip.
+    let mut scratch = Collected {
+        unsupported: Vec::new(),
+        skipped: Vec::new(),
+    };
+    let (mut layers, mut groups) = cost_graph(first, rules, opts, &mut scratch)?;
+    for trip in rest {
+        let (more, more_groups) = cost_graph(trip, rules, opts, &mut scratch)?;
+        let same = more.len() == layers.len()
+            && more.iter().zip(&layers).all(|(m, l)| m.name == l.name)
+            && more_groups.len() == groups.len();
+        if !same {
+            return Ok(None);
+        }
+        for (l, m) in layers.iter_mut().zip(&more) {
+            let sum = (|| {
+                l.flops = l.flops.checked_add(m.flops)?;
+                l.iops = l.iops.checked_add(m.iops)?;
+                l.mread = l.mread.checked_add(m.mread)?;
+                l.mwrite = l.mwrite.checked_add(m.mwrite)?;
+                l.runs = l.runs.checked_add(m.runs)?;
+                // The most live bytes of any trip: each trip reuses the
+                // memory of the one before.
+                l.live_bytes = l.live_bytes.max(m.live_bytes);
+                Some(())
+            })();
+            sum.ok_or_else(|| Error::Layer {
+                layer: l.name.clone(),
+                op: l.op.clone(),
+                message: "the sum of its trips overflows 64 bits".into(),
+            })?;
+        }
+        for (g, m) in groups.iter_mut().zip(&more_groups) {
+            g.saved_bytes = g.saved_bytes.saturating_add(m.saved_bytes);
+        }
+    }
+    let last = b.trips.last().unwrap_or(first);
+    let mut last_acc = Collected {
+        unsupported: Vec::new(),
+        skipped: Vec::new(),
+    };
+    cost_graph(last, rules, opts, &mut last_acc)?;
+    acc.unsupported.extend(last_acc.unsupported);
+    acc.skipped.extend(last_acc.skipped);
+    Ok(Some((layers, groups)))
+}
+
 fn repeat(l: &mut LayerCost, runs: u64) -> Option<()> {
     l.flops = l.flops.checked_mul(runs)?;
     l.iops = l.iops.checked_mul(runs)?;

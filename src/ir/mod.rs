@@ -412,6 +412,10 @@ pub struct Body {
     /// Its nodes, or why they could not be inferred (a branch that cannot
     /// run on these shapes).
     pub graph: std::result::Result<Graph, String>,
+    /// A loop run trip by trip: each trip's graph with its own sizes, which
+    /// costing sums in place of `repeats` times `graph` (the last trip);
+    /// empty otherwise.
+    pub trips: Vec<Graph>,
 }
 
 /// Whether a type holds real numbers (the types `--weights` and

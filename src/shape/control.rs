@@ -322,7 +322,6 @@ fn unroll(
     if !fills_a_sequence || !(1..=MAX_UNROLLED_TRIPS).contains(&trips) {
         return Ok(None);
     }
-    let n = initial.len();
     let mut carried: Vec<Fact> = initial
         .iter()
         .map(|f| Fact {
@@ -331,6 +330,28 @@ fn unroll(
         })
         .collect();
     let mut scans: Option<Vec<Fact>> = None;
+    ctx.subgraphs.start_trips(body);
+    let done = run_trips(ctx, body, &mut carried, &mut scans, trips);
+    ctx.subgraphs.end_trips(body, matches!(done, Ok(true)));
+    if !done? {
+        return Ok(None);
+    }
+    Ok(Some(BodyFacts {
+        carried,
+        scans: scans.unwrap_or_default(),
+    }))
+}
+
+/// [`unroll`]'s trips, one run of the body each with its iteration number
+/// known; `false` when a condition may stop the loop early.
+fn run_trips(
+    ctx: &InferCtx,
+    body: &GraphProto,
+    carried: &mut Vec<Fact>,
+    scans: &mut Option<Vec<Fact>>,
+    trips: i64,
+) -> Result<bool> {
+    let n = carried.len();
     for i in 0..trips {
         let iteration = Fact::with_value(
             DType::Int64,
@@ -338,7 +359,10 @@ fn unroll(
             TensorValue::Ints(vec![SymInt::Int(i)]),
         );
         let go = Fact::with_value(DType::Bool, vec![], TensorValue::Ints(vec![SymInt::Int(1)]));
-        let inputs: Vec<Fact> = [iteration, go].into_iter().chain(carried).collect();
+        let inputs: Vec<Fact> = [iteration, go]
+            .into_iter()
+            .chain(std::mem::take(carried))
+            .collect();
         let out = ctx.subgraphs.infer(body, &inputs)?;
         if out.len() < 1 + n {
             return err(format!(
@@ -350,19 +374,16 @@ fn unroll(
         // A condition that may stop the loop early: no trip-by-trip answer.
         let goes_on = out[0].value.as_ref().and_then(|v| v.as_known_ints());
         if goes_on.as_deref() != Some(&[1]) {
-            return Ok(None);
+            return Ok(false);
         }
-        carried = out[1..1 + n].to_vec();
+        *carried = out[1..1 + n].to_vec();
         let these = out[1 + n..].to_vec();
-        scans = Some(match scans {
+        *scans = Some(match scans.take() {
             None => these,
             Some(before) => either_all(ctx, &before, &these, "scan output")?,
         });
     }
-    Ok(Some(BodyFacts {
-        carried,
-        scans: scans.unwrap_or_default(),
-    }))
+    Ok(true)
 }
 
 /// Loop: carried values keep the shapes that do not change across

@@ -95,6 +95,14 @@ impl Symbols {
 /// formal inputs; returns facts for its outputs.
 pub trait SubgraphInfer {
     fn infer(&self, graph: &GraphProto, inputs: &[Fact]) -> Result<Vec<Fact>>;
+
+    /// From here on each run of `graph` is one trip of a loop run trip by
+    /// trip: keep every run, not only the last.
+    fn start_trips(&self, _graph: &GraphProto) {}
+
+    /// The trips of `graph` are over: keep them for costing when `keep`
+    /// (each trip then costs what its own sizes make it), or forget them.
+    fn end_trips(&self, _graph: &GraphProto, _keep: bool) {}
 }
 
 /// Decodes a tensor attribute (Constant's `value`) into a fact with its data.

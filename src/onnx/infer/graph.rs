@@ -168,6 +168,14 @@ pub(super) fn graph_of(
         node.bodies = bodies
             .into_iter()
             .map(|b| ir::Body {
+                trips: b
+                    .trips
+                    .into_iter()
+                    .map(|nodes| {
+                        let inner = format!("{}/{}/", node.name, b.attr);
+                        graph_of(nodes, b.outputs.clone(), &inner, folded_names, fold)
+                    })
+                    .collect(),
                 graph: b.nodes.map(|nodes| {
                     let inner = format!("{}/{}/", node.name, b.attr);
                     graph_of(nodes, b.outputs, &inner, folded_names, fold)

@@ -68,6 +68,9 @@ pub struct InferredBody {
     pub outputs: Vec<String>,
     /// The body's input names (what its node gives it each run).
     pub inputs: Vec<String>,
+    /// A loop run trip by trip (one filling a sequence): each trip's nodes,
+    /// in order, each with its own sizes; empty otherwise.
+    pub trips: Vec<Vec<InferredNode>>,
 }
 
 /// The result of inference over the main graph.
@@ -405,6 +408,7 @@ impl<'m> Walker<'m> {
                 depth,
                 opsets,
                 runs: RefCell::new(Vec::new()),
+                trips: RefCell::new(Vec::new()),
             };
             let mut ctx = InferCtx::new(
                 &op,
@@ -690,7 +694,12 @@ struct SubWalker<'a, 'm> {
     opsets: &'a BTreeMap<String, i64>,
     /// Each subgraph's last run: its nodes, or why it failed.
     runs: RefCell<Vec<BodyRun>>,
+    /// Loops run trip by trip: each trip's nodes, per body; `true` once
+    /// the trips are over and kept.
+    trips: RefCell<Vec<BodyTrips>>,
 }
+
+type BodyTrips = (*const GraphProto, bool, Vec<Vec<InferredNode>>);
 
 type BodyRun = (
     *const GraphProto,
@@ -708,9 +717,17 @@ impl SubWalker<'_, '_> {
                 continue;
             };
             let (_, nodes) = runs.swap_remove(i);
+            let trips = self
+                .trips
+                .borrow_mut()
+                .iter_mut()
+                .find(|(p, kept, _)| *kept && std::ptr::eq(*p, g))
+                .map(|(_, _, t)| std::mem::take(t))
+                .unwrap_or_default();
             out.push(InferredBody {
                 attr: a.name.clone().unwrap_or_default(),
                 nodes,
+                trips,
                 outputs: g.output.iter().filter_map(|o| o.name.clone()).collect(),
                 inputs: g.input.iter().filter_map(|i| i.name.clone()).collect(),
             });
@@ -720,6 +737,20 @@ impl SubWalker<'_, '_> {
 }
 
 impl SubgraphInfer for SubWalker<'_, '_> {
+    fn start_trips(&self, g: &GraphProto) {
+        let mut trips = self.trips.borrow_mut();
+        trips.retain(|(p, _, _)| !std::ptr::eq(*p, g));
+        trips.push((g, false, Vec::new()));
+    }
+
+    fn end_trips(&self, g: &GraphProto, keep: bool) {
+        let mut trips = self.trips.borrow_mut();
+        trips.retain(|(p, kept, _)| !(std::ptr::eq(*p, g) && (*kept || !keep)));
+        if let Some(t) = trips.iter_mut().find(|(p, _, _)| std::ptr::eq(*p, g)) {
+            t.1 = true;
+        }
+    }
+
     fn infer(&self, g: &GraphProto, inputs: &[Fact]) -> std::result::Result<Vec<Fact>, ShapeError> {
         let mut scope = Scope {
             vars: HashMap::default(),
@@ -747,6 +778,14 @@ impl SubgraphInfer for SubWalker<'_, '_> {
         match walked {
             Ok(()) => {
                 nodes.retain(|n| n.op != FUNCTION_OUTPUTS);
+                if let Some((_, _, trips)) = self
+                    .trips
+                    .borrow_mut()
+                    .iter_mut()
+                    .find(|(p, kept, _)| !*kept && std::ptr::eq(*p, g))
+                {
+                    trips.push(nodes.clone());
+                }
                 runs.push((g, Ok(nodes)));
             }
             Err(m) => {
