@@ -10,7 +10,8 @@ Writes OUT_DIR/NAME.onnx (stripped) and OUT_DIR/NAME.shapes.json
 ({"value": [dims...]}, plus "counts": Conv/MatMul/Gemm nodes). Models:
 fasterrcnn (torchvision fasterrcnn_mobilenet_v3_large_320_fpn), mvit
 (torchvision mvit_v2_s), mixtral (a tiny transformers Mixtral), resnet18_int8
-(torchvision resnet18 through onnxruntime's QOperator static quantizer).
+(torchvision resnet18 through onnxruntime's QOperator static quantizer),
+ssdlite (torchvision ssdlite320_mobilenet_v3_large).
 All exports use the TorchScript exporter (dynamo=False).
 """
 import json
@@ -38,6 +39,17 @@ def export(model, args, path, names, opset=17, dynamic_axes=None):
 def fasterrcnn(path):
     import torchvision
     m = torchvision.models.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None)
+    x = [torch.rand(3, 320, 320)]
+    export(m, (x,), path, ["image"])
+    return {"image": x[0].numpy()}
+
+
+def ssdlite(path):
+    # The kept boxes are a sum over 90 classes of min(300, NonZero's count):
+    # a regression fixture for the limits on symbolic sizes.
+    import torchvision
+    m = torchvision.models.detection.ssdlite320_mobilenet_v3_large(
         weights=None, weights_backbone=None)
     x = [torch.rand(3, 320, 320)]
     export(m, (x,), path, ["image"])
@@ -154,7 +166,7 @@ def resnet18_int8(path):
 
 
 MODELS = {"fasterrcnn": fasterrcnn, "mvit": mvit, "mixtral": mixtral,
-          "resnet18_int8": resnet18_int8}
+          "resnet18_int8": resnet18_int8, "ssdlite": ssdlite}
 
 
 def ort_shapes(path, feeds, chunk=300):

@@ -204,16 +204,17 @@ fn nested_max_model(k: usize) -> Vec<u8> {
 
 #[test]
 fn dimension_nested_in_max_past_the_size_limit() {
-    // Node k holds k max/min atoms and k + 1 symbols: 2k + 1 > MAX_DIM_SIZE
-    // = 256 first at k = 128, so `nest128` is the error.
+    // Node k nests its innermost max/min k - 1 levels down: past
+    // MAX_DIM_NESTING = 128 first at k = 129, so `nest129` is the error
+    // (printing, comparing and evaluating a value recurse once a level).
     let c = case("dim_nested_max_130");
     let f = c.file("m.onnx", &nested_max_model(130));
     c.rejects(
         &f,
         &[
-            "nest128",
-            "exceeds the limit of 256 terms and atoms",
-            "MAX_DIM_SIZE",
+            "nest129",
+            "nests floor, ceil, max and min more than 128 deep",
+            "MAX_DIM_NESTING",
         ],
     );
     // One level less is a value: 127 atoms max/min, 128 symbols `n` and
@@ -339,29 +340,30 @@ fn concat_model(k: usize) -> Vec<u8> {
 
 #[test]
 fn dimension_with_more_terms_than_the_limit() {
-    // d0 + ... + d64 has 65 terms > MAX_DIM_TERMS = 64: an error naming the node.
-    let c = case("dim_65_terms");
-    let f = c.file("m.onnx", &concat_model(65));
+    // d0 + ... + d1024 has 1,025 terms > MAX_DIM_TERMS = 1,024: an error
+    // naming the node.
+    let c = case("dim_1025_terms");
+    let f = c.file("m.onnx", &concat_model(1025));
     c.rejects(
         &f,
-        &["join", "exceeds the limit of 64 terms", "MAX_DIM_TERMS"],
+        &["join", "exceeds the limit of 1024 terms", "MAX_DIM_TERMS"],
     );
 }
 
 #[test]
 fn dimension_with_as_many_terms_as_the_limit() {
-    let c = case("dim_64_terms");
-    let f = c.file("m.onnx", &concat_model(64));
-    let dims: Vec<String> = (0..64).map(|i| format!("d{i}=1")).collect();
+    let c = case("dim_1024_terms");
+    let f = c.file("m.onnx", &concat_model(1024));
+    let dims: Vec<String> = (0..1024).map(|i| format!("d{i}=1")).collect();
     let mut args = vec!["estimate", &f, "--format", "json"];
     for d in &dims {
         args.extend(["--dim", d]);
     }
     let r = c.accepts(&args);
-    // Concat reads 64 floats and writes 64: (64 + 64) * 4 bytes.
+    // Concat reads 1,024 floats and writes 1,024: (1,024 + 1,024) * 4 bytes.
     assert_eq!(
         r["layers"][0]["mread"].as_u64().unwrap() + r["layers"][0]["mwrite"].as_u64().unwrap(),
-        512,
+        8192,
         "{r}"
     );
 }

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use super::limits::{MAX_DIM_DEGREE, MAX_DIM_SIZE, MAX_DIM_TERMS};
+use super::limits::{
+    MAX_DIM_DEGREE, MAX_DIM_NESTING, MAX_DIM_PRODUCT, MAX_DIM_SIZE, MAX_DIM_TERMS,
+};
 
 /// An atom of a polynomial.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -54,6 +56,8 @@ enum Limit {
     Terms,
     Degree,
     Size,
+    Product,
+    Nesting,
 }
 
 /// The 64-bit overflow.
@@ -89,6 +93,14 @@ impl fmt::Display for Overflow {
             Limit::Size => write!(
                 f,
                 "exceeds the limit of {MAX_DIM_SIZE} terms and atoms per symbolic dimension (MAX_DIM_SIZE)"
+            ),
+            Limit::Nesting => write!(
+                f,
+                "nests floor, ceil, max and min more than {MAX_DIM_NESTING} deep in a symbolic dimension (MAX_DIM_NESTING)"
+            ),
+            Limit::Product => write!(
+                f,
+                "multiplies more than {MAX_DIM_PRODUCT} pairs of terms of symbolic dimensions (MAX_DIM_PRODUCT)"
             ),
         }
     }
@@ -152,8 +164,11 @@ impl Poly {
     }
 
     fn mul(&self, other: &Poly) -> R<Poly> {
-        // Operands are within MAX_DIM_TERMS, so this is at most
-        // (MAX_DIM_TERMS + 1)^2 products, merged in place.
+        // At most MAX_DIM_PRODUCT products, merged in place.
+        let pairs = (self.terms.len() + 1).saturating_mul(other.terms.len() + 1);
+        if pairs > MAX_DIM_PRODUCT {
+            return Err(too_big(Limit::Product));
+        }
         let mut out = self.scale(other.constant)?;
         let mut put = |m: Monomial, c: i64| -> R<()> {
             let e = out.terms.entry(m).or_insert(0);
@@ -180,19 +195,17 @@ impl Poly {
             return Err(too_big(Limit::Terms));
         }
         let mut budget = MAX_DIM_SIZE;
-        if self.spend(&mut budget) {
-            Ok(())
-        } else {
-            Err(too_big(Limit::Size))
-        }
+        self.spend(&mut budget, 0).map_err(too_big)
     }
 
-    /// Takes this polynomial's size from `budget`; false when it runs out.
-    fn spend(&self, budget: &mut usize) -> bool {
+    /// Takes this polynomial's size from `budget`, `depth` levels down into
+    /// `floor`, `ceil`, `max` and `min`: the limit it passes, if any. Stops
+    /// at the limit, so it recurses at most `MAX_DIM_NESTING` levels.
+    fn spend(&self, budget: &mut usize, depth: usize) -> Result<(), Limit> {
         for m in self.terms.keys() {
             for (atom, _) in m {
                 if *budget == 0 {
-                    return false;
+                    return Err(Limit::Size);
                 }
                 *budget -= 1;
                 let inner = match atom {
@@ -200,16 +213,17 @@ impl Poly {
                     Atom::FloorDiv(a, _) | Atom::CeilDiv(a, _) => vec![a],
                     Atom::Max(a, b) | Atom::Min(a, b) => vec![a, b],
                 };
+                if depth >= MAX_DIM_NESTING {
+                    return Err(Limit::Nesting);
+                }
                 for v in inner {
-                    if let SymInt::Sym(p) = v
-                        && !p.spend(budget)
-                    {
-                        return false;
+                    if let SymInt::Sym(p) = v {
+                        p.spend(budget, depth + 1)?;
                     }
                 }
             }
         }
-        true
+        Ok(())
     }
 
     /// The exact quotient when every coefficient divides by `k`.
@@ -712,26 +726,47 @@ mod tests {
             e.to_string(),
             "exceeds the limit of degree 128 per symbolic dimension (MAX_DIM_DEGREE)"
         );
-        // (a+1)(b+1)... over 7 symbols has 2^7 = 128 terms > MAX_DIM_TERMS.
+        // (a+1)(b+1)... over 11 symbols has 2^11 - 1 = 2,047 terms besides
+        // the constant > MAX_DIM_TERMS = 1,024 (each product multiplies
+        // 2^10 x 2 = 2,048 pairs at most, within MAX_DIM_PRODUCT).
         let mut p = i(1);
         let mut err = None;
-        for n in ["a", "b", "c", "d", "e", "f", "g"] {
+        let mut factors = 0;
+        for n in ["a", "b", "c", "d", "e", "f", "g", "h", "j", "k", "l", "m"] {
             match p.mul(&s(n).add(&i(1)).unwrap()) {
-                Ok(v) => p = v,
+                Ok(v) => {
+                    p = v;
+                    factors += 1;
+                }
                 Err(e) => {
                     err = Some(e);
                     break;
                 }
             }
         }
+        assert_eq!(factors, 10);
         assert_eq!(
             err.map(|e| e.to_string()).as_deref(),
-            Some("exceeds the limit of 64 terms per symbolic dimension (MAX_DIM_TERMS)")
+            Some("exceeds the limit of 1024 terms per symbolic dimension (MAX_DIM_TERMS)")
         );
-        // Nesting floor() 256 deep passes MAX_DIM_SIZE.
+        // A sum of 100 symbols times another: 101 x 101 = 10,201 pairs of
+        // terms > MAX_DIM_PRODUCT = 4,225, refused before any is multiplied.
+        let sum = |p: &str| (0..100).fold(i(0), |acc, k| acc.add(&s(&format!("{p}{k}"))).unwrap());
+        let e = sum("u").mul(&sum("v")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "multiplies more than 4225 pairs of terms of symbolic dimensions (MAX_DIM_PRODUCT)"
+        );
+        // A detector's kept boxes, one min(300, n_k) per class of 90, fit.
+        let kept = (0..90).fold(i(0), |acc, k| {
+            acc.add(&i(300).min_with(&s(&format!("n{k}"))).unwrap())
+                .unwrap()
+        });
+        assert_eq!(kept.eval_with(&|_| Some(1000)), Ok(90 * 300));
+        // Nesting floor() 129 deep passes MAX_DIM_NESTING.
         let mut f = s("h");
         let mut err = None;
-        for _ in 0..300 {
+        for _ in 0..10_000 {
             match f.add(&i(1)).and_then(|v| v.floor_div(2)) {
                 Ok(v) => f = v,
                 Err(e) => {
@@ -740,14 +775,14 @@ mod tests {
                 }
             }
         }
-        assert!(err.unwrap().to_string().contains("MAX_DIM_SIZE"));
+        assert!(err.unwrap().to_string().contains("MAX_DIM_NESTING"));
     }
 
     #[test]
     fn nested_max_and_min_are_bounded() {
-        // max(x_k, max(x_(k-1), ...)) holds one atom and one symbol per
-        // level: past MAX_DIM_SIZE = 256 atoms it is refused, like any
-        // other value, instead of growing with every Max node.
+        // max(x_k, max(x_(k-1), ...)) nests one level deeper per Max
+        // node: past MAX_DIM_NESTING = 128 levels it is refused, like any
+        // other value past a limit, instead of growing with every node.
         let mut m = s("x0");
         let mut levels = 0;
         let err = loop {
@@ -764,10 +799,10 @@ mod tests {
             }
         };
         assert!(err.is_limit());
-        assert!(err.to_string().contains("MAX_DIM_SIZE"), "{err}");
-        // Level k holds k atoms (max/min) and k + 1 symbols, 2k + 1 in
-        // all: 2k + 1 > 256 first at k = 128.
-        assert_eq!(levels, 128);
+        assert!(err.to_string().contains("MAX_DIM_NESTING"), "{err}");
+        // Level k's innermost max/min lies k - 1 levels down: 128 first
+        // at k = 129.
+        assert_eq!(levels, 129);
         assert!(!Overflow.is_limit());
     }
 

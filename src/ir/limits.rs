@@ -52,16 +52,25 @@ pub const DECODE_BASE_BYTES: usize = 64 << 20;
 /// See [`DECODE_BASE_BYTES`].
 pub const DECODE_BYTES_PER_BYTE: usize = 32;
 /// Terms a symbolic dimension's polynomial may hold (`a*b + a + b + 1` has
-/// four). Real shape arithmetic stays under ten; products of sums grow
-/// exponentially, so this bounds what multiplying them can cost.
-pub const MAX_DIM_TERMS: usize = 64;
+/// four). Most shape arithmetic stays under ten; a detector's kept boxes
+/// are a sum over its classes (SSDlite's 90: `min(300, nonzero_1) + ...`),
+/// so a thousand classes fit.
+pub const MAX_DIM_TERMS: usize = 1024;
+/// Products of sums grow exponentially: one product of two symbolic
+/// dimensions may multiply at most this many pairs of terms, (1 + terms of
+/// one) x (1 + terms of the other), which bounds what each costs.
+pub const MAX_DIM_PRODUCT: usize = 4225;
 /// The highest total power of one term of a symbolic dimension (`batch^2*seq`
 /// has degree 3): the element count of a rank-64 tensor whose sizes are all
 /// one symbol, squared.
 pub const MAX_DIM_DEGREE: u32 = 128;
 /// Terms and atoms a symbolic dimension may hold in all, counting those
 /// nested inside `floor`, `ceil`, `max` and `min`.
-pub const MAX_DIM_SIZE: usize = 256;
+pub const MAX_DIM_SIZE: usize = 8192;
+/// How deep `floor`, `ceil`, `max` and `min` may nest in a symbolic
+/// dimension: what works on one (printing, comparing, evaluating) recurses
+/// once per level.
+pub const MAX_DIM_NESTING: usize = 128;
 
 /// Reads at most `limit` bytes of a file, counting while it reads rather
 /// than trusting the size the file system reports (files under /proc report
