@@ -668,3 +668,51 @@ fn pad_and_resize_of_symbolic_and_partly_known_sizes() {
     assert_eq!(f["r"], "float32[1, 3, 7, 9]");
     assert_eq!(f["r3"], "float32[1, 3, 100, 50]");
 }
+
+/// A Loop that grows a carried tensor by one piece per trip (how Mask
+/// R-CNN pastes its masks): after M trips it has at most M pieces (the
+/// body's condition could stop it sooner), a size costs take at M.
+#[test]
+fn a_loop_that_grows_a_tensor_each_trip_is_bounded_by_its_trips() {
+    let body = build::GraphBuilder::new()
+        .input(input("i", INT64, &[]))
+        .input(input("go", build::BOOL, &[]))
+        .input(input("acc", FLOAT, &["", "4"]))
+        .node(node_with(
+            "Concat",
+            &["acc", "x"],
+            &["acc2"],
+            vec![int("axis", 0)],
+        ))
+        .node(node("Identity", &["go"], &["go2"]))
+        .output(untyped("go2"))
+        .output(untyped("acc2"))
+        .build();
+    let g = build::GraphBuilder::new()
+        .input(input("x", FLOAT, &["1", "4"]))
+        .initializer(build::scalar("three", INT64, 3))
+        .initializer(build::scalar("yes", build::BOOL, 1))
+        .initializer(build::zeros("empty", &[0, 4]))
+        .node(with_graph(
+            node("Loop", &["three", "yes", "empty"], &["all"]),
+            "body",
+            body,
+        ))
+        .node(node("Relu", &["all"], &["y"]))
+        .output(untyped("y"))
+        .build();
+    let m = model(g);
+    let f = facts(&m, &[]);
+    assert!(f["all"].starts_with("float32[either_"), "{}", f["all"]);
+    // Costs take the bound: 0 rows + 3 trips x 1 row, so the Relu over
+    // [3, 4] is 12 FLOPs, and the report says the size was assumed.
+    let r = cost(&m);
+    assert_eq!(layer(&r, "Relu-1").flops, 3 * 4);
+    assert!(
+        r.assumed
+            .iter()
+            .any(|a| a.value == 3 && a.symbol.starts_with("either_")),
+        "{:?}",
+        r.assumed
+    );
+}

@@ -226,6 +226,60 @@ fn all_same(a: &[Fact], b: &[Fact]) -> bool {
     a.iter().zip(b).all(|(x, y)| same_type(x, y))
 }
 
+/// A carried tensor that grows by the same step each iteration (a Loop
+/// that concatenates one piece per trip, as Mask R-CNN pastes its masks):
+/// where its first two iterations add the same `g` to a size `d0`, after
+/// `trips` iterations it is `d0 + trips * g` (`exact` when every trip is
+/// known to run; otherwise at most that), in place of a size made up for
+/// "either". Sizes past the dimension limits keep what they had.
+fn grown(
+    ctx: &InferCtx,
+    initial: &[Fact],
+    first: &[Fact],
+    second: &[Fact],
+    trips: &SymInt,
+    exact: bool,
+    later: &mut [Fact],
+) -> Result<()> {
+    for (k, out) in later.iter_mut().enumerate() {
+        let (Some(d0), Some(d1), Some(d2)) = (
+            initial.get(k).and_then(|f| f.shape.as_ref()),
+            first.get(k).and_then(|f| f.shape.as_ref()),
+            second.get(k).and_then(|f| f.shape.as_ref()),
+        ) else {
+            continue;
+        };
+        let Some(shape) = out.shape.as_mut() else {
+            continue;
+        };
+        if d0.len() != shape.len() || d1.len() != shape.len() || d2.len() != shape.len() {
+            continue;
+        }
+        for (axis, size) in shape.iter_mut().enumerate() {
+            let (a, b, c) = (
+                d0[axis].to_symint(),
+                d1[axis].to_symint(),
+                d2[axis].to_symint(),
+            );
+            let (Some(g), Some(g2)) = (ctx.folded(b.sub(&a)), ctx.folded(c.sub(&b))) else {
+                continue;
+            };
+            if g != g2 || g.as_int() == Some(0) {
+                continue;
+            }
+            let Some(total) = ctx.folded(trips.mul(&g).and_then(|t| a.add(&t))) else {
+                continue;
+            };
+            *size = if exact {
+                dim(&total)?
+            } else {
+                ctx.bounded_dim("either", total)
+            };
+        }
+    }
+    Ok(())
+}
+
 /// Infers a loop body whose carried values may change between iterations.
 /// The body's inputs are `before`, the carried values, then `after`; its
 /// carried outputs start at `offset`, its scan-output elements follow them.
@@ -236,6 +290,7 @@ fn all_same(a: &[Fact], b: &[Fact]) -> bool {
 /// every later iteration, else a third run takes what covers both (`either`).
 /// Without `at_least_once` the loop may also run zero times and leave the
 /// initial values.
+#[allow(clippy::too_many_arguments)]
 fn run_body(
     ctx: &InferCtx,
     body: &GraphProto,
@@ -244,11 +299,24 @@ fn run_body(
     after: &[Fact],
     offset: usize,
     at_least_once: bool,
+    trips: Option<(&SymInt, bool)>,
 ) -> Result<BodyFacts> {
     let n = initial.len();
+    // Whether every run's condition output (a Loop's output 0) is known
+    // to go on: then the loop runs all its trips.
+    let goes_on = std::cell::Cell::new(offset == 1);
     let run = |carried: &[Fact]| -> Result<BodyFacts> {
         let inputs: Vec<Fact> = before.iter().chain(carried).chain(after).cloned().collect();
         let out = ctx.subgraphs.infer(body, &inputs)?;
+        if offset == 1 {
+            let go = out
+                .first()
+                .and_then(|f| f.value.as_ref())
+                .and_then(|v| v.as_known_ints());
+            if go.as_deref() != Some(&[1]) {
+                goes_on.set(false);
+            }
+        }
         if out.len() < offset + n {
             return err(format!(
                 "the body has {} outputs, fewer than the {} it must return",
@@ -276,7 +344,19 @@ fn run_body(
         } else {
             let wide = either_all(ctx, &first.carried, &second.carried, "loop-carried value")?;
             let third = run(&wide)?;
-            let later = either_all(ctx, &wide, &third.carried, "loop-carried value")?;
+            let mut later = either_all(ctx, &wide, &third.carried, "loop-carried value")?;
+            if let Some((t, starts)) = trips {
+                let exact = starts && goes_on.get();
+                grown(
+                    ctx,
+                    &stripped,
+                    &first.carried,
+                    &second.carried,
+                    t,
+                    exact,
+                    &mut later,
+                )?;
+            }
             (later, Some(third))
         }
     };
@@ -393,10 +473,6 @@ fn loop_op(ctx: &mut InferCtx) -> Result<()> {
     let initial: Vec<Fact> = (2..ctx.n_inputs())
         .map(|i| input_or_unknown(ctx, i))
         .collect();
-    let before = [
-        Fact::new(DType::Int64, vec![]),
-        Fact::new(DType::Bool, vec![]),
-    ];
     let m = scalar_int(ctx, 0);
     // At least one iteration when M >= 1 and the condition starts true.
     let cond = match ctx.input(1) {
@@ -405,23 +481,47 @@ fn loop_op(ctx: &mut InferCtx) -> Result<()> {
     };
     let at_least_once =
         cond == Some(true) && m.as_ref().and_then(SymInt::as_int).is_some_and(|m| m >= 1);
+    let before = [
+        Fact::new(DType::Int64, vec![]),
+        Fact::new(DType::Bool, vec![]),
+    ];
+    // Exporters write `while` loops as M = INT64_MAX with a run-time
+    // condition: there the count is data.
+    let while_loop = ctx.input(1).is_some()
+        && cond.is_none()
+        && m.as_ref()
+            .and_then(SymInt::as_int)
+            .is_some_and(|m| m >= MAX_PLAUSIBLE_TRIPS);
     let unrolled = match (m.as_ref().and_then(SymInt::as_int), cond) {
         (Some(trips), Some(true)) => unroll(ctx, body, &initial, trips)?,
         _ => None,
     };
     let facts = match unrolled {
         Some(f) => f,
-        None => run_body(ctx, body, &before, &initial, &[], 1, at_least_once)?,
+        None => {
+            // A known trip count, or one the data bounds, sizes what
+            // grows by a step per trip.
+            let grows_with = m
+                .as_ref()
+                .filter(|_| !while_loop)
+                .map(|m| (m, cond == Some(true)));
+            run_body(
+                ctx,
+                body,
+                &before,
+                &initial,
+                &[],
+                1,
+                at_least_once,
+                grows_with,
+            )?
+        }
     };
     // The trip count M when the model fixes it: exact unless the condition
     // stops the loop early, so an upper bound in any case. Exporters write
     // `while` loops as M = INT64_MAX with a run-time condition: there the
     // count is data, a fresh symbol.
-    let sentinel = ctx.input(1).is_some()
-        && cond.is_none()
-        && m.as_ref()
-            .and_then(SymInt::as_int)
-            .is_some_and(|m| m >= MAX_PLAUSIBLE_TRIPS);
+    let sentinel = while_loop;
     let trips = match cond {
         Some(false) => Dim::Known(0),
         _ => trip_dim(ctx, m.filter(|_| !sentinel))?,
@@ -505,7 +605,7 @@ fn scan(ctx: &mut InferCtx) -> Result<()> {
         None => ctx.fresh_dim("scan"),
     };
     let at_least_once = seq.known().is_some_and(|n| n >= 1);
-    let facts = run_body(ctx, body, &[], &initial, &elements, 0, at_least_once)?;
+    let facts = run_body(ctx, body, &[], &initial, &elements, 0, at_least_once, None)?;
     let batch = match (batched, batch) {
         (false, _) => None,
         (true, Some(b)) => Some(b),
