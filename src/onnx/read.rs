@@ -354,6 +354,9 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
     };
     let mut out = Vec::new();
     input.message(Kind::Model, len, 0, &mut out)?;
+    // Small payloads decoded from the copy keep all of it alive: no room
+    // beyond its bytes.
+    out.shrink_to_fit();
     Ok(out)
 }
 
