@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 use c3::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Node, TensorFact};
 use c3::rules::{CountOptions, RuleSet};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -27,7 +25,7 @@ fn node(op: &str, inputs: &[&[u64]], outputs: &[&[u64]], attrs: &[(&str, AttrVal
         attrs: attrs
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect::<BTreeMap<_, _>>(),
+            .collect(),
         inputs: inputs.iter().map(|d| fact(d)).collect(),
         outputs: outputs.iter().map(|d| fact(d)).collect(),
         bodies: Vec::new(),

@@ -230,7 +230,7 @@ pub fn pack(data: &[u8]) -> Result<usize> {
             op: op.clone(),
             domain: domain.clone(),
             opset: crate::ir::DEFAULT_OPSET,
-            attrs: BTreeMap::new(),
+            attrs: crate::ir::Attrs::default(),
             inputs: vec![tensor(i)],
             outputs: vec![tensor(i + 1)],
             bodies: Vec::new(),

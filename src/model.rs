@@ -204,7 +204,7 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Graph> {
-        self.graph_with(dims, inputs, true)
+        self.graph_with(dims, inputs, true, None)
     }
 
     /// [`Model::graph`]; with `fold` false nothing is folded away.
@@ -213,6 +213,7 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
         fold: bool,
+        taken: Option<Vec<crate::proto::NodeProto>>,
     ) -> Result<Graph> {
         let mut graph = match &self.source {
             Source::Trace(g) => {
@@ -224,7 +225,16 @@ impl Model {
                 g.clone()
             }
             Source::Onnx(m) => {
-                crate::onnx::infer::to_graph_with(infer(m, dims, inputs, true)?, fold)
+                let opts = InferOptions {
+                    dims: dims.clone(),
+                    inputs: inputs.clone(),
+                    nodes_only: true,
+                };
+                let inferred = match taken {
+                    Some(nodes) => crate::onnx::infer::infer_taken(m, nodes, &opts)?,
+                    None => crate::onnx::infer::infer(m, &opts)?,
+                };
+                crate::onnx::infer::to_graph_with(inferred, fold)
             }
         };
         let mut known = graph.symbols();
@@ -272,14 +282,40 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
-        let graph = self.prepare(opts, &rules)?;
+        let graph = self.prepare(opts, &rules, None)?;
         costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))
     }
 
+    /// [`Model::estimate`], consuming the model: each node's record is
+    /// dropped once inferred, so a large model never holds its decoded
+    /// nodes and their inferred facts at once (the command line's way).
+    pub fn into_estimate(mut self, opts: &EstimateOptions) -> Result<Estimate> {
+        let rules = opts.rules()?;
+        let taken = match &mut self.source {
+            Source::Onnx(m) => m.model.graph.as_mut().map(|g| std::mem::take(&mut g.node)),
+            Source::Trace(_) => None,
+        };
+        let graph = self.prepare(opts, &rules, taken)?;
+        costed(
+            graph,
+            &rules,
+            opts,
+            opts.meta(&self),
+            opts.about(&self.path),
+        )
+    }
+
     /// The graph to cost: shapes inferred and bound, nonzeros counted.
-    fn prepare(&self, opts: &EstimateOptions, rules: &RuleSet) -> Result<Graph> {
+    /// `taken`: the main graph's nodes, taken out of the model
+    /// ([`Model::into_estimate`]).
+    fn prepare(
+        &self,
+        opts: &EstimateOptions,
+        rules: &RuleSet,
+        taken: Option<Vec<crate::proto::NodeProto>>,
+    ) -> Result<Graph> {
         opts.check_prune(rules)?;
-        let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold)?;
+        let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, taken)?;
         if opts.count.prune.is_none() {
             self.count_nonzeros(&mut graph.nodes, rules, &mut HashMap::new())?;
         }

@@ -526,7 +526,7 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             op: layer.op.clone(),
             domain,
             opset,
-            attrs,
+            attrs: attrs.into_iter().collect(),
             inputs,
             outputs,
             bodies: Vec::new(),

@@ -261,6 +261,40 @@ fn input_errors_on_ir3_models_list_the_real_inputs() {
     assert_eq!(code, 1, "{err}");
 }
 
+/// `into_estimate` drops each node's decoded record once it is inferred
+/// (the command line's way, to bound a large model's memory): the costs
+/// must be the ones `estimate` finds on a model that keeps them: models
+/// with Loop and If bodies, a dynamo export, a trace.
+#[test]
+fn estimating_while_dropping_the_decoded_nodes_changes_no_figure() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let bound = |list: &[(&str, i64)]| list.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    for (file, dims) in [
+        (
+            "examples/onnx/gpt_decoder_dynamo.onnx",
+            bound(&[("batch", 2), ("seq", 16)]),
+        ),
+        ("examples/onnx/light_inception_v1.onnx", bound(&[])),
+        ("tests/fixtures/exports/fasterrcnn.onnx", bound(&[])),
+        ("tests/fixtures/exports/mvit.onnx", bound(&[])),
+        ("tests/fixtures/exports/mixtral.onnx", bound(&[])),
+        ("examples/resnet50.trace.json", bound(&[])),
+    ] {
+        let path = format!("{root}/{file}");
+        let opts = c3::EstimateOptions {
+            dims,
+            ..c3::EstimateOptions::default()
+        };
+        let kept = c3::Model::open(&path).unwrap().estimate(&opts).unwrap();
+        let dropped = c3::Model::open(&path)
+            .unwrap()
+            .into_estimate(&opts)
+            .unwrap();
+        assert!(kept.report.total.flops > 0, "{file}");
+        assert_eq!(kept.to_json(), dropped.to_json(), "{file}");
+    }
+}
+
 #[test]
 fn the_library_facade_gives_what_the_command_line_prints() {
     // What examples/estimate.rs does, checked against `c3 estimate`.

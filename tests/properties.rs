@@ -184,7 +184,7 @@ fn node_for(rule: &CostRule, dims: &[u64], list_len: usize, present: &[bool]) ->
         op: rule.op.clone(),
         domain: rule.domain.clone(),
         opset: DEFAULT_OPSET,
-        attrs,
+        attrs: attrs.into(),
         inputs,
         outputs,
         bodies: Vec::new(),

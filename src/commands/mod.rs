@@ -146,13 +146,13 @@ pub fn estimate(
     if report_opts.format == Format::ModelExplorer {
         report_opts.node_ids = model_file.node_ids(opts)?;
     }
-    let estimate = model_file.estimate(opts)?;
+    let estimate = model_file.into_estimate(opts)?;
     warn_unsupported(&estimate);
     out.write_with(|w| estimate.write(&report_opts, w))?;
-    // Freeing a large model's records, graph and report piece by piece
-    // costs more than writing them: another thread does it, and the binary
-    // exits without waiting for it.
-    std::thread::spawn(move || drop((estimate, model_file)));
+    // Freeing a large model's graph and report piece by piece costs more
+    // than writing them: another thread does it, and the binary exits
+    // without waiting for it.
+    std::thread::spawn(move || drop(estimate));
     Ok(String::new())
 }
 
@@ -417,7 +417,7 @@ pub fn estimate_many(
     }
     let want_json = report_opts.format == Format::Json;
     let one = |model: &str| -> Result<report::batch::BatchFigures> {
-        let e = Model::open(model)?.estimate(opts)?;
+        let e = Model::open(model)?.into_estimate(opts)?;
         Ok(report::batch::BatchFigures {
             total: report::diff::Side {
                 totals: e.report.total,

@@ -377,6 +377,104 @@ impl fmt::Display for AttrValue {
     }
 }
 
+/// A node's attributes by name, in name order. A list kept sorted: a
+/// B-tree map allocates room for eleven entries (over 600 bytes) for the
+/// one or two most nodes have.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Attrs(Vec<(String, AttrValue)>);
+
+impl Attrs {
+    fn find(&self, name: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.as_str().cmp(name))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&AttrValue> {
+        self.find(name).ok().map(|i| &self.0[i].1)
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.find(name).is_ok()
+    }
+
+    /// Sets `name`, returning the value it replaces.
+    pub fn insert(&mut self, name: String, value: AttrValue) -> Option<AttrValue> {
+        match self.find(&name) {
+            Ok(i) => Some(std::mem::replace(&mut self.0[i].1, value)),
+            Err(i) => {
+                self.0.insert(i, (name, value));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<AttrValue> {
+        self.find(name).ok().map(|i| self.0.remove(i).1)
+    }
+
+    /// In name order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&String, &AttrValue)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(k, _)| k)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// As a map would collect them: sorted by name, a repeated name keeping
+/// its last value.
+impl FromIterator<(String, AttrValue)> for Attrs {
+    fn from_iter<I: IntoIterator<Item = (String, AttrValue)>>(iter: I) -> Attrs {
+        let mut list: Vec<(String, AttrValue)> = iter.into_iter().collect();
+        // Stable: equal names stay in arrival order, the last one kept.
+        list.sort_by(|a, b| a.0.cmp(&b.0));
+        list.reverse();
+        list.dedup_by(|a, b| a.0 == b.0);
+        list.reverse();
+        list.shrink_to_fit();
+        Attrs(list)
+    }
+}
+
+impl<const N: usize> From<[(String, AttrValue); N]> for Attrs {
+    fn from(list: [(String, AttrValue); N]) -> Attrs {
+        list.into_iter().collect()
+    }
+}
+
+impl From<BTreeMap<String, AttrValue>> for Attrs {
+    fn from(map: BTreeMap<String, AttrValue>) -> Attrs {
+        map.into_iter().collect()
+    }
+}
+
+impl<'a> IntoIterator for &'a Attrs {
+    type Item = (&'a String, &'a AttrValue);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, AttrValue)>,
+        fn(&'a (String, AttrValue)) -> (&'a String, &'a AttrValue),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+}
+
+impl std::ops::Index<&str> for Attrs {
+    type Output = AttrValue;
+    fn index(&self, name: &str) -> &AttrValue {
+        self.get(name)
+            .unwrap_or_else(|| panic!("no attribute '{name}'"))
+    }
+}
+
 /// One operator application.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -388,7 +486,7 @@ pub struct Node {
     pub domain: String,
     /// Opset version of the node's domain.
     pub opset: i64,
-    pub attrs: BTreeMap<String, AttrValue>,
+    pub attrs: Attrs,
     /// In ONNX input order; `None` for an absent optional input.
     pub inputs: Vec<Option<TensorFact>>,
     pub outputs: Vec<Option<TensorFact>>,
@@ -693,6 +791,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn attributes_behave_as_a_map_by_name() {
+        let a: Attrs = [
+            ("strides".to_string(), AttrValue::Ints(vec![2, 2])),
+            ("group".to_string(), AttrValue::Int(1)),
+            ("alpha".to_string(), AttrValue::Float(0.5)),
+            // A repeated name keeps its last value, as a map's insert does.
+            ("group".to_string(), AttrValue::Int(4)),
+        ]
+        .into();
+        assert_eq!(a.len(), 3);
+        let names: Vec<&str> = a.keys().map(String::as_str).collect();
+        assert_eq!(names, ["alpha", "group", "strides"]);
+        assert_eq!(a.get("group"), Some(&AttrValue::Int(4)));
+        assert_eq!(a["strides"], AttrValue::Ints(vec![2, 2]));
+        assert_eq!(a.get("pads"), None);
+        assert!(!a.contains_key("pads"));
+        let mut b = a.clone();
+        assert_eq!(b.insert("pads".into(), AttrValue::Int(0)), None);
+        assert_eq!(
+            b.insert("alpha".into(), AttrValue::Float(1.0)),
+            Some(AttrValue::Float(0.5))
+        );
+        let names: Vec<&str> = b.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["alpha", "group", "pads", "strides"]);
+        assert_eq!(b.remove("group"), Some(AttrValue::Int(4)));
+        assert_eq!(b.len(), 3);
+        // The same entries in any order are the same attributes.
+        let map: BTreeMap<String, AttrValue> = a
+            .iter()
+            .rev()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(Attrs::from(map), a);
+    }
+
+    #[test]
     fn dtype_codes_names_and_widths() {
         assert_eq!(DType::parse("float32"), Some(DType::Float32));
         assert_eq!(DType::parse("FLOAT"), Some(DType::Float32));
@@ -715,7 +849,7 @@ mod tests {
             op: op.into(),
             domain: String::new(),
             opset: DEFAULT_OPSET,
-            attrs: BTreeMap::new(),
+            attrs: Attrs::default(),
             inputs: vec![],
             outputs: vec![],
             bodies: vec![],

@@ -198,7 +198,7 @@ fn node_of(rule: &CostRule, input: &ExplainInput) -> Result<Node> {
         op: rule.op.clone(),
         domain: rule.domain.clone(),
         opset: input.opset,
-        attrs,
+        attrs: attrs.into_iter().collect(),
         inputs,
         outputs,
         bodies: Vec::new(),

@@ -3,7 +3,6 @@
 //! ([`onnx`]).
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use c3::ir::{AttrValue, DEFAULT_OPSET, DType, Dim, Node, TensorFact};
@@ -44,7 +43,7 @@ pub fn layer(op: &str) -> Layer {
             op: op.to_string(),
             domain: String::new(),
             opset: DEFAULT_OPSET,
-            attrs: BTreeMap::new(),
+            attrs: Default::default(),
             inputs: Vec::new(),
             outputs: Vec::new(),
             bodies: Vec::new(),

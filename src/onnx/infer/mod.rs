@@ -17,11 +17,13 @@ use order::{expanded_nodes, node_label, topo_order};
 
 pub(crate) mod graph;
 mod order;
+mod scope;
 use crate::error::{Error, Result};
 use crate::ir::{self, AttrValue, DType, Dim, TensorFact};
 use crate::shape::ctx::{SubgraphInfer, Symbols, TensorDecoder};
 use crate::shape::fact::ConstantData;
 use crate::shape::{Fact, InferCtx, ShapeError, TensorValue, ValueKind, registry};
+use scope::{Scope, Vars};
 
 /// Caller-supplied facts: symbol bindings and input shape overrides.
 #[derive(Debug, Clone, Default)]
@@ -41,7 +43,7 @@ pub struct InferredNode {
     pub op: String,
     pub domain: String,
     pub opset: i64,
-    pub attrs: BTreeMap<String, AttrValue>,
+    pub attrs: ir::Attrs,
     /// (value name, fact); `None` for an absent optional input.
     pub inputs: Vec<Option<(String, Fact)>>,
     pub outputs: Vec<Option<(String, Fact)>>,
@@ -140,20 +142,6 @@ fn tensor_fact(
         })),
         ..Fact::new(dtype, shape)
     })
-}
-
-/// Values visible to a graph: its own, then its enclosing graphs'.
-struct Scope<'p> {
-    vars: HashMap<String, Fact>,
-    parent: Option<&'p Scope<'p>>,
-}
-
-impl Scope<'_> {
-    fn get(&self, name: &str) -> Option<&Fact> {
-        self.vars
-            .get(name)
-            .or_else(|| self.parent.and_then(|p| p.get(name)))
-    }
 }
 
 /// The op of the pass-through record that defines a function call's
@@ -291,9 +279,14 @@ impl<'m> Walker<'m> {
     }
 
     /// Infers a graph's nodes into `scope`; records nodes when `record` is set.
+    /// `taken` holds the graph's nodes when the caller took them out of `g`:
+    /// each is then dropped once inferred, so a large model's records do
+    /// not outlive their use.
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         &self,
         g: &GraphProto,
+        mut taken: Option<Vec<NodeProto>>,
         scope: &mut Scope,
         depth: usize,
         opsets: &BTreeMap<String, i64>,
@@ -308,10 +301,11 @@ impl<'m> Walker<'m> {
         // One entry per node output and initializer: size the scope once,
         // to what it will hold (a guess of two outputs a node doubled the
         // table of a large graph).
-        let outputs: usize = g.node.iter().map(|n| n.output.len()).sum();
+        let nodes: &[NodeProto] = taken.as_deref().unwrap_or(&g.node);
+        let outputs: usize = nodes.iter().map(|n| n.output.len()).sum();
         scope.vars.reserve(outputs + g.initializer.len());
         if let Some(r) = record.as_deref_mut() {
-            r.reserve(g.node.len());
+            r.reserve(nodes.len());
         }
         // Value names in definition order, only when the caller lists values.
         let listing = values.is_some();
@@ -331,10 +325,17 @@ impl<'m> Walker<'m> {
             .chain(&g.output)
             .filter_map(|v| Some((v.name.as_deref()?, v.r#type.as_ref()?)))
             .collect();
-        let order = topo_order(g, scope, depth, &self.visits)?;
+        let order = topo_order(nodes, scope, depth, &self.visits)?;
         self.charge(0)?;
         for i in order {
-            let n = &g.node[i];
+            let owned;
+            let n = match taken.as_mut() {
+                Some(list) => {
+                    owned = std::mem::take(&mut list[i]);
+                    &owned
+                }
+                None => &g.node[i],
+            };
             let rec = self
                 .infer_node(n, scope, depth, opsets, &declared, "")
                 .map_err(|m| format!("{}: {m}", node_label(n)))?;
@@ -520,7 +521,7 @@ impl<'m> Walker<'m> {
             }
         };
         let mut inner = Scope {
-            vars: HashMap::default(),
+            vars: Vars::default(),
             parent: Some(scope),
         };
         for (formal, actual) in f.input.iter().zip(inputs) {
@@ -555,7 +556,7 @@ impl<'m> Walker<'m> {
             let d = domain_key(o.domain.as_deref().unwrap_or("")).to_string();
             opsets.insert(d, o.version.unwrap_or(1));
         }
-        let order = topo_order(&g, &inner, depth + 1, &self.visits)?;
+        let order = topo_order(&g.node, &inner, depth + 1, &self.visits)?;
         self.charge(0)?;
         let empty = HashMap::default();
         let mut records = Vec::new();
@@ -587,7 +588,7 @@ impl<'m> Walker<'m> {
             op: FUNCTION_OUTPUTS.into(),
             domain: String::new(),
             opset: 0,
-            attrs: BTreeMap::new(),
+            attrs: ir::Attrs::default(),
             inputs: Vec::new(),
             outputs: call_outputs,
             has_shape_fn: true,
@@ -753,7 +754,7 @@ impl SubgraphInfer for SubWalker<'_, '_> {
 
     fn infer(&self, g: &GraphProto, inputs: &[Fact]) -> std::result::Result<Vec<Fact>, ShapeError> {
         let mut scope = Scope {
-            vars: HashMap::default(),
+            vars: Vars::default(),
             parent: Some(self.scope),
         };
         for (i, v) in g.input.iter().enumerate() {
@@ -766,6 +767,7 @@ impl SubgraphInfer for SubWalker<'_, '_> {
         let mut nodes = Vec::new();
         let walked = self.walker.walk(
             g,
+            None,
             &mut scope,
             self.depth + 1,
             self.opsets,
@@ -820,6 +822,25 @@ impl TensorDecoder for SubWalker<'_, '_> {
 
 /// Infers every value of the model's main graph.
 pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
+    infer_nodes(model, None, opts)
+}
+
+/// [`infer`] over the main graph's nodes taken out of `model` (its graph
+/// then holds none): each is dropped once inferred, which keeps a large
+/// model's peak memory to one copy of its nodes, decoded or inferred.
+pub fn infer_taken(
+    model: &OnnxModel,
+    nodes: Vec<NodeProto>,
+    opts: &InferOptions,
+) -> Result<Inferred> {
+    infer_nodes(model, Some(nodes), opts)
+}
+
+fn infer_nodes(
+    model: &OnnxModel,
+    taken: Option<Vec<NodeProto>>,
+    opts: &InferOptions,
+) -> Result<Inferred> {
     let bad = |m: String| Error::Input {
         path: model.path.clone(),
         message: m,
@@ -843,7 +864,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
             )
         })
         .collect();
-    let expanded = expanded_nodes(g, &functions).map_err(bad)?;
+    let expanded = expanded_nodes(taken.as_deref().unwrap_or(&g.node), &functions).map_err(bad)?;
     if expanded > super::MAX_NODES as u64 {
         return Err(bad(format!(
             "functions expand the model to {expanded} nodes, which exceeds the limit of {} nodes",
@@ -881,7 +902,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
         }
     }
     let mut scope = Scope {
-        vars: HashMap::default(),
+        vars: Vars::default(),
         parent: None,
     };
     let mut values = Vec::new();
@@ -906,6 +927,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
     walker
         .walk(
             g,
+            taken,
             &mut scope,
             0,
             &model.opsets,

@@ -9,7 +9,7 @@ use super::*;
 /// from the call graph (each function's size once), so functions that call
 /// each other twice per level are refused before the first expansion.
 pub(super) fn expanded_nodes(
-    g: &GraphProto,
+    nodes: &[NodeProto],
     functions: &Functions,
 ) -> std::result::Result<u64, String> {
     struct Sizer<'a, 'm> {
@@ -70,7 +70,7 @@ pub(super) fn expanded_nodes(
         sizes: HashMap::default(),
         open: HashSet::default(),
     }
-    .nodes(&g.node, 0)
+    .nodes(nodes, 0)
 }
 
 pub(super) fn node_label(n: &NodeProto) -> String {
@@ -139,14 +139,14 @@ pub(super) fn node_uses(
 /// file's order wherever it is already valid (the ready node earliest in the
 /// file goes first), so reports list layers as Netron and profilers do.
 pub(super) fn topo_order(
-    g: &GraphProto,
+    nodes: &[NodeProto],
     scope: &Scope,
     depth: usize,
     work: &Cell<u64>,
 ) -> std::result::Result<Vec<usize>, String> {
     let mut producer: HashMap<&str, usize> =
-        HashMap::with_capacity_and_hasher(g.node.len() * 2, Default::default());
-    for (i, n) in g.node.iter().enumerate() {
+        HashMap::with_capacity_and_hasher(nodes.len() * 2, Default::default());
+    for (i, n) in nodes.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
             if producer.insert(o, i).is_some() || scope.vars.contains_key(o.as_str()) {
                 return Err(format!(
@@ -156,9 +156,9 @@ pub(super) fn topo_order(
             }
         }
     }
-    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
-    let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.node.len()];
-    for (i, n) in g.node.iter().enumerate() {
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
         node_uses(n, depth, work, |name| {
             if name.is_empty() {
                 return Ok(());
@@ -178,11 +178,11 @@ pub(super) fn topo_order(
         })?;
     }
     let mut pending: Vec<usize> = deps.iter().map(Vec::len).collect();
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..g.node.len())
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..nodes.len())
         .filter(|&i| pending[i] == 0)
         .map(std::cmp::Reverse)
         .collect();
-    let mut order = Vec::with_capacity(g.node.len());
+    let mut order = Vec::with_capacity(nodes.len());
     while let Some(std::cmp::Reverse(i)) = ready.pop() {
         order.push(i);
         for &u in &users[i] {
@@ -192,11 +192,11 @@ pub(super) fn topo_order(
             }
         }
     }
-    if order.len() != g.node.len() {
-        let stuck = (0..g.node.len()).find(|&i| pending[i] > 0).unwrap_or(0);
+    if order.len() != nodes.len() {
+        let stuck = (0..nodes.len()).find(|&i| pending[i] > 0).unwrap_or(0);
         return Err(format!(
             "the graph has a cycle through {}",
-            node_label(&g.node[stuck])
+            node_label(&nodes[stuck])
         ));
     }
     Ok(order)
