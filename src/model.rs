@@ -296,6 +296,15 @@ impl Model {
             Source::Trace(_) => None,
         };
         let graph = self.prepare(opts, &rules, taken)?;
+        // The weights' records (and the record copy their small payloads
+        // are slices of) have given all they had to give: shapes, and the
+        // nonzeros a rule asked for.
+        if let Source::Onnx(m) = &mut self.source
+            && let Some(g) = &mut m.model.graph
+        {
+            g.initializer = Vec::new();
+            g.sparse_initializer = Vec::new();
+        }
         costed(
             graph,
             &rules,

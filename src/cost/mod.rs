@@ -203,7 +203,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
 /// A folded layer whose sizes stay unknown (a symbol nothing binds) is
 /// left out of the list: it never runs.
 fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Vec<LayerCost>> {
-    let mut layers = Vec::new();
+    let mut layers = Vec::with_capacity(graph.folded_nodes.len());
     for node in &graph.folded_nodes {
         let one = Graph {
             nodes: vec![node.clone()],

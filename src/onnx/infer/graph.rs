@@ -113,10 +113,11 @@ pub(super) fn graph_of(
             .collect()
     };
     let mut folded = 0;
-    let mut folded_nodes = Vec::new();
+    let folds = folding.iter().filter(|&&f| f).count();
+    let mut folded_nodes = Vec::with_capacity(folds);
     // Per node: the node, why it is not analysed, its bodies and their runs.
-    let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len());
-    let mut rest = Vec::with_capacity(nodes.len());
+    let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len() - folds);
+    let mut rest = Vec::with_capacity(nodes.len() - folds);
     for (n, folds_away) in nodes.into_iter().zip(folding) {
         let mut node = ir::Node {
             name: n.name,
@@ -156,6 +157,7 @@ pub(super) fn graph_of(
         folded,
         folded_nodes,
         outputs,
+        nodes: Vec::with_capacity(plain.len()),
         ..ir::Graph::default()
     };
     for (mut node, (reason, bodies, repeats)) in plain.into_iter().zip(rest) {

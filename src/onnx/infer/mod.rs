@@ -327,14 +327,28 @@ impl<'m> Walker<'m> {
             .collect();
         let order = topo_order(nodes, scope, depth, &self.visits)?;
         self.charge(0)?;
+        // Taken nodes are laid out last-to-run first, so each is popped off
+        // the end, and the list is shrunk as it empties: it does not stay
+        // whole (168 bytes a node) while the records grow.
+        let mut queue: Vec<NodeProto> = match taken.take() {
+            Some(mut list) => order
+                .iter()
+                .rev()
+                .map(|&i| std::mem::take(&mut list[i]))
+                .collect(),
+            None => Vec::new(),
+        };
+        let from_queue = !queue.is_empty();
         for i in order {
             let owned;
-            let n = match taken.as_mut() {
-                Some(list) => {
-                    owned = std::mem::take(&mut list[i]);
-                    &owned
+            let n = if from_queue {
+                owned = queue.pop().unwrap_or_default();
+                if queue.len() < queue.capacity() / 4 {
+                    queue.shrink_to_fit();
                 }
-                None => &g.node[i],
+                &owned
+            } else {
+                &g.node[i]
             };
             let rec = self
                 .infer_node(n, scope, depth, opsets, &declared, "")
