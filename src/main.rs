@@ -10,11 +10,6 @@ unsafe extern "C" {
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
 }
 
-/// `mi_option_purge_delay` in `mimalloc.h`'s `mi_option_e` (the same
-/// position in its v2 and v3).
-const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
-const PURGE_DELAY_MS: std::ffi::c_long = 10;
-
 fn main() {
     // Memory freed between stages (a large model's decoded nodes, once
     // inferred) goes back to the system after 10 ms, as mimalloc v2 did,
@@ -24,7 +19,9 @@ fn main() {
     // mimalloc's own variable, when set, still decides.
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a plain integer option before any thread starts.
-        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+        // 15 is `mi_option_purge_delay` in `mimalloc.h`'s `mi_option_e`
+        // (the same position in its v2 and v3); the value is in ms.
+        unsafe { mi_option_set(15, 10) };
     }
     std::process::exit(c3::run_cli());
 }
