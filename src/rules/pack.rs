@@ -233,13 +233,29 @@ pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
     for line in super::compile::lines_inclusive(text) {
         let at = offset;
         offset += line.len();
+        // Most lines are a rule's indented body: only a `domain:` at the
+        // block's own indentation matters there, checked without trimming.
+        if let (true, Some(indent)) = (open && line.starts_with(' '), indent) {
+            let bytes = line.as_bytes();
+            if bytes.len() > indent
+                && bytes[indent] != b' '
+                && bytes[..indent].iter().all(|&b| b == b' ')
+                && let Some(value) = line[indent..].strip_prefix("domain:")
+                && let Some(b) = blocks.last_mut()
+            {
+                b.domain = domain_value(value);
+                b.own_domain = true;
+            }
+            continue;
+        }
         let body = line.trim_start_matches(' ');
         if body.trim().is_empty() || body.starts_with('#') {
             continue;
         }
         let depth = line.len() - body.len();
         if depth == 0 {
-            if let Some((key, value)) = line.split_once(':')
+            if let Some((key, value)) =
+                memchr::memchr(b':', line.as_bytes()).map(|i| (&line[..i], &line[i + 1..]))
                 && !key.is_empty()
                 && !line.starts_with(['\t', '-'])
             {
@@ -291,9 +307,17 @@ fn domain_value(value: &'static str) -> &'static str {
 
 /// The file-level `domain:` of a built-in rule file, `""` if it has none.
 fn file_domain(text: &'static str) -> &'static str {
-    text.lines()
-        .find_map(|l| l.strip_prefix(FILE_DOMAIN_KEY)?.strip_prefix(':'))
-        .map_or("", domain_value)
+    // The first line that starts with the key and a colon, found without
+    // walking the lines before it.
+    let key = [FILE_DOMAIN_KEY, ":"].concat();
+    let at = if text.starts_with(&key) {
+        Some(0)
+    } else {
+        memchr::memmem::find(text.as_bytes(), ["\n", &key].concat().as_bytes()).map(|i| i + 1)
+    };
+    at.map_or("", |i| {
+        domain_value(text[i + key.len()..].split('\n').next().unwrap_or(""))
+    })
 }
 
 /// A built-in rule file with its line index, made once per process and
