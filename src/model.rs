@@ -229,6 +229,7 @@ impl Model {
                     dims: dims.clone(),
                     inputs: inputs.clone(),
                     nodes_only: true,
+                    values_only: false,
                 };
                 let inferred = match taken {
                     Some(nodes) => crate::onnx::infer::infer_taken(m, nodes, &opts)?,
@@ -397,7 +398,28 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Shapes> {
-        let model = match self.source {
+        self.shapes_with(dims, inputs, false)
+    }
+
+    /// [`Model::shapes`] for listing them only (the command line without
+    /// `-o`): the inferred nodes are not kept ([`Inferred::nodes`] is
+    /// empty) and the model's decoded nodes are dropped as they are
+    /// inferred, so the model cannot be written back.
+    pub(crate) fn shapes_listed(
+        self,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+    ) -> Result<Shapes> {
+        self.shapes_with(dims, inputs, true)
+    }
+
+    fn shapes_with(
+        self,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+        listed: bool,
+    ) -> Result<Shapes> {
+        let mut model = match self.source {
             Source::Onnx(model) => model,
             Source::Trace(_) => {
                 return Err(Error::Usage(format!(
@@ -406,7 +428,25 @@ impl Model {
                 )));
             }
         };
-        let inferred = infer(&model, dims, inputs, false)?;
+        let opts = InferOptions {
+            dims: dims.clone(),
+            inputs: inputs.clone(),
+            nodes_only: false,
+            values_only: listed,
+        };
+        let taken = listed
+            .then(|| {
+                model
+                    .model
+                    .graph
+                    .as_mut()
+                    .map(|g| std::mem::take(&mut g.node))
+            })
+            .flatten();
+        let inferred = match taken {
+            Some(nodes) => crate::onnx::infer::infer_taken(&model, nodes, &opts)?,
+            None => crate::onnx::infer::infer(&model, &opts)?,
+        };
         let mut known: std::collections::BTreeSet<String> =
             inferred.input_symbols.iter().cloned().collect();
         known.extend(inferred.bounds.keys().cloned());
@@ -686,6 +726,7 @@ fn infer(
         dims: dims.clone(),
         inputs: inputs.clone(),
         nodes_only,
+        values_only: false,
     };
     crate::onnx::infer::infer(model, &opts)
 }
@@ -905,5 +946,32 @@ mod tests {
         // 3 * 64 float16 values read, 2 bytes each.
         assert_eq!(e.report.total.mread, 3 * 64 * 2);
         assert!(e.unsupported_ops().is_none());
+    }
+
+    /// The command line lists shapes without keeping the inferred nodes or
+    /// the decoded ones: the values must be those of a full inference.
+    #[test]
+    fn listing_shapes_alone_gives_every_value_a_full_inference_gives() {
+        let root = env!("CARGO_MANIFEST_DIR");
+        for file in [
+            "tests/fixtures/exports/mvit.onnx",
+            "tests/fixtures/exports/fasterrcnn.onnx",
+            "examples/onnx/gpt_decoder_dynamo.onnx",
+        ] {
+            let path = format!("{root}/{file}");
+            let none = BTreeMap::new();
+            let full = Model::open(&path)
+                .unwrap()
+                .shapes(&none, &BTreeMap::new())
+                .unwrap();
+            let listed = Model::open(&path)
+                .unwrap()
+                .shapes_listed(&none, &BTreeMap::new())
+                .unwrap();
+            assert!(full.inferred.values.len() > 100, "{file}");
+            assert!(!full.inferred.nodes.is_empty(), "{file}");
+            assert!(listed.inferred.nodes.is_empty(), "{file}");
+            assert_eq!(listed.inferred.values, full.inferred.values, "{file}");
+        }
     }
 }

@@ -221,8 +221,8 @@ pub fn shapes(
             "shapes -o - writes the model to standard output: --format has no room there".into(),
         ));
     }
-    let shapes = Model::open_onnx(model)?.shapes(dims, inputs)?;
     let Some(path) = &target.path else {
+        let shapes = Model::open_onnx(model)?.shapes_listed(dims, inputs)?;
         let format = format.unwrap_or(ListFormat::Table);
         return Ok(report::shapes::shapes(
             &shapes.inferred,
@@ -230,6 +230,7 @@ pub fn shapes(
             &shapes.meta,
         ));
     };
+    let shapes = Model::open_onnx(model)?.shapes(dims, inputs)?;
     let (bytes, n) = shapes.model_bytes();
     out.write(&bytes)?;
     if out.is_stdout() {

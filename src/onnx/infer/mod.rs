@@ -34,6 +34,9 @@ pub struct InferOptions {
     pub inputs: BTreeMap<String, Vec<u64>>,
     /// Leave [`Inferred::values`] empty (costing needs only the nodes).
     pub nodes_only: bool,
+    /// Leave [`Inferred::nodes`] empty (listing shapes needs only the
+    /// values).
+    pub values_only: bool,
 }
 
 /// One node after inference.
@@ -945,7 +948,7 @@ fn infer_nodes(
             &mut scope,
             0,
             &model.opsets,
-            Some(&mut nodes),
+            (!opts.values_only).then_some(&mut nodes),
             (!opts.nodes_only).then_some(&mut values),
         )
         .map_err(bad)?;
