@@ -66,6 +66,7 @@ pub use report::ReportOptions;
 /// and errors, and returns the exit code: the whole of the `c3` binary.
 /// The flags themselves are not public API; call [`Model`] from code.
 pub fn run_cli() -> i32 {
+    commands::exit_after_command();
     cli::main()
 }
 
