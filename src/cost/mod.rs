@@ -205,16 +205,16 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
 fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Vec<LayerCost>> {
     let mut layers = Vec::with_capacity(graph.folded_nodes.len());
     for node in &graph.folded_nodes {
-        let one = Graph {
-            nodes: vec![node.clone()],
-            outputs: graph.outputs.clone(),
-            ..Graph::default()
-        };
         let mut acc = Collected {
             unsupported: Vec::new(),
             skipped: Vec::new(),
         };
-        if let Ok((costed, _)) = cost_graph(&one, rules, opts, &mut acc) {
+        let one = Level {
+            nodes: std::slice::from_ref(node),
+            outputs: &graph.outputs,
+            unanalysed: &[],
+        };
+        if let Ok((costed, _)) = cost_level(one, rules, opts, &mut acc) {
             layers.extend(costed);
         }
     }
@@ -252,12 +252,35 @@ fn cost_graph(
     opts: CountOptions,
     acc: &mut Collected,
 ) -> Result<(Vec<LayerCost>, Vec<FusedGroup>)> {
+    let level = Level {
+        nodes: &graph.nodes,
+        outputs: &graph.outputs,
+        unanalysed: &graph.unanalysed,
+    };
+    cost_level(level, rules, opts, acc)
+}
+
+/// What [`cost_graph`] reads of a graph level: a folded node is costed as
+/// a level of its own, borrowed, not copied into a graph.
+#[derive(Clone, Copy)]
+struct Level<'a> {
+    nodes: &'a [Node],
+    outputs: &'a [String],
+    unanalysed: &'a [(Node, String)],
+}
+
+fn cost_level(
+    graph: Level<'_>,
+    rules: &RuleSet,
+    opts: CountOptions,
+    acc: &mut Collected,
+) -> Result<(Vec<LayerCost>, Vec<FusedGroup>)> {
     let mut own = Vec::with_capacity(graph.nodes.len());
     let mut own_nodes = Vec::with_capacity(graph.nodes.len());
     // Per costed node with subgraphs: its position in `own`, and the layers
     // and groups its counted subgraphs add.
     let mut nested: Vec<(usize, Vec<LayerCost>, Vec<FusedGroup>)> = Vec::new();
-    for node in &graph.nodes {
+    for node in graph.nodes {
         let Some(rule) = rules.get(&node.domain, &node.op) else {
             acc.unsupported.push(Unsupported {
                 name: node.name.clone(),
@@ -302,12 +325,12 @@ fn cost_graph(
         own_nodes.push(node);
     }
     // Values a subgraph reads from this level must be written, fused or not.
-    let mut keep = graph.outputs.clone();
+    let mut keep = graph.outputs.to_vec();
     for node in graph.nodes.iter().filter(|n| !n.bodies.is_empty()) {
         captured_names(node, &mut keep);
     }
     let own_groups = fusion::apply(&rules.fusions, &own_nodes, &mut own, &keep);
-    for (node, reason) in &graph.unanalysed {
+    for (node, reason) in graph.unanalysed {
         let reason = match rules.get(&node.domain, &node.op) {
             None => format!("{NO_RULE}; {reason}"),
             Some(_) => reason.clone(),

@@ -40,7 +40,7 @@ mod training;
 pub use ctx::{InferCtx, ShapeError};
 pub use fact::{Fact, TensorValue, ValueKind};
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::OnceLock;
 
 /// A shape function: reads the context's inputs and attributes, sets its outputs.
@@ -102,7 +102,7 @@ pub fn family_of(domain: &str, op: &str) -> Option<&'static str> {
 pub fn registry(domain: &str, op: &str) -> Option<InferFn> {
     static MAP: OnceLock<HashMap<(&'static str, &'static str), InferFn>> = OnceLock::new();
     let map = MAP.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = HashMap::default();
         for table in tables() {
             for (d, o, f) in table {
                 m.insert((d, o), f);

@@ -470,7 +470,7 @@ impl<'m> Walker<'m> {
             }
         }
         let name = match n.name.as_deref() {
-            Some(s) if !s.is_empty() => format!("{prefix}{s}"),
+            Some(s) if !s.is_empty() => [prefix, s].concat(),
             _ => String::new(),
         };
         Ok(vec![InferredNode {
