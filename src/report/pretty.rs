@@ -117,22 +117,94 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T, capacity: usize) -> String {
 
 /// `value` as pretty JSON text ending in a line break, written to `w` as
 /// it is made, a chunk at a time. An error of `w` is returned as it came.
+/// What [`stream`]'s users are held to in tests.
+#[cfg(test)]
 pub fn to_writer<T: Serialize + ?Sized>(value: &T, w: &mut dyn Write) -> io::Result<()> {
     let mut chunks = Chunked {
         buf: Vec::with_capacity(CHUNK + 4096),
         out: w,
     };
     let mut ser = serde_json::Serializer::with_formatter(&mut chunks, Pretty::default());
-    value
-        .serialize(&mut ser)
-        .map_err(|e| match e.io_error_kind() {
-            // The writer's own error, with its kind (a closed pipe ends the
-            // output quietly upstream).
-            Some(kind) => io::Error::new(kind, e),
-            None => io::Error::other(e),
-        })?;
+    value.serialize(&mut ser).map_err(io_error)?;
     chunks.buf.push(b'\n');
     chunks.out.write_all(&chunks.buf)
+}
+
+/// The writer's own error, with its kind (a closed pipe ends the output
+/// quietly upstream).
+fn io_error(e: serde_json::Error) -> io::Error {
+    match e.io_error_kind() {
+        Some(kind) => io::Error::new(kind, e),
+        None => io::Error::other(e),
+    }
+}
+
+/// Pretty JSON text written by hand where that is faster than serde
+/// (a large report's layer rows), with values serialized where it is not:
+/// `body` writes the text ([`Chunked::key`], [`Chunked::value`]...), and
+/// a line break ends it. The bytes are those serde writes for the same
+/// document (`to_writer`, the tests' reference).
+pub(crate) fn stream(
+    w: &mut dyn Write,
+    body: impl FnOnce(&mut Chunked<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut chunks = Chunked {
+        buf: Vec::with_capacity(CHUNK + 4096),
+        out: w,
+    };
+    body(&mut chunks)?;
+    chunks.buf.push(b'\n');
+    chunks.out.write_all(&chunks.buf)
+}
+
+impl Chunked<'_> {
+    /// `value` as pretty JSON whose first line continues the current one,
+    /// the lines after it indented for nesting `level` deep.
+    pub(crate) fn value<T: Serialize + ?Sized>(
+        &mut self,
+        value: &T,
+        level: usize,
+    ) -> io::Result<()> {
+        let pretty = Pretty {
+            level,
+            has_value: false,
+        };
+        let mut ser = serde_json::Serializer::with_formatter(&mut *self, pretty);
+        value.serialize(&mut ser).map_err(io_error)
+    }
+
+    /// A string, integer or float as JSON (as `value` writes it, faster).
+    pub(crate) fn scalar<T: Serialize + ?Sized>(&mut self, value: &T) -> io::Result<()> {
+        serde_json::to_writer(&mut *self, value).map_err(io_error)
+    }
+
+    /// Starts the entry `name` of an object whose entries are `level`
+    /// deep: a comma unless `first`, the line break and indentation, the
+    /// key (a plain name, nothing to escape) and its colon.
+    pub(crate) fn key(&mut self, level: usize, first: bool, name: &str) -> io::Result<()> {
+        self.item(level, first)?;
+        self.write_all(b"\"")?;
+        self.write_all(name.as_bytes())?;
+        self.write_all(b"\": ")
+    }
+
+    /// Starts an element of an array (or an entry of an object) whose
+    /// elements are `level` deep: a comma unless `first`, the line break
+    /// and indentation.
+    pub(crate) fn item(&mut self, level: usize, first: bool) -> io::Result<()> {
+        let at = Pretty {
+            level,
+            has_value: false,
+        };
+        at.newline(self, first)
+    }
+
+    /// Closes an object or array that holds something, its bracket at
+    /// `level` (the level of the line that opened it).
+    pub(crate) fn close(&mut self, level: usize, bracket: &[u8]) -> io::Result<()> {
+        self.item(level, true)?;
+        self.write_all(bracket)
+    }
 }
 
 /// Bytes gathered before they are handed on.
@@ -142,7 +214,7 @@ const CHUNK: usize = 1 << 16;
 /// memory, where each is a copy the compiler sees whole, and hands them on
 /// [`CHUNK`] bytes at a time: the text is never whole in memory, and no
 /// small write goes through a dynamic call.
-struct Chunked<'a> {
+pub(crate) struct Chunked<'a> {
     buf: Vec<u8>,
     out: &'a mut dyn Write,
 }
