@@ -5,11 +5,12 @@
 //! `onnx/onnx.proto` (IR version 11). Fields c3 does not need are left out and
 //! skipped by the decoder.
 //!
-//! Tensor payloads are kept as `Bytes`, never copied: `raw_data`, and the
-//! packed numeric fields too (a packed repeated field is one length-delimited
-//! blob on the wire, so it can be held as bytes and decoded only when a value
-//! is needed). Large ones are slices of the memory-mapped file, small ones of
-//! the records read from it (see `onnx::read`).
+//! Tensor payloads are kept as `Bytes`: `raw_data`, and the packed numeric
+//! fields too (a packed repeated field is one length-delimited blob on the
+//! wire, so it can be held as bytes and decoded only when a value is
+//! needed). Large ones are slices of the memory-mapped file, never copied;
+//! small ones are copied out of the records read from it (see
+//! `onnx::read`), or are slices of a model given as bytes.
 
 use bytes::Bytes;
 

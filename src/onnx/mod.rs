@@ -71,20 +71,38 @@ pub fn load(path: &str) -> Result<OnnxModel> {
     let _ = map.advise(memmap2::Advice::Random);
     let bytes = Bytes::from_owner(map);
     let skimmed = read::skim(&file).map_err(|e| Error::io(path, e))?;
-    decode_checked(Bytes::from(skimmed), bytes, path)
+    decode_checked(Records::Copied(&skimmed), bytes, path)
+}
+
+/// The bytes a model's records are decoded from.
+enum Records<'a> {
+    /// The model's own bytes: what decoding keeps of them (small tensor
+    /// payloads) are slices of them.
+    Shared(Bytes),
+    /// The copy [`read::skim`] made: what decoding keeps is copied out, so
+    /// the copy is freed once decoded.
+    Copied(&'a [u8]),
 }
 
 /// Decodes and checks a model held in memory; `path` names it in errors and
 /// gives the folder external data is read from.
 pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
-    decode_checked(bytes.clone(), bytes, path)
+    decode_checked(Records::Shared(bytes.clone()), bytes, path)
 }
 
 /// Decodes `records` (the model's bytes, or the skimmed copy of them
 /// [`read::skim`] makes), whose stored payloads are slices of `bytes`.
-fn decode_checked(records: Bytes, bytes: Bytes, path: &str) -> Result<OnnxModel> {
-    wire::check(&records, bytes.len()).map_err(|m| bad(path, m))?;
-    let mut model = ModelProto::decode(records).map_err(|e| {
+fn decode_checked(records: Records<'_>, bytes: Bytes, path: &str) -> Result<OnnxModel> {
+    let wire: &[u8] = match &records {
+        Records::Shared(b) => b,
+        Records::Copied(b) => b,
+    };
+    wire::check(wire, bytes.len()).map_err(|m| bad(path, m))?;
+    let decoded = match records {
+        Records::Shared(b) => ModelProto::decode(b),
+        Records::Copied(b) => ModelProto::decode(b),
+    };
+    let mut model = decoded.map_err(|e| {
         bad(
             path,
             format!("not a valid ONNX model: {}", decode_message(&e)),

@@ -10,7 +10,8 @@
 //! messages that can hold tensors; a tensor payload of more than
 //! [`SKIP_BYTES`] is jumped over by its length and replaced by a
 //! [`StoredPayload`] (where it lies) in a copy of everything else. That copy
-//! is what prost decodes; then [`attach`] turns each stored payload into a
+//! is what prost decodes (what it keeps of it copied out, so the copy is
+//! freed once decoded); then [`attach`] turns each stored payload into a
 //! slice of the file's mapping, which estimating never touches: a payload
 //! that large holds more elements than a value may have, so only copying the
 //! model (`shapes -o`, `annotate`) reads it. Smaller payloads (shapes, axes,
@@ -354,8 +355,7 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
     };
     let mut out = Vec::new();
     input.message(Kind::Model, len, 0, &mut out)?;
-    // Small payloads decoded from the copy keep all of it alive: no room
-    // beyond its bytes.
+    // The copy lives through decoding: no room beyond its bytes.
     out.shrink_to_fit();
     Ok(out)
 }
