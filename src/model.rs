@@ -231,11 +231,7 @@ impl Model {
                     nodes_only: true,
                     values_only: false,
                 };
-                let inferred = match taken {
-                    Some(nodes) => crate::onnx::infer::infer_taken(m, nodes, &opts)?,
-                    None => crate::onnx::infer::infer(m, &opts)?,
-                };
-                crate::onnx::infer::to_graph_with(inferred, fold)
+                crate::onnx::infer::infer_graph(m, taken, &opts, fold)?
             }
         };
         let mut known = graph.symbols();
@@ -297,9 +293,8 @@ impl Model {
             Source::Trace(_) => None,
         };
         let graph = self.prepare(opts, &rules, taken)?;
-        // The weights' records (and the record copy their small payloads
-        // are slices of) have given all they had to give: shapes, and the
-        // nonzeros a rule asked for.
+        // The weights' records have given all they had to give: shapes,
+        // and the nonzeros a rule asked for.
         if let Source::Onnx(m) = &mut self.source
             && let Some(g) = &mut m.model.graph
         {

@@ -295,6 +295,34 @@ fn estimating_while_dropping_the_decoded_nodes_changes_no_figure() {
     }
 }
 
+/// The cost graph built a node at a time as inference goes
+/// (`infer_graph`) is the one built from the whole inference afterwards,
+/// folded or not: Loop and If bodies, sequences, dynamo exports.
+#[test]
+fn the_graph_built_during_inference_is_the_one_built_after_it() {
+    use c3::onnx::infer::{InferOptions, infer, infer_graph, to_graph_with};
+    let root = env!("CARGO_MANIFEST_DIR");
+    for file in [
+        "tests/fixtures/exports/fasterrcnn.onnx",
+        "tests/fixtures/exports/mvit.onnx",
+        "tests/fixtures/exports/ssdlite.onnx",
+        "examples/onnx/gpt_decoder_dynamo.onnx",
+        "examples/onnx/light_densenet121.onnx",
+    ] {
+        let model = c3::onnx::load(&format!("{root}/{file}")).unwrap();
+        let opts = InferOptions {
+            nodes_only: true,
+            ..InferOptions::default()
+        };
+        for fold in [true, false] {
+            let after = to_graph_with(infer(&model, &opts).unwrap(), fold);
+            let during = infer_graph(&model, None, &opts, fold).unwrap();
+            assert!(after.nodes.len() > 10, "{file}");
+            assert_eq!(during, after, "{file} fold={fold}");
+        }
+    }
+}
+
 #[test]
 fn the_library_facade_gives_what_the_command_line_prints() {
     // What examples/estimate.rs does, checked against `c3 estimate`.

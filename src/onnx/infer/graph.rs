@@ -98,27 +98,57 @@ pub(super) fn graph_of(
     folded_names: &mut HashSet<String>,
     fold: bool,
 ) -> ir::Graph {
-    // What folded nodes produce (weights built by ConstantOfShape, say) is
-    // a constant of the model too.
-    let folding = if fold {
-        folding(&nodes, folded_names)
-    } else {
-        vec![false; nodes.len()]
-    };
-    let conv = |list: Vec<Option<(String, Fact)>>,
-                folded: &HashSet<String>|
-     -> std::result::Result<Vec<Option<TensorFact>>, String> {
-        list.into_iter()
-            .map(|t| t.map(|(name, f)| tensor_of(name, f, folded)).transpose())
-            .collect()
-    };
-    let mut folded = 0;
-    let folds = folding.iter().filter(|&&f| f).count();
-    let mut folded_nodes = Vec::with_capacity(folds);
-    // Per node: the node, why it is not analysed, its bodies and their runs.
-    let mut plain: Vec<ir::Node> = Vec::with_capacity(nodes.len() - folds);
-    let mut rest = Vec::with_capacity(nodes.len() - folds);
-    for (n, folds_away) in nodes.into_iter().zip(folding) {
+    let mut level = Level::new(std::mem::take(folded_names), fold);
+    for n in nodes {
+        level.push(n);
+    }
+    let (graph, names) = level.finish(outputs, prefix);
+    *folded_names = names;
+    graph
+}
+
+/// A graph level built a node at a time, in execution order, as inference
+/// records them: the main graph's nodes become the cost stage's as they
+/// come, so the two are never all held at once.
+pub(crate) struct Level {
+    /// What folded nodes produce, here and in enclosing graphs.
+    folded_names: HashSet<String>,
+    fold: bool,
+    folded: usize,
+    folded_nodes: Vec<ir::Node>,
+    /// The nodes that run, and for each: why it is not analysed, its
+    /// bodies and their runs.
+    plain: Vec<ir::Node>,
+    rest: Vec<(Option<String>, Vec<InferredBody>, Option<Dim>)>,
+}
+
+impl Level {
+    pub(crate) fn new(folded_names: HashSet<String>, fold: bool) -> Level {
+        Level {
+            folded_names,
+            fold,
+            folded: 0,
+            folded_nodes: Vec::new(),
+            plain: Vec::new(),
+            rest: Vec::new(),
+        }
+    }
+
+    /// Adds the next node: folded away (all inputs constant) or kept.
+    pub(crate) fn push(&mut self, n: InferredNode) {
+        // What folded nodes produce (weights built by ConstantOfShape, say)
+        // is a constant of the model too.
+        let folds_away = self.fold && folds(&n, &self.folded_names);
+        if folds_away {
+            let made = n.outputs.iter().flatten().map(|(name, _)| name.clone());
+            self.folded_names.extend(made);
+        }
+        let folded_names = &self.folded_names;
+        let conv = |list: Vec<Option<(String, Fact)>>| -> std::result::Result<Vec<Option<TensorFact>>, String> {
+            list.into_iter()
+                .map(|t| t.map(|(name, f)| tensor_of(name, f, folded_names)).transpose())
+                .collect()
+        };
         let mut node = ir::Node {
             name: n.name,
             op: n.op,
@@ -129,7 +159,7 @@ pub(super) fn graph_of(
             outputs: Vec::new(),
             bodies: Vec::new(),
         };
-        let reason = match (conv(n.inputs, folded_names), conv(n.outputs, folded_names)) {
+        let reason = match (conv(n.inputs), conv(n.outputs)) {
             (Ok(inputs), Ok(outputs)) => {
                 node.inputs = inputs;
                 node.outputs = outputs;
@@ -138,60 +168,121 @@ pub(super) fn graph_of(
             (Err(reason), _) | (_, Err(reason)) => Some(reason),
         };
         if folds_away {
-            folded += 1;
+            self.folded += 1;
             if reason.is_none() {
-                folded_nodes.push(node);
+                self.folded_nodes.push(node);
             }
-            continue;
+            return;
         }
-        plain.push(node);
-        rest.push((reason, n.bodies, n.repeats));
+        self.plain.push(node);
+        self.rest.push((reason, n.bodies, n.repeats));
     }
-    // Number unnamed nodes in execution order, analysed or not.
-    ir::name_unnamed(&mut plain);
-    ir::name_unnamed(&mut folded_nodes);
-    for n in folded_nodes.iter_mut().filter(|_| !prefix.is_empty()) {
-        n.name = format!("{prefix}{}", n.name);
-    }
-    let mut graph = ir::Graph {
-        folded,
-        folded_nodes,
-        outputs,
-        nodes: Vec::with_capacity(plain.len()),
-        ..ir::Graph::default()
-    };
-    for (mut node, (reason, bodies, repeats)) in plain.into_iter().zip(rest) {
-        if !prefix.is_empty() {
-            node.name = format!("{prefix}{}", node.name);
+
+    /// The level's graph, its nodes named (unnamed ones numbered in
+    /// execution order, `prefix` before each) and their bodies built; and
+    /// what folded nodes produce, this level's included.
+    pub(crate) fn finish(self, outputs: Vec<String>, prefix: &str) -> (ir::Graph, HashSet<String>) {
+        let Level {
+            mut folded_names,
+            fold,
+            folded,
+            mut folded_nodes,
+            mut plain,
+            rest,
+        } = self;
+        plain.shrink_to_fit();
+        folded_nodes.shrink_to_fit();
+        ir::name_unnamed(&mut plain);
+        ir::name_unnamed(&mut folded_nodes);
+        for n in folded_nodes.iter_mut().filter(|_| !prefix.is_empty()) {
+            n.name = format!("{prefix}{}", n.name);
         }
-        // If's branches are alternatives; other bodies run `repeats` times.
-        let alternative = node.op == "If" && node.domain.is_empty();
-        let repeats = repeats.unwrap_or(Dim::Known(1));
-        node.bodies = bodies
-            .into_iter()
-            .map(|b| ir::Body {
-                trips: b
-                    .trips
-                    .into_iter()
-                    .map(|nodes| {
+        let mut graph = ir::Graph {
+            folded,
+            folded_nodes,
+            outputs,
+            nodes: Vec::with_capacity(plain.len()),
+            ..ir::Graph::default()
+        };
+        for (mut node, (reason, bodies, repeats)) in plain.into_iter().zip(rest) {
+            if !prefix.is_empty() {
+                node.name = format!("{prefix}{}", node.name);
+            }
+            // If's branches are alternatives; other bodies run `repeats` times.
+            let alternative = node.op == "If" && node.domain.is_empty();
+            let repeats = repeats.unwrap_or(Dim::Known(1));
+            node.bodies = bodies
+                .into_iter()
+                .map(|b| ir::Body {
+                    trips: b
+                        .trips
+                        .into_iter()
+                        .map(|nodes| {
+                            let inner = format!("{}/{}/", node.name, b.attr);
+                            graph_of(nodes, b.outputs.clone(), &inner, &mut folded_names, fold)
+                        })
+                        .collect(),
+                    graph: b.nodes.map(|nodes| {
                         let inner = format!("{}/{}/", node.name, b.attr);
-                        graph_of(nodes, b.outputs.clone(), &inner, folded_names, fold)
-                    })
-                    .collect(),
-                graph: b.nodes.map(|nodes| {
-                    let inner = format!("{}/{}/", node.name, b.attr);
-                    graph_of(nodes, b.outputs, &inner, folded_names, fold)
-                }),
-                attr: b.attr,
-                inputs: b.inputs,
-                repeats: repeats.clone(),
-                alternative,
-            })
-            .collect();
-        match reason {
-            None => graph.nodes.push(node),
-            Some(r) => graph.unanalysed.push((node, r)),
+                        graph_of(nodes, b.outputs, &inner, &mut folded_names, fold)
+                    }),
+                    attr: b.attr,
+                    inputs: b.inputs,
+                    repeats: repeats.clone(),
+                    alternative,
+                })
+                .collect();
+            match reason {
+                None => graph.nodes.push(node),
+                Some(r) => graph.unanalysed.push((node, r)),
+            }
+        }
+        (graph, folded_names)
+    }
+}
+
+/// The cost stage's graph of the main graph ([`to_graph_with`] of
+/// [`infer`]), each node converted as it is inferred: its inferred record
+/// and its graph node are never all held at once. `taken`: as for
+/// [`infer_taken`].
+pub fn infer_graph(
+    model: &OnnxModel,
+    taken: Option<Vec<NodeProto>>,
+    opts: &InferOptions,
+    fold: bool,
+) -> Result<ir::Graph> {
+    let mut level = graph::Level::new(HashSet::default(), fold);
+    let inferred = infer_nodes(model, taken, opts, Some(&mut level))?;
+    let (mut graph, _) = level.finish(inferred.outputs, "");
+    graph.bounds = inferred.bounds;
+    graph.input_symbols = inferred.input_symbols;
+    graph.bound_symbols = inferred.bound_symbols;
+    Ok(graph)
+}
+
+/// Where a walk puts the nodes it infers: a list, or a graph level built
+/// as they come.
+pub(super) trait Records {
+    fn reserve(&mut self, more: usize);
+    fn record(&mut self, node: InferredNode);
+}
+
+impl Records for Vec<InferredNode> {
+    fn reserve(&mut self, more: usize) {
+        Vec::reserve(self, more);
+    }
+    fn record(&mut self, node: InferredNode) {
+        self.push(node);
+    }
+}
+
+impl Records for graph::Level {
+    fn reserve(&mut self, _: usize) {}
+    /// The pass-through records of function calls define values, not
+    /// layers: the graph never holds them.
+    fn record(&mut self, node: InferredNode) {
+        if node.op != FUNCTION_OUTPUTS {
+            self.push(node);
         }
     }
-    graph
 }

@@ -12,7 +12,8 @@ use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
 };
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
-pub use graph::{to_graph, to_graph_with};
+use graph::Records;
+pub use graph::{infer_graph, to_graph, to_graph_with};
 use order::{expanded_nodes, node_label, topo_order};
 
 pub(crate) mod graph;
@@ -293,7 +294,7 @@ impl<'m> Walker<'m> {
         scope: &mut Scope,
         depth: usize,
         opsets: &BTreeMap<String, i64>,
-        mut record: Option<&mut Vec<InferredNode>>,
+        mut record: Option<&mut dyn Records>,
         values: Option<&mut Vec<(String, Fact)>>,
     ) -> std::result::Result<(), String> {
         if depth > MAX_GRAPH_DEPTH {
@@ -364,7 +365,7 @@ impl<'m> Walker<'m> {
                     }
                 }
                 if let Some(list) = record.as_deref_mut() {
-                    list.push(r);
+                    list.record(r);
                 }
             }
         }
@@ -839,7 +840,7 @@ impl TensorDecoder for SubWalker<'_, '_> {
 
 /// Infers every value of the model's main graph.
 pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
-    infer_nodes(model, None, opts)
+    infer_nodes(model, None, opts, None)
 }
 
 /// [`infer`] over the main graph's nodes taken out of `model` (its graph
@@ -850,13 +851,16 @@ pub fn infer_taken(
     nodes: Vec<NodeProto>,
     opts: &InferOptions,
 ) -> Result<Inferred> {
-    infer_nodes(model, Some(nodes), opts)
+    infer_nodes(model, Some(nodes), opts, None)
 }
 
+/// [`infer`]; with `level`, the main graph's nodes go there as they are
+/// inferred instead of into [`Inferred::nodes`].
 fn infer_nodes(
     model: &OnnxModel,
     taken: Option<Vec<NodeProto>>,
     opts: &InferOptions,
+    level: Option<&mut graph::Level>,
 ) -> Result<Inferred> {
     let bad = |m: String| Error::Input {
         path: model.path.clone(),
@@ -941,6 +945,10 @@ fn infer_nodes(
         values.push((name, f));
     }
     let mut nodes = Vec::new();
+    let records: Option<&mut dyn Records> = match level {
+        Some(level) => Some(level),
+        None => (!opts.values_only).then_some(&mut nodes),
+    };
     walker
         .walk(
             g,
@@ -948,7 +956,7 @@ fn infer_nodes(
             &mut scope,
             0,
             &model.opsets,
-            (!opts.values_only).then_some(&mut nodes),
+            records,
             (!opts.nodes_only).then_some(&mut values),
         )
         .map_err(bad)?;
