@@ -219,7 +219,7 @@ pub fn pack(data: &[u8]) -> Result<usize> {
     }
     let tensor = |i: usize| {
         let mut t = TensorFact::f32(&[2, 3]);
-        t.name = Some(format!("t{i}"));
+        t.name = Some(format!("t{i}").into());
         Some(t)
     };
     let nodes = chain

@@ -569,7 +569,7 @@ fn tensor_from_trace(t: &TraceTensor) -> Result<TensorFact, String> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TensorFact {
         constant: t.constant,
-        name: t.name.clone(),
+        name: t.name.as_deref().map(Into::into),
         ..TensorFact::new(dtype, shape)
     })
 }

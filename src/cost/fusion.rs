@@ -48,7 +48,7 @@ pub fn apply(
     for (i, n) in nodes.iter().enumerate() {
         for t in n.inputs.iter().flatten() {
             if let Some(name) = &t.name {
-                let list = consumers.entry(name.as_str()).or_default();
+                let list = consumers.entry(&**name).or_default();
                 // Layers come in order: a repeat is always the last one.
                 if list.last() != Some(&i) {
                     list.push(i);
@@ -62,7 +62,7 @@ pub fn apply(
         let out = first_output(i)?;
         match &out.name {
             Some(name) => consumers
-                .get(name.as_str())?
+                .get(&**name)?
                 .iter()
                 .copied()
                 .filter(|&c| c > i)
@@ -132,10 +132,10 @@ pub fn apply(
                     continue 'pattern;
                 };
                 if let Some(name) = &out.name {
-                    if graph_outputs.contains(name.as_str()) {
+                    if graph_outputs.contains(&**name) {
                         continue 'pattern;
                     }
-                    let used = consumers.get(name.as_str()).map_or(&[][..], Vec::as_slice);
+                    let used = consumers.get(&**name).map_or(&[][..], Vec::as_slice);
                     if used.iter().any(|u| !members.contains(u)) {
                         continue 'pattern;
                     }
@@ -149,7 +149,7 @@ pub fn apply(
                 layers[m].mwrite = layers[m].mwrite.saturating_sub(b);
                 saved = saved.saturating_add(b);
                 let readers: Vec<usize> = match &out.name {
-                    Some(name) => consumers.get(name.as_str()).cloned().unwrap_or_default(),
+                    Some(name) => consumers.get(&**name).cloned().unwrap_or_default(),
                     None => vec![members[k + 1]],
                 };
                 for r in readers {

@@ -124,9 +124,9 @@ fn walk(
                 only[i] = only[i].saturating_add(bytes_of(node, t)?);
                 continue;
             };
-            if let Some(life) = lives.get_mut(name.as_str()) {
+            if let Some(life) = lives.get_mut(&**name) {
                 life.last = life.last.max(i);
-            } else if !outer.contains(name) && !produced_inside.contains(name.as_str()) {
+            } else if !outer.contains(&**name) && !produced_inside.contains(&**name) {
                 // Produced by no node here: an input of the graph.
                 let bytes = bytes_of(node, t)?;
                 lives.insert(

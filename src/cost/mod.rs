@@ -397,7 +397,12 @@ fn captured_names(node: &Node, out: &mut Vec<String>) {
     for b in &node.bodies {
         let Ok(g) = &b.graph else { continue };
         g.for_each_node(&mut |n| {
-            out.extend(n.inputs.iter().flatten().filter_map(|t| t.name.clone()));
+            out.extend(
+                n.inputs
+                    .iter()
+                    .flatten()
+                    .filter_map(|t| t.name.as_deref().map(str::to_string)),
+            );
         });
     }
 }

@@ -200,8 +200,9 @@ pub struct TensorFact {
     pub shape: Vec<Dim>,
     pub constant: bool,
     /// The value's name in the model, when known: it links producers to
-    /// consumers (fusion needs that).
-    pub name: Option<String>,
+    /// consumers (fusion needs that). Shared: a layer's copy of its
+    /// tensors shares their names.
+    pub name: Option<std::sync::Arc<str>>,
     /// For a constant whose values c3 read: how many of its elements are
     /// nonzero (filled in only for the weights a rule asks `nnz()` of).
     pub nonzeros: Option<u64>,

@@ -25,7 +25,7 @@ pub(super) fn tensor_of(
         dtype,
         shape,
         constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
-        name: Some(name),
+        name: Some(name.into()),
         nonzeros: None,
     })
 }
