@@ -135,7 +135,8 @@ fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error
         Source::Bytes(bytes) => Model::from_bytes(bytes, name)?,
     };
     // Under `strict`, the facade refuses unsupported operators itself.
-    Ok(model.estimate(&o.estimate)?.render(&o.report))
+    // The model is used once: each decoded node is dropped once inferred.
+    Ok(model.into_estimate(&o.estimate)?.render(&o.report))
 }
 
 /// Runs `c3 estimate` on a model and returns the rendered report.
