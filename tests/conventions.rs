@@ -261,8 +261,9 @@ fn input_errors_on_ir3_models_list_the_real_inputs() {
     assert_eq!(code, 1, "{err}");
 }
 
-/// `into_estimate` drops each node's decoded record once it is inferred
-/// (the command line's way, to bound a large model's memory): the costs
+/// `into_estimate` drops each node's decoded record once it is inferred,
+/// and each value's facts after its last reader (the command line's way,
+/// to bound a large model's memory): the costs
 /// must be the ones `estimate` finds on a model that keeps them: models
 /// with Loop and If bodies, a dynamo export, a trace.
 #[test]
@@ -278,6 +279,11 @@ fn estimating_while_dropping_the_decoded_nodes_changes_no_figure() {
         ("tests/fixtures/exports/fasterrcnn.onnx", bound(&[])),
         ("tests/fixtures/exports/mvit.onnx", bound(&[])),
         ("tests/fixtures/exports/mixtral.onnx", bound(&[])),
+        ("tests/fixtures/exports/ssdlite.onnx", bound(&[])),
+        (
+            "examples/onnx/gpt_decoder_torchscript.onnx",
+            bound(&[("batch", 2), ("seq", 16)]),
+        ),
         ("examples/resnet50.trace.json", bound(&[])),
     ] {
         let path = format!("{root}/{file}");

@@ -14,7 +14,7 @@ use super::proto::{
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
 use graph::Records;
 pub use graph::{infer_graph, to_graph, to_graph_with};
-use order::{expanded_nodes, node_label, topo_order};
+use order::{expanded_nodes, node_label, node_uses, topo_order};
 
 pub(crate) mod graph;
 mod order;
@@ -329,7 +329,11 @@ impl<'m> Walker<'m> {
             .chain(&g.output)
             .filter_map(|v| Some((v.name.as_deref()?, v.r#type.as_ref()?)))
             .collect();
-        let order = topo_order(nodes, scope, depth, &self.visits)?;
+        let (order, readers) = topo_order(nodes, scope, depth, &self.visits)?;
+        // Estimating (nodes taken, no value listed): each node output's fact
+        // is let go after its last reader, so the scope does not hold every
+        // shape and constant of the graph at its end.
+        let counted = taken.is_some() && !listing;
         self.charge(0)?;
         // Taken nodes are laid out last-to-run first, so each is popped off
         // the end, and the list is shrunk as it empties: it does not stay
@@ -367,6 +371,18 @@ impl<'m> Walker<'m> {
                 if let Some(list) = record.as_deref_mut() {
                     list.record(r);
                 }
+            }
+            if counted {
+                let start = readers.starts[i] as usize;
+                for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
+                    scope.vars.track(name, readers.counts[start + k]);
+                }
+                // The same names the count saw; the look is not charged
+                // to the visit budget again.
+                let _ = node_uses(n, depth, &Cell::new(0), |name| {
+                    scope.vars.release(name);
+                    Ok(())
+                });
             }
         }
         if let Some(values) = values {
@@ -574,7 +590,7 @@ impl<'m> Walker<'m> {
             let d = domain_key(o.domain.as_deref().unwrap_or("")).to_string();
             opsets.insert(d, o.version.unwrap_or(1));
         }
-        let order = topo_order(&g.node, &inner, depth + 1, &self.visits)?;
+        let (order, _) = topo_order(&g.node, &inner, depth + 1, &self.visits)?;
         self.charge(0)?;
         let empty = HashMap::default();
         let mut records = Vec::new();

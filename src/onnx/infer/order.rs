@@ -138,17 +138,35 @@ pub(super) fn node_uses(
 /// Node indices in an order where every value is defined before use: the
 /// file's order wherever it is already valid (the ready node earliest in the
 /// file goes first), so reports list layers as Netron and profilers do.
+/// How many times the graph's nodes read each node output (inputs and
+/// subgraphs' captures, as [`node_uses`] lists them): the `k`-th output
+/// of node `p` is `counts[starts[p] + k]`.
+#[derive(Default)]
+pub(super) struct Readers {
+    pub(super) starts: Vec<u32>,
+    pub(super) counts: Vec<u32>,
+}
+
 pub(super) fn topo_order(
     nodes: &[NodeProto],
     scope: &Scope,
     depth: usize,
     work: &Cell<u64>,
-) -> std::result::Result<Vec<usize>, String> {
-    let mut producer: HashMap<&str, usize> =
+) -> std::result::Result<(Vec<usize>, Readers), String> {
+    // Each output's slot in the readers' counts.
+    let mut readers = Readers {
+        starts: Vec::with_capacity(nodes.len()),
+        counts: Vec::new(),
+    };
+    let mut producer: HashMap<&str, (usize, usize)> =
         HashMap::with_capacity_and_hasher(nodes.len() * 2, Default::default());
     for (i, n) in nodes.iter().enumerate() {
-        for o in n.output.iter().filter(|o| !o.is_empty()) {
-            if producer.insert(o, i).is_some() || scope.vars.contains_key(o.as_str()) {
+        let start = readers.counts.len();
+        // Within u32: MAX_NODES nodes of MAX_NODE_IO outputs.
+        readers.starts.push(start as u32);
+        readers.counts.resize(start + n.output.len(), 0);
+        for (k, o) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
+            if producer.insert(o, (i, start + k)).is_some() || scope.vars.contains_key(o.as_str()) {
                 return Err(format!(
                     "value '{o}' is defined twice ({} defines it again)",
                     node_label(n)
@@ -167,8 +185,9 @@ pub(super) fn topo_order(
                 return Ok(());
             }
             match producer.get(name) {
-                Some(&p) => {
+                Some(&(p, slot)) => {
                     in_order &= p < i;
+                    readers.counts[slot] += 1;
                     Ok(())
                 }
                 None if scope.get(name).is_some() => Ok(()),
@@ -183,10 +202,11 @@ pub(super) fn topo_order(
         }
     }
     if in_order {
-        return Ok((0..nodes.len()).collect());
+        return Ok(((0..nodes.len()).collect(), readers));
     }
     // The subgraphs looked at so far are looked at again below: counted once.
     work.set(work_before);
+    readers.counts.iter_mut().for_each(|c| *c = 0);
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
@@ -195,9 +215,10 @@ pub(super) fn topo_order(
                 return Ok(());
             }
             match producer.get(name) {
-                Some(&p) => {
+                Some(&(p, slot)) => {
                     deps[i].push(p);
                     users[p].push(i);
+                    readers.counts[slot] += 1;
                     Ok(())
                 }
                 None if scope.get(name).is_some() => Ok(()),
@@ -230,5 +251,5 @@ pub(super) fn topo_order(
             node_label(&nodes[stuck])
         ));
     }
-    Ok(order)
+    Ok((order, readers))
 }

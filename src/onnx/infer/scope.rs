@@ -17,6 +17,8 @@ pub(super) struct Scope<'p> {
 pub(super) struct Vars {
     index: HashMap<String, u32>,
     facts: Vec<Fact>,
+    /// Readers left per fact, for those counted ([`Vars::track`]).
+    readers: Vec<u32>,
 }
 
 impl Vars {
@@ -46,12 +48,86 @@ impl Vars {
     pub(super) fn contains_key(&self, name: &str) -> bool {
         self.index.contains_key(name)
     }
+
+    /// Counts down `name`'s readers from `readers` (see [`Vars::release`]).
+    pub(super) fn track(&mut self, name: &str, readers: u32) {
+        if let Some(&i) = self.index.get(name) {
+            let i = i as usize;
+            if self.readers.len() <= i {
+                self.readers.resize(i + 1, UNTRACKED);
+            }
+            self.readers[i] = readers;
+            if readers == 0 {
+                self.facts[i] = Fact::unknown();
+            }
+        }
+    }
+
+    /// One read of `name` done: once its last tracked reader has read it,
+    /// its fact (a shape, a constant's values) is let go.
+    pub(super) fn release(&mut self, name: &str) {
+        let Some(&i) = self.index.get(name) else {
+            return;
+        };
+        let i = i as usize;
+        match self.readers.get_mut(i) {
+            Some(n) if *n != UNTRACKED && *n > 0 => {
+                *n -= 1;
+                if *n == 0 {
+                    self.facts[i] = Fact::unknown();
+                }
+            }
+            _ => {}
+        }
+    }
 }
+
+/// A value whose readers are not counted (a graph input, an initializer,
+/// a value inside a function call): kept to the end.
+const UNTRACKED: u32 = u32::MAX;
 
 impl Scope<'_> {
     pub(super) fn get(&self, name: &str) -> Option<&Fact> {
         self.vars
             .get(name)
             .or_else(|| self.parent.and_then(|p| p.get(name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{DType, Dim};
+
+    #[test]
+    fn a_fact_is_let_go_after_its_last_counted_reader() {
+        let shaped = || {
+            Fact::tensor(
+                Some(DType::Float32),
+                Some(vec![Dim::Known(2), Dim::Known(3)]),
+            )
+        };
+        let mut vars = Vars::default();
+        vars.insert("input".into(), shaped());
+        vars.insert("a".into(), shaped());
+        vars.insert("b".into(), shaped());
+        vars.insert("unread".into(), shaped());
+        // `a` has two readers, `b` one; `input` is not counted.
+        vars.track("a", 2);
+        vars.track("b", 1);
+        vars.track("unread", 0);
+        assert_eq!(vars.get("unread"), Some(&Fact::unknown()));
+        vars.release("a");
+        assert_eq!(vars.get("a"), Some(&shaped()));
+        vars.release("b");
+        assert_eq!(vars.get("b"), Some(&Fact::unknown()));
+        vars.release("a");
+        assert_eq!(vars.get("a"), Some(&Fact::unknown()));
+        // Reads past the count, and of uncounted values, change nothing.
+        vars.release("a");
+        vars.release("input");
+        vars.release("nothing");
+        assert_eq!(vars.get("input"), Some(&shaped()));
+        assert!(vars.contains_key("a"));
     }
 }
