@@ -26,7 +26,7 @@ pub struct FusedGroup {
 
 fn bytes_of(t: &TensorFact) -> u64 {
     let mut n: u64 = 1;
-    for d in &t.shape {
+    for d in t.shape.iter() {
         n = n.saturating_mul(d.known().unwrap_or(0));
     }
     n.saturating_mul(t.dtype.bits()).div_ceil(8)

@@ -48,7 +48,7 @@ pub fn parameters(inputs: &[Option<TensorFact>]) -> Vec<&TensorFact> {
 /// `None` when a size is unknown or too large.
 pub fn size_of(t: &TensorFact) -> Option<(u64, u64)> {
     let mut n: u64 = 1;
-    for d in &t.shape {
+    for d in t.shape.iter() {
         n = n.checked_mul(d.known()?)?;
     }
     let bytes = n.checked_mul(t.dtype.bits())?.div_ceil(8);

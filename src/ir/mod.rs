@@ -197,7 +197,8 @@ impl fmt::Display for DType {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorFact {
     pub dtype: DType,
-    pub shape: Vec<Dim>,
+    /// Shared: a layer's copy of its tensors shares their dimensions.
+    pub shape: std::sync::Arc<[Dim]>,
     pub constant: bool,
     /// The value's name in the model, when known: it links producers to
     /// consumers (fusion needs that). Shared: a layer's copy of its
@@ -245,7 +246,7 @@ impl TensorFact {
     pub fn new(dtype: DType, shape: Vec<Dim>) -> Self {
         Self {
             dtype,
-            shape,
+            shape: shape.into(),
             constant: false,
             name: None,
             nonzeros: None,
@@ -583,7 +584,7 @@ fn symbols_of(node: &Node, out: &mut BTreeSet<String>) {
         .iter()
         .chain(&node.outputs)
         .flatten()
-        .flat_map(|t| &t.shape)
+        .flat_map(|t| t.shape.iter())
         .chain(node.bodies.iter().map(|b| &b.repeats));
     for d in dims {
         if let Dim::Sym(s) = d {
@@ -692,8 +693,10 @@ impl Graph {
                 .chain(node.outputs.iter_mut())
                 .flatten()
             {
-                for d in &mut t.shape {
-                    *d = d.bind(&values);
+                // Shared with copies of the fact: replaced only where a
+                // symbol is bound.
+                if t.shape.iter().any(|d| matches!(d, Dim::Sym(_))) {
+                    t.shape = t.shape.iter().map(|d| d.bind(&values)).collect();
                 }
             }
         };
@@ -739,7 +742,7 @@ impl Graph {
             .flat_map(|n| n.inputs.iter().chain(&n.outputs))
             .flatten()
         {
-            for d in &t.shape {
+            for d in t.shape.iter() {
                 if let Dim::Sym(s) = d {
                     own.extend(s.symbols());
                 }

@@ -323,7 +323,7 @@ fn infer_outputs(
     let attrs: Vec<AttributeProto> = input.attrs.iter().map(|(k, v)| attribute(k, v)).collect();
     let facts: Vec<Option<Fact>> = inputs
         .iter()
-        .map(|t| t.as_ref().map(|t| Fact::new(t.dtype, t.shape.clone())))
+        .map(|t| t.as_ref().map(|t| Fact::new(t.dtype, t.shape.to_vec())))
         .collect();
     let n_out = rule
         .outputs

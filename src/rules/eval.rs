@@ -361,7 +361,7 @@ fn nonzeros_of(t: &TensorFact, n: i64, opts: CountOptions) -> i64 {
 
 pub(crate) fn tensor_counts(t: &TensorFact, name: &str) -> Result<(i64, i64), EvalError> {
     let mut n: i64 = 1;
-    for d in &t.shape {
+    for d in t.shape.iter() {
         n = n.checked_mul(dim_value(d, name)?).ok_or_else(|| {
             EvalError::Binding(format!("{name}: element count overflows 64 bits"))
         })?;
@@ -693,7 +693,7 @@ impl CostRule {
                     t.constant as u64,
                     t.nonzeros.unwrap_or(u64::MAX),
                 ]);
-                for d in &t.shape {
+                for d in t.shape.iter() {
                     k.push(d.known()?);
                 }
             }

@@ -23,7 +23,7 @@ pub(super) fn tensor_of(
     };
     Ok(TensorFact {
         dtype,
-        shape,
+        shape: shape.into(),
         constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
         name: Some(name.into()),
         nonzeros: None,
