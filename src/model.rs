@@ -225,12 +225,7 @@ impl Model {
                 g.clone()
             }
             Source::Onnx(m) => {
-                let opts = InferOptions {
-                    dims: dims.clone(),
-                    inputs: inputs.clone(),
-                    nodes_only: true,
-                    values_only: false,
-                };
+                let opts = infer_options(dims, inputs, true, false);
                 crate::onnx::infer::infer_graph(m, taken, &opts, fold)?
             }
         };
@@ -289,7 +284,7 @@ impl Model {
     pub fn into_estimate(mut self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
         let taken = match &mut self.source {
-            Source::Onnx(m) => m.model.graph.as_mut().map(|g| std::mem::take(&mut g.node)),
+            Source::Onnx(m) => take_nodes(m),
             Source::Trace(_) => None,
         };
         let graph = self.prepare(opts, &rules, taken)?;
@@ -423,21 +418,8 @@ impl Model {
                 )));
             }
         };
-        let opts = InferOptions {
-            dims: dims.clone(),
-            inputs: inputs.clone(),
-            nodes_only: false,
-            values_only: listed,
-        };
-        let taken = listed
-            .then(|| {
-                model
-                    .model
-                    .graph
-                    .as_mut()
-                    .map(|g| std::mem::take(&mut g.node))
-            })
-            .flatten();
+        let opts = infer_options(dims, inputs, false, listed);
+        let taken = if listed { take_nodes(&mut model) } else { None };
         let inferred = match taken {
             Some(nodes) => crate::onnx::infer::infer_taken(&model, nodes, &opts)?,
             None => crate::onnx::infer::infer(&model, &opts)?,
@@ -717,13 +699,31 @@ fn infer(
     inputs: &BTreeMap<String, Vec<u64>>,
     nodes_only: bool,
 ) -> Result<Inferred> {
-    let opts = InferOptions {
+    crate::onnx::infer::infer(model, &infer_options(dims, inputs, nodes_only, false))
+}
+
+fn infer_options(
+    dims: &BTreeMap<String, i64>,
+    inputs: &BTreeMap<String, Vec<u64>>,
+    nodes_only: bool,
+    values_only: bool,
+) -> InferOptions {
+    InferOptions {
         dims: dims.clone(),
         inputs: inputs.clone(),
         nodes_only,
-        values_only: false,
-    };
-    crate::onnx::infer::infer(model, &opts)
+        values_only,
+    }
+}
+
+/// The main graph's nodes, taken out of `model` (its graph then holds
+/// none) to be dropped one by one as inference goes.
+fn take_nodes(model: &mut OnnxModel) -> Option<Vec<crate::proto::NodeProto>> {
+    model
+        .model
+        .graph
+        .as_mut()
+        .map(|g| std::mem::take(&mut g.node))
 }
 
 /// Refuses a `--dim` for a name the model does not have (a typo would

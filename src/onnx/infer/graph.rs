@@ -251,7 +251,7 @@ pub fn infer_graph(
     opts: &InferOptions,
     fold: bool,
 ) -> Result<ir::Graph> {
-    let mut level = graph::Level::new(HashSet::default(), fold);
+    let mut level = Level::new(HashSet::default(), fold);
     let inferred = infer_nodes(model, taken, opts, Some(&mut level))?;
     let (mut graph, _) = level.finish(inferred.outputs, "");
     graph.bounds = inferred.bounds;
@@ -276,7 +276,7 @@ impl Records for Vec<InferredNode> {
     }
 }
 
-impl Records for graph::Level {
+impl Records for Level {
     fn reserve(&mut self, _: usize) {}
     /// The pass-through records of function calls define values, not
     /// layers: the graph never holds them.

@@ -135,18 +135,17 @@ pub(super) fn node_uses(
     Ok(())
 }
 
-/// Node indices in an order where every value is defined before use: the
-/// file's order wherever it is already valid (the ready node earliest in the
-/// file goes first), so reports list layers as Netron and profilers do.
 /// How many times the graph's nodes read each node output (inputs and
 /// subgraphs' captures, as [`node_uses`] lists them): the `k`-th output
 /// of node `p` is `counts[starts[p] + k]`.
-#[derive(Default)]
 pub(super) struct Readers {
     pub(super) starts: Vec<u32>,
     pub(super) counts: Vec<u32>,
 }
 
+/// Node indices in an order where every value is defined before use: the
+/// file's order wherever it is already valid (the ready node earliest in the
+/// file goes first), so reports list layers as Netron and profilers do.
 pub(super) fn topo_order(
     nodes: &[NodeProto],
     scope: &Scope,
@@ -179,56 +178,21 @@ pub(super) fn topo_order(
     // without building the dependency lists.
     let mut in_order = true;
     let work_before = work.get();
-    for (i, n) in nodes.iter().enumerate() {
-        node_uses(n, depth, work, |name| {
-            if name.is_empty() {
-                return Ok(());
-            }
-            match producer.get(name) {
-                Some(&(p, slot)) => {
-                    in_order &= p < i;
-                    readers.counts[slot] += 1;
-                    Ok(())
-                }
-                None if scope.get(name).is_some() => Ok(()),
-                None => Err(format!(
-                    "{} reads '{name}', which nothing produces",
-                    node_label(n)
-                )),
-            }
-        })?;
-        if !in_order {
-            break;
-        }
-    }
+    each_read(nodes, &producer, scope, depth, work, |i, p, slot| {
+        in_order &= p < i;
+        readers.counts[slot] += 1;
+    })?;
     if in_order {
         return Ok(((0..nodes.len()).collect(), readers));
     }
-    // The subgraphs looked at so far are looked at again below: counted once.
+    // The subgraphs looked at above are looked at again: counted once.
     work.set(work_before);
-    readers.counts.iter_mut().for_each(|c| *c = 0);
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        node_uses(n, depth, work, |name| {
-            if name.is_empty() {
-                return Ok(());
-            }
-            match producer.get(name) {
-                Some(&(p, slot)) => {
-                    deps[i].push(p);
-                    users[p].push(i);
-                    readers.counts[slot] += 1;
-                    Ok(())
-                }
-                None if scope.get(name).is_some() => Ok(()),
-                None => Err(format!(
-                    "{} reads '{name}', which nothing produces",
-                    node_label(n)
-                )),
-            }
-        })?;
-    }
+    each_read(nodes, &producer, scope, depth, work, |i, p, _| {
+        deps[i].push(p);
+        users[p].push(i);
+    })?;
     let mut pending: Vec<usize> = deps.iter().map(Vec::len).collect();
     let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..nodes.len())
         .filter(|&i| pending[i] == 0)
@@ -252,4 +216,36 @@ pub(super) fn topo_order(
         ));
     }
     Ok((order, readers))
+}
+
+/// Calls `read(i, p, slot)` for each value node `i` reads that node `p`
+/// makes (its output `slot` of all the graph's outputs); a value nothing
+/// makes, here or in an enclosing scope, is an error naming its reader.
+fn each_read(
+    nodes: &[NodeProto],
+    producer: &HashMap<&str, (usize, usize)>,
+    scope: &Scope,
+    depth: usize,
+    work: &Cell<u64>,
+    mut read: impl FnMut(usize, usize, usize),
+) -> std::result::Result<(), String> {
+    for (i, n) in nodes.iter().enumerate() {
+        node_uses(n, depth, work, |name| {
+            if name.is_empty() {
+                return Ok(());
+            }
+            match producer.get(name) {
+                Some(&(p, slot)) => {
+                    read(i, p, slot);
+                    Ok(())
+                }
+                None if scope.get(name).is_some() => Ok(()),
+                None => Err(format!(
+                    "{} reads '{name}', which nothing produces",
+                    node_label(n)
+                )),
+            }
+        })?;
+    }
+    Ok(())
 }
