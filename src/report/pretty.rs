@@ -120,14 +120,7 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T, capacity: usize) -> String {
 /// What [`stream`]'s users are held to in tests.
 #[cfg(test)]
 pub fn to_writer<T: Serialize + ?Sized>(value: &T, w: &mut dyn Write) -> io::Result<()> {
-    let mut chunks = Chunked {
-        buf: Vec::with_capacity(CHUNK + 4096),
-        out: w,
-    };
-    let mut ser = serde_json::Serializer::with_formatter(&mut chunks, Pretty::default());
-    value.serialize(&mut ser).map_err(io_error)?;
-    chunks.buf.push(b'\n');
-    chunks.out.write_all(&chunks.buf)
+    stream(w, |c| c.value(value, 0))
 }
 
 /// The writer's own error, with its kind (a closed pipe ends the output
