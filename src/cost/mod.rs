@@ -168,7 +168,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
     for l in &layers {
         let row = match summary
             .iter_mut()
-            .position(|s| s.op == l.op && s.domain == l.domain)
+            .position(|s| s.op == l.op && crate::ir::same_domain(&s.domain, &l.domain))
         {
             Some(i) => &mut summary[i],
             None => {

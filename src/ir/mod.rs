@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use dim::SymInt;
-pub use domain::{DEFAULT_DOMAIN, domain_key, domain_shown, qualified};
+pub use domain::{
+    DEFAULT_DOMAIN, domain_key, domain_shown, imported_opset, qualified, same_domain,
+};
 pub use limits::*;
 
 pub mod dim;

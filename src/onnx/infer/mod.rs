@@ -409,7 +409,7 @@ impl<'m> Walker<'m> {
         self.charge(1)?;
         let op = n.op_type.clone().unwrap_or_default();
         let domain = domain_key(n.domain.as_deref().unwrap_or("")).to_string();
-        let opset = opsets.get(&domain).copied().unwrap_or(1);
+        let opset = crate::ir::imported_opset(opsets, &domain).unwrap_or(1);
         // One copy of each input's fact: it goes to the shape function and
         // comes back for the node's record.
         let facts: Vec<Option<Fact>> = n
