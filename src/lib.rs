@@ -62,6 +62,14 @@ pub use ir::dim;
 pub use model::{Estimate, EstimateOptions, Model, Shapes};
 pub use report::ReportOptions;
 
+/// Whether a second thread can run beside this one: large models share a
+/// few independent pieces of work (folded layers' costs, JSON rows) with
+/// one when it can, for the same result.
+pub(crate) fn two_cores() -> bool {
+    static TWO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
 /// Runs the `c3` command line on the process's arguments, writes its output
 /// and errors, and returns the exit code: the whole of the `c3` binary.
 /// The flags themselves are not public API; call [`Model`] from code.

@@ -157,11 +157,41 @@ struct Collected {
 /// Applies the rules to every node, in order; subgraphs (If branches, Loop
 /// and Scan bodies) are costed where their node stands.
 pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<CostReport> {
+    // The folded layers are costed on a second thread when there are many.
+    if graph.folded_nodes.len() >= 1024 && crate::two_cores() {
+        return std::thread::scope(|s| {
+            let folded = s.spawn(|| folded_costs(graph, rules, opts));
+            let main = level_costs(graph, rules, opts);
+            let folded = folded
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            finish(graph, main?, folded?)
+        });
+    }
+    let main = level_costs(graph, rules, opts)?;
+    finish(graph, main, folded_costs(graph, rules, opts)?)
+}
+
+/// The main level's layers, fused groups and what the walk collected.
+fn level_costs(
+    graph: &Graph,
+    rules: &RuleSet,
+    opts: CountOptions,
+) -> Result<(Vec<LayerCost>, Vec<FusedGroup>, Collected)> {
     let mut acc = Collected {
         unsupported: Vec::new(),
         skipped: Vec::new(),
     };
-    let (mut layers, mut fusions) = cost_graph(graph, rules, opts, &mut acc)?;
+    let (layers, fusions) = cost_graph(graph, rules, opts, &mut acc)?;
+    Ok((layers, fusions, acc))
+}
+
+/// The report of [`estimate`] from the main level's costs and the folded ones.
+fn finish(
+    graph: &Graph,
+    (mut layers, mut fusions, acc): (Vec<LayerCost>, Vec<FusedGroup>, Collected),
+    folded: Vec<LayerCost>,
+) -> Result<CostReport> {
     number_groups(&mut fusions, &mut layers);
     let total = totals_of(&layers)?;
     let mut summary: Vec<OpSummary> = Vec::new();
@@ -190,7 +220,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         fusions,
         skipped: acc.skipped,
         assumed: graph.assumed.clone(),
-        folded: folded_costs(graph, rules, opts)?,
+        folded,
         peak: memory::Peak::default(),
     };
     weights::tally(graph, &mut report)?;
@@ -635,4 +665,40 @@ fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Re
         fused: None,
         runs: 1,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With more than a thousand folded layers, their costs are worked out
+    /// on a second thread: the report must be the one worked out on one.
+    #[test]
+    fn folded_layers_costed_beside_the_main_level_give_the_same_report() {
+        let layer = |i: usize| {
+            format!(
+                r#"{{"op": "{}", "inputs": [{{"shape": [1, {i}]}}], "outputs": [{{"shape": [1, {i}]}}]}}"#,
+                ["Relu", "Sigmoid", "Neg"][i % 3]
+            )
+        };
+        let layers: Vec<String> = (1..=1500).map(layer).collect();
+        let trace = format!(r#"{{"layers": [{}]}}"#, layers.join(","));
+        let mut graph = crate::trace::parse_trace(trace.as_bytes(), "inline").unwrap();
+        graph.folded_nodes = graph.nodes.iter().rev().cloned().collect();
+        let rules = RuleSet::builtin().unwrap();
+        let opts = CountOptions::default();
+        let report = estimate(&graph, &rules, opts).unwrap();
+        let one_thread = finish(
+            &graph,
+            level_costs(&graph, &rules, opts).unwrap(),
+            folded_costs(&graph, &rules, opts).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(report, one_thread);
+        // The folded list holds all 1,500 layers, last first: layer 1,500
+        // is a Relu on 1 x 1500, one max per element.
+        assert_eq!(report.folded.len(), 1500);
+        assert_eq!(report.folded[0].name, report.layers[1499].name);
+        assert_eq!(report.folded[0].flops, 1500);
+    }
 }

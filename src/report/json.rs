@@ -468,10 +468,10 @@ fn rows(c: &mut Chunked<'_>, layers: &[LayerJ<'_>], level: usize) -> io::Result<
         return c.write_all(b"[]");
     }
     c.write_all(b"[")?;
-    for (i, l) in layers.iter().enumerate() {
+    c.items(layers, |c, i, l| {
         c.item(level + 1, i == 0)?;
-        row(c, l, level + 1)?;
-    }
+        row(c, l, level + 1)
+    })?;
     c.close(level, b"]")
 }
 
