@@ -157,19 +157,28 @@ struct Collected {
 /// Applies the rules to every node, in order; subgraphs (If branches, Loop
 /// and Scan bodies) are costed where their node stands.
 pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<CostReport> {
+    let producers = weights::producers(graph);
+    let folded = || -> Result<Vec<LayerCost>> {
+        let mut folded = folded_costs(graph, rules, opts)?;
+        weights::tally_layers(&producers, &mut folded);
+        Ok(folded)
+    };
     // The folded layers are costed on a second thread when there are many.
     if graph.folded_nodes.len() >= 1024 && crate::two_cores() {
         return std::thread::scope(|s| {
-            let folded = s.spawn(|| folded_costs(graph, rules, opts));
-            let main = level_costs(graph, rules, opts);
+            let folded = s.spawn(folded);
+            let main = level_costs(graph, rules, opts)
+                .and_then(|main| finish(graph, &producers, main, Vec::new()));
             let folded = folded
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            finish(graph, main?, folded?)
+            let mut report = main?;
+            report.folded = folded?;
+            Ok(report)
         });
     }
     let main = level_costs(graph, rules, opts)?;
-    finish(graph, main, folded_costs(graph, rules, opts)?)
+    finish(graph, &producers, main, folded()?)
 }
 
 /// The main level's layers, fused groups and what the walk collected.
@@ -189,6 +198,7 @@ fn level_costs(
 /// The report of [`estimate`] from the main level's costs and the folded ones.
 fn finish(
     graph: &Graph,
+    producers: &weights::Producers<'_>,
     (mut layers, mut fusions, acc): (Vec<LayerCost>, Vec<FusedGroup>, Collected),
     folded: Vec<LayerCost>,
 ) -> Result<CostReport> {
@@ -223,7 +233,7 @@ fn finish(
         folded,
         peak: memory::Peak::default(),
     };
-    weights::tally(graph, &mut report)?;
+    weights::tally(producers, &mut report)?;
     report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
     Ok(report)
 }
@@ -688,12 +698,11 @@ mod tests {
         let rules = RuleSet::builtin().unwrap();
         let opts = CountOptions::default();
         let report = estimate(&graph, &rules, opts).unwrap();
-        let one_thread = finish(
-            &graph,
-            level_costs(&graph, &rules, opts).unwrap(),
-            folded_costs(&graph, &rules, opts).unwrap(),
-        )
-        .unwrap();
+        let producers = weights::producers(&graph);
+        let mut folded = folded_costs(&graph, &rules, opts).unwrap();
+        weights::tally_layers(&producers, &mut folded);
+        let main = level_costs(&graph, &rules, opts).unwrap();
+        let one_thread = finish(&graph, &producers, main, folded).unwrap();
         assert_eq!(report, one_thread);
         // The folded list holds all 1,500 layers, last first: layer 1,500
         // is a Relu on 1 x 1500, one max per element.

@@ -87,7 +87,7 @@ pub fn size_error(node: &str, op: &str, t: &TensorFact) -> Error {
 /// The constants folded nodes produce, by name, with the node: a constant
 /// made at load time from parameters (a Cast, a Transpose, a Gather of an
 /// initializer) counts as the parameters it is made from.
-type Producers<'a> = FxHashMap<&'a str, &'a Node>;
+pub(super) type Producers<'a> = FxHashMap<&'a str, &'a Node>;
 
 fn folded_producers<'a>(graph: &'a Graph, out: &mut Producers<'a>) {
     for n in &graph.folded_nodes {
@@ -185,19 +185,26 @@ fn check(l: &LayerCost, list: &[&TensorFact]) -> Result<()> {
     Ok(())
 }
 
-/// Sets every layer's parameters, and those of the total and of each
-/// summary row: the distinct tensors their layers read.
-pub fn tally(graph: &Graph, report: &mut CostReport) -> Result<()> {
+/// The constants folded nodes produce, for [`tally`] and [`tally_layers`].
+pub(super) fn producers(graph: &Graph) -> Producers<'_> {
     let mut producers = Producers::default();
     folded_producers(graph, &mut producers);
+    producers
+}
+
+/// Sets every layer's parameters, and those of the total and of each
+/// summary row: the distinct tensors their layers read. The skipped
+/// branches' layers get their own ([`tally_layers`]); the folded ones are
+/// left to the caller.
+pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Result<()> {
     let mut total = Distinct::default();
     let mut by_type: FxHashMap<(&str, &str), Distinct> = FxHashMap::default();
     let mut per_layer = Vec::with_capacity(report.layers.len());
     for l in &report.layers {
-        let list = layer_sources(&l.inputs, &producers);
+        let list = layer_sources(&l.inputs, producers);
         check(l, &list)?;
         let mut own = Distinct::default();
-        let row = by_type.entry((&l.op, &l.domain)).or_default();
+        let row = by_type.entry(type_key(&l.op, &l.domain)).or_default();
         for t in list {
             own.add(t);
             total.add(t);
@@ -210,7 +217,7 @@ pub fn tally(graph: &Graph, report: &mut CostReport) -> Result<()> {
         .iter()
         .map(|s| {
             by_type
-                .get(&(s.op.as_str(), s.domain.as_str()))
+                .get(&type_key(&s.op, &s.domain))
                 .map_or((0, 0), |d| (d.params, d.bytes))
         })
         .collect();
@@ -226,12 +233,25 @@ pub fn tally(graph: &Graph, report: &mut CostReport) -> Result<()> {
     }
     report.total.params = params;
     report.total.weight_bytes = bytes;
-    let skipped = report.skipped.iter_mut().flat_map(|b| &mut b.layers);
-    for l in report.folded.iter_mut().chain(skipped) {
-        let list = layer_sources(&l.inputs, &producers);
+    for b in &mut report.skipped {
+        tally_layers(producers, &mut b.layers);
+    }
+    Ok(())
+}
+
+/// An operator type's key: the shown domain, never `""` (see
+/// `crate::ir::same_domain`).
+fn type_key<'s>(op: &'s str, domain: &'s str) -> (&'s str, &'s str) {
+    (op, crate::ir::domain_shown(domain))
+}
+
+/// Gives layers that are not in the totals (folded, skipped) their own
+/// parameters.
+pub(super) fn tally_layers(producers: &Producers<'_>, layers: &mut [LayerCost]) {
+    for l in layers {
+        let list = layer_sources(&l.inputs, producers);
         let mut own = Distinct::default();
         list.into_iter().for_each(|t| own.add(t));
         (l.params, l.weight_bytes) = (own.params, own.bytes);
     }
-    Ok(())
 }
