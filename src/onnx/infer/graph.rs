@@ -251,38 +251,8 @@ pub fn infer_graph(
     opts: &InferOptions,
     fold: bool,
 ) -> Result<ir::Graph> {
-    let nodes = taken.as_ref().map_or_else(
-        || model.model.graph.as_ref().map_or(0, |g| g.node.len()),
-        Vec::len,
-    );
-    let (inferred, level) = if nodes >= PIPED_FROM && crate::two_cores() {
-        std::thread::scope(|s| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<InferredNode>>(8);
-            let builder = s.spawn(move || {
-                let mut level = Level::new(HashSet::default(), fold);
-                for batch in rx {
-                    batch.into_iter().for_each(|n| level.record(n));
-                }
-                level
-            });
-            let mut piped = Piped {
-                tx,
-                batch: Vec::with_capacity(BATCH),
-            };
-            let inferred = infer_nodes(model, taken, opts, Some(&mut piped));
-            piped.send();
-            drop(piped);
-            let level = builder
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (inferred, level)
-        })
-    } else {
-        let mut level = Level::new(HashSet::default(), fold);
-        let inferred = infer_nodes(model, taken, opts, Some(&mut level));
-        (inferred, level)
-    };
-    let inferred = inferred?;
+    let mut level = Level::new(HashSet::default(), fold);
+    let inferred = infer_nodes(model, taken, opts, Some(&mut level))?;
     let (mut graph, _) = level.finish(inferred.outputs, "");
     graph.bounds = inferred.bounds;
     graph.input_symbols = inferred.input_symbols;
@@ -303,38 +273,6 @@ impl Records for Vec<InferredNode> {
     }
     fn record(&mut self, node: InferredNode) {
         self.push(node);
-    }
-}
-
-/// Main graphs of this many nodes are built on a second thread, when there
-/// is one, while inference goes on: [`Piped`] hands it the records.
-const PIPED_FROM: usize = 4096;
-/// Records handed over at a time.
-const BATCH: usize = 64;
-
-/// Records sent, a batch at a time, to the thread that builds the graph
-/// level: the same nodes in the same order as recording them here.
-struct Piped {
-    tx: std::sync::mpsc::SyncSender<Vec<InferredNode>>,
-    batch: Vec<InferredNode>,
-}
-
-impl Piped {
-    fn send(&mut self) {
-        let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
-        // The builder only stops early by panicking, which its join
-        // passes on.
-        let _ = self.tx.send(batch);
-    }
-}
-
-impl Records for Piped {
-    fn reserve(&mut self, _: usize) {}
-    fn record(&mut self, node: InferredNode) {
-        self.batch.push(node);
-        if self.batch.len() == BATCH {
-            self.send();
-        }
     }
 }
 

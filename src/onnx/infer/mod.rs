@@ -876,7 +876,7 @@ fn infer_nodes(
     model: &OnnxModel,
     taken: Option<Vec<NodeProto>>,
     opts: &InferOptions,
-    level: Option<&mut dyn Records>,
+    level: Option<&mut graph::Level>,
 ) -> Result<Inferred> {
     let bad = |m: String| Error::Input {
         path: model.path.clone(),
