@@ -36,20 +36,29 @@ pub struct Peak {
 }
 
 /// One node in model order (bodies after their node) with its live bytes.
-struct Row {
-    name: String,
-    op: String,
+pub(super) struct Row<'a> {
+    name: &'a str,
+    op: &'a str,
     live: u64,
 }
 
 /// Computes every node's live bytes, gives the costed layers theirs, and
 /// returns the peak.
 pub fn apply(graph: &Graph, skipped: &[SkippedBranch], layers: &mut [LayerCost]) -> Result<Peak> {
+    Ok(assign(&rows(graph, skipped)?, layers))
+}
+
+/// Every node's live bytes, the branches in `skipped` left out.
+pub(super) fn rows<'a>(graph: &'a Graph, skipped: &[SkippedBranch]) -> Result<Vec<Row<'a>>> {
     let skip: HashSet<(&str, &str)> = skipped
         .iter()
         .map(|b| (b.node.as_str(), b.branch.as_str()))
         .collect();
-    let rows = walk(graph, 0, &HashSet::new(), &skip)?;
+    walk(graph, 0, &HashSet::new(), &skip)
+}
+
+/// Gives the costed layers their rows' live bytes; returns the peak.
+pub(super) fn assign(rows: &[Row<'_>], layers: &mut [LayerCost]) -> Peak {
     // The costed layers are the rows in the same order, less the nodes
     // with no rule.
     let mut at = 0;
@@ -62,16 +71,16 @@ pub fn apply(graph: &Graph, skipped: &[SkippedBranch], layers: &mut [LayerCost])
             }
         }
     }
-    let mut peak = Peak::default();
-    for r in &rows {
-        if peak.at.is_none() || r.live > peak.bytes {
-            peak = Peak {
-                bytes: r.live,
-                at: Some(r.name.clone()),
-            };
+    let mut peak: Option<&Row> = None;
+    for r in rows {
+        if peak.is_none_or(|p| r.live > p.live) {
+            peak = Some(r);
         }
     }
-    Ok(peak)
+    peak.map_or_else(Peak::default, |r| Peak {
+        bytes: r.live,
+        at: Some(r.name.to_string()),
+    })
 }
 
 /// A tensor's lifetime at one graph level: node indices, both inclusive.
@@ -92,12 +101,12 @@ fn bytes_of(node: &Node, t: &TensorFact) -> Result<u64> {
 
 /// The rows of one graph level, `base` bytes live around it; `outer` names
 /// the values of enclosing graphs (counted there).
-fn walk(
-    graph: &Graph,
+fn walk<'a>(
+    graph: &'a Graph,
     base: u64,
     outer: &HashSet<String>,
     skip: &HashSet<(&str, &str)>,
-) -> Result<Vec<Row>> {
+) -> Result<Vec<Row<'a>>> {
     let n = graph.nodes.len();
     let mut lives: FxHashMap<&str, Life> = FxHashMap::default();
     // Bytes live at one node only (tensors with no name).
@@ -160,8 +169,8 @@ fn walk(
         let here = u64::try_from(live + u128::from(only[i]) + u128::from(base)).unwrap_or(u64::MAX);
         live -= ends[i];
         rows.push(Row {
-            name: node.name.clone(),
-            op: node.op.clone(),
+            name: &node.name,
+            op: &node.op,
             live: here,
         });
         for b in &node.bodies {

@@ -163,22 +163,28 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         weights::tally_layers(&producers, &mut folded);
         Ok(folded)
     };
-    // The folded layers are costed on a second thread when there are many.
+    // The folded layers are costed on a second thread when there are many;
+    // so are the live bytes, when no branch can be left out (no subgraph).
     if graph.folded_nodes.len() >= 1024 && crate::two_cores() {
+        let flat = graph.nodes.iter().all(|n| n.bodies.is_empty());
         return std::thread::scope(|s| {
-            let folded = s.spawn(folded);
+            let side = s.spawn(|| (folded(), flat.then(|| memory::rows(graph, &[]))));
             let main = level_costs(graph, rules, opts)
                 .and_then(|main| finish(graph, &producers, main, Vec::new()));
-            let folded = folded
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let (folded, rows) = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             let mut report = main?;
+            report.peak = match rows {
+                Some(rows) => memory::assign(&rows?, &mut report.layers),
+                None => memory::apply(graph, &report.skipped, &mut report.layers)?,
+            };
             report.folded = folded?;
             Ok(report)
         });
     }
     let main = level_costs(graph, rules, opts)?;
-    finish(graph, &producers, main, folded()?)
+    let mut report = finish(graph, &producers, main, folded()?)?;
+    report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
+    Ok(report)
 }
 
 /// The main level's layers, fused groups and what the walk collected.
@@ -195,7 +201,8 @@ fn level_costs(
     Ok((layers, fusions, acc))
 }
 
-/// The report of [`estimate`] from the main level's costs and the folded ones.
+/// The report of [`estimate`] from the main level's costs and the folded
+/// ones, all but the live bytes.
 fn finish(
     graph: &Graph,
     producers: &weights::Producers<'_>,
@@ -234,7 +241,6 @@ fn finish(
         peak: memory::Peak::default(),
     };
     weights::tally(producers, &mut report)?;
-    report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
     Ok(report)
 }
 
@@ -702,7 +708,8 @@ mod tests {
         let mut folded = folded_costs(&graph, &rules, opts).unwrap();
         weights::tally_layers(&producers, &mut folded);
         let main = level_costs(&graph, &rules, opts).unwrap();
-        let one_thread = finish(&graph, &producers, main, folded).unwrap();
+        let mut one_thread = finish(&graph, &producers, main, folded).unwrap();
+        one_thread.peak = memory::apply(&graph, &[], &mut one_thread.layers).unwrap();
         assert_eq!(report, one_thread);
         // The folded list holds all 1,500 layers, last first: layer 1,500
         // is a Relu on 1 x 1500, one max per element.
