@@ -43,6 +43,10 @@ pub const SKIP_BYTES: u64 = 8 * MAX_VALUE_ELEMENTS as u64;
 /// protobuf allows, unused by ONNX.
 const STORED_FIELD: u64 = 536_870_911;
 
+/// The first byte of a stored payload's tag (field [`STORED_FIELD`],
+/// length-delimited), as a varint.
+const STORED_TAG_FIRST_BYTE: u8 = (((STORED_FIELD << 3) | 2) as u8 & 0x7f) | 0x80;
+
 /// Reads ahead of a record grow to this many bytes while records follow one
 /// another.
 const MAX_CHUNK: usize = 256 << 10;
@@ -244,6 +248,19 @@ impl<S: Source + ?Sized> Input<'_, S> {
         }
     }
 
+    /// Whether the `len` bytes of a record `head` bytes past the cursor may
+    /// hold a stored-payload field (they hold the first byte of its tag, or
+    /// are not all there): a record no larger than [`SKIP_BYTES`] holds no
+    /// payload to leave out, and without that field it is skimmed as it is.
+    fn may_hold_stored(&mut self, head: u64, len: u64) -> io::Result<bool> {
+        let (head, len) = (head as usize, len as usize);
+        self.fill(head + len)?;
+        Ok(match self.buffered().get(head..head + len) {
+            Some(record) => memchr::memchr(STORED_TAG_FIRST_BYTE, record).is_some(),
+            None => true,
+        })
+    }
+
     /// Copies a message's fields up to `end`, entering those that lead to
     /// tensors and leaving large tensor payloads out.
     fn message(&mut self, kind: Kind, end: u64, depth: usize, out: &mut Vec<u8>) -> io::Result<()> {
@@ -294,6 +311,10 @@ impl<S: Source + ?Sized> Input<'_, S> {
                 }
             }
             match child(kind, field) {
+                Some(_) if len <= SKIP_BYTES && !self.may_hold_stored(head, len)? => {
+                    // Nothing in it to leave out: the bytes the walk copies.
+                    self.copy(head + len, out)?;
+                }
                 Some(c) if depth < MAX_MESSAGE_DEPTH => {
                     self.copy(tag_w as u64, out)?;
                     self.skip(len_w as u64);
@@ -514,7 +535,42 @@ mod tests {
 
     #[test]
     fn the_last_payload_of_a_field_counts_and_forged_references_are_dropped() {
-        let t = tensor("t", 40_000);
+        // A large tensor (walked field by field) and a small one (whose
+        // record would be copied whole were the tag's first byte not in it).
+        for size in [40_000, 100] {
+            last_payload_counts_and_forged_reference_is_dropped(size);
+        }
+    }
+
+    /// Records with nothing to leave out are skimmed to their own bytes,
+    /// copied whole: small tensors, nodes, attributes.
+    #[test]
+    fn small_records_are_their_own_skim() {
+        let node = NodeProto {
+            op_type: Some("Constant".into()),
+            output: vec!["c".into()],
+            attribute: vec![crate::proto::AttributeProto {
+                name: Some("value".into()),
+                t: Some(Box::new(tensor("v", 64))),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let m = ModelProto {
+            graph: Some(GraphProto {
+                node: vec![node; 3],
+                initializer: vec![tensor("small", 200)],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bytes = m.encode_to_vec();
+        assert!(!bytes.contains(&STORED_TAG_FIRST_BYTE));
+        assert_eq!(skim(&bytes[..]).unwrap(), bytes);
+    }
+
+    fn last_payload_counts_and_forged_reference_is_dropped(size: usize) {
+        let t = tensor("t", size);
         let mut bytes = t.encode_to_vec();
         // A second, small raw_data after the first: it is the one decoded.
         bytes.extend_from_slice(&[0x4a, 2, 7, 8]);
