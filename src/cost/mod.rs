@@ -80,7 +80,7 @@ pub struct Totals {
     pub mrw: u64,
     pub iops: u64,
     /// Elements of the distinct parameters the layers read (a tensor
-    /// shared by several layers counted once): set by [`weights::tally`],
+    /// shared by several layers counted once): set by `weights::tally`,
     /// not by summing.
     pub params: u64,
     /// Their bytes.
