@@ -23,5 +23,5 @@ fn main() {
         // (the same position in its v2 and v3); the value is in ms.
         unsafe { mi_option_set(15, 10) };
     }
-    std::process::exit(c3::run_cli());
+    c3::exit(c3::run_cli());
 }
