@@ -325,6 +325,12 @@ fn the_graph_built_during_inference_is_the_one_built_after_it() {
             let during = infer_graph(&model, None, &opts, fold).unwrap();
             assert!(after.nodes.len() > 10, "{file}");
             assert_eq!(during, after, "{file} fold={fold}");
+            // Each node's tensor lists are their own size: a list converted
+            // in place would keep the inferred records' larger allocation.
+            for n in during.nodes.iter().chain(&during.folded_nodes) {
+                assert_eq!(n.inputs.capacity(), n.inputs.len(), "{file} {}", n.name);
+                assert_eq!(n.outputs.capacity(), n.outputs.len(), "{file} {}", n.name);
+            }
         }
     }
 }
