@@ -213,10 +213,11 @@ fn finish(
     let total = totals_of(&layers)?;
     let mut summary: Vec<OpSummary> = Vec::new();
     for l in &layers {
-        let row = match summary
-            .iter_mut()
-            .position(|s| s.op == l.op && crate::ir::same_domain(&s.domain, &l.domain))
-        {
+        let row = match summary.iter_mut().position(|s| {
+            s.op == l.op
+                && crate::ir::domain_lookup_key(&s.domain)
+                    == crate::ir::domain_lookup_key(&l.domain)
+        }) {
             Some(i) => &mut summary[i],
             None => {
                 summary.push(OpSummary {

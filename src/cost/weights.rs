@@ -239,10 +239,9 @@ pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Resul
     Ok(())
 }
 
-/// An operator type's key: the shown domain, never `""` (see
-/// `crate::ir::same_domain`).
+/// An operator type's key (see [`crate::ir::domain_lookup_key`]).
 fn type_key<'s>(op: &'s str, domain: &'s str) -> (&'s str, &'s str) {
-    (op, crate::ir::domain_shown(domain))
+    (op, crate::ir::domain_lookup_key(domain))
 }
 
 /// Gives layers that are not in the totals (folded, skipped) their own

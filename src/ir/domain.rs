@@ -16,24 +16,24 @@ pub fn domain_key(d: &str) -> &str {
     if d == DEFAULT_DOMAIN { "" } else { d }
 }
 
-/// Whether two domain keys are the same. The default domain, `""`, is
-/// compared by length alone: `==` on two empty `String`s hands glibc's
-/// `memcmp` their dangling pointers, and its masked vector load on an
-/// unmapped address costs about 130 ns on the project's machine, a hundred
-/// times a real compare.
+/// The key a table looks a domain up by: its shown name, never `""`.
+/// Comparing two empty strings hands glibc's `memcmp` an empty `String`'s
+/// dangling pointer, and its masked vector load on an unmapped address
+/// costs about 130 ns on the project's machine, a hundred times a real
+/// compare; every lookup by domain went through one.
 ///
 /// ```
-/// assert!(c3::ir::same_domain(&String::new(), ""));
-/// assert!(!c3::ir::same_domain("", "com.microsoft"));
+/// assert_eq!(c3::ir::domain_lookup_key(""), "ai.onnx");
+/// assert_eq!(c3::ir::domain_lookup_key("ai.onnx"), "ai.onnx");
+/// assert_eq!(c3::ir::domain_lookup_key("com.microsoft"), "com.microsoft");
 /// ```
-#[inline]
-pub fn same_domain(a: &str, b: &str) -> bool {
-    a.len() == b.len() && (a.is_empty() || a == b)
+pub fn domain_lookup_key(d: &str) -> &str {
+    domain_shown(domain_key(d))
 }
 
 /// The opset a model imports for a domain key (`opset_import` by key). The
 /// default domain, the first key when present, is found without comparing
-/// empty strings (see [`same_domain`]).
+/// empty strings (see [`domain_lookup_key`]).
 ///
 /// ```
 /// let opsets = std::collections::BTreeMap::from([(String::new(), 17), ("com.microsoft".into(), 1)]);

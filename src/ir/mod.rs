@@ -10,7 +10,7 @@ use std::fmt;
 
 pub use dim::SymInt;
 pub use domain::{
-    DEFAULT_DOMAIN, domain_key, domain_shown, imported_opset, qualified, same_domain,
+    DEFAULT_DOMAIN, domain_key, domain_lookup_key, domain_shown, imported_opset, qualified,
 };
 pub use limits::*;
 

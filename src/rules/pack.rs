@@ -164,18 +164,11 @@ fn read_rule_file(path: &Path, shown: &str) -> Result<String, Error> {
 /// A pack's `devices.yaml` adds to the device catalog.
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
-    /// Rules by domain ([`map_key`]), then op: looked up without allocating.
+    /// Rules by domain ([`crate::ir::domain_lookup_key`]), then op: looked
+    /// up without allocating.
     rules: FxHashMap<String, FxHashMap<String, Entry>>,
     pub devices: Catalog,
     pub fusions: Fusions,
-}
-
-/// The key a domain's rules are stored under: the shown name, never `""`.
-/// Comparing two empty strings hands glibc's `memcmp` an empty `String`'s
-/// dangling pointer, and its masked vector load on an unmapped address costs
-/// about 130 ns on the project's machine, a hundred times a real compare.
-fn map_key(domain: &str) -> &str {
-    crate::ir::domain_shown(crate::ir::domain_key(domain))
 }
 
 /// One rule of a set. A built-in rule is compiled the first time it is looked
@@ -375,7 +368,7 @@ impl RuleSet {
         for (file, blocks) in builtin_blocks().iter().enumerate() {
             for b in blocks {
                 set.rules
-                    .entry(map_key(b.domain).to_string())
+                    .entry(crate::ir::domain_lookup_key(b.domain).to_string())
                     .or_default()
                     .insert(
                         b.op.to_string(),
@@ -421,7 +414,7 @@ impl RuleSet {
         for rule in rules {
             ops.push(rule.qualified_name());
             self.rules
-                .entry(map_key(&rule.domain).to_string())
+                .entry(crate::ir::domain_lookup_key(&rule.domain).to_string())
                 .or_default()
                 .insert(rule.op.clone(), Entry::compiled(rule));
         }
@@ -574,7 +567,12 @@ impl RuleSet {
 
     /// The rule for an op, if any. `domain` `ai.onnx` is the default domain.
     pub fn get(&self, domain: &str, op: &str) -> Option<&CostRule> {
-        Some(self.rules.get(map_key(domain))?.get(op)?.rule(op))
+        Some(
+            self.rules
+                .get(crate::ir::domain_lookup_key(domain))?
+                .get(op)?
+                .rule(op),
+        )
     }
 
     /// Looks an op up by `Op` or `domain::Op`, case-insensitively when exact fails.

@@ -105,14 +105,13 @@ pub fn registry(domain: &str, op: &str) -> Option<InferFn> {
         let mut m = HashMap::default();
         for table in tables() {
             for (d, o, f) in table {
-                // The shown domain, never "": see `rules::pack::map_key`.
-                m.insert((crate::ir::domain_shown(d), o), f);
+                m.insert((crate::ir::domain_lookup_key(d), o), f);
             }
         }
         m
     });
-    let domain = crate::ir::domain_shown(crate::ir::domain_key(domain));
-    map.get(&(domain, op)).copied()
+    map.get(&(crate::ir::domain_lookup_key(domain), op))
+        .copied()
 }
 
 /// Every registered (domain, op), sorted.
