@@ -165,7 +165,7 @@ pub fn rules(data: &[u8]) -> Result<usize> {
                     .iter()
                     .map(|d| Some(TensorFact::f32(d)))
                     .collect(),
-                outputs: vec![Some(TensorFact::f32(layout.output))],
+                outputs: vec![Some(TensorFact::f32(layout.output))].into(),
                 bodies: Vec::new(),
             };
             let graph = Graph {
@@ -231,8 +231,8 @@ pub fn pack(data: &[u8]) -> Result<usize> {
             domain: domain.clone(),
             opset: crate::ir::DEFAULT_OPSET,
             attrs: crate::ir::Attrs::default(),
-            inputs: vec![tensor(i)],
-            outputs: vec![tensor(i + 1)],
+            inputs: vec![tensor(i)].into(),
+            outputs: vec![tensor(i + 1)].into(),
             bodies: Vec::new(),
         })
         .collect();

@@ -348,7 +348,7 @@ impl Model {
                 continue;
             };
             for i in rule.nonzero_inputs() {
-                let Some(Some(fact)) = node.inputs.get_mut(i) else {
+                let Some(Some(fact)) = std::sync::Arc::make_mut(&mut node.inputs).get_mut(i) else {
                     continue;
                 };
                 let Some(name) = fact.name.as_deref().filter(|_| fact.constant) else {

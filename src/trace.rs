@@ -527,8 +527,8 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             domain,
             opset,
             attrs: attrs.into_iter().collect(),
-            inputs,
-            outputs,
+            inputs: inputs.into(),
+            outputs: outputs.into(),
             bodies: Vec::new(),
         });
     }

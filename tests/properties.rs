@@ -185,8 +185,8 @@ fn node_for(rule: &CostRule, dims: &[u64], list_len: usize, present: &[bool]) ->
         domain: rule.domain.clone(),
         opset: DEFAULT_OPSET,
         attrs: attrs.into(),
-        inputs,
-        outputs,
+        inputs: inputs.into(),
+        outputs: outputs.into(),
         bodies: Vec::new(),
     }
 }

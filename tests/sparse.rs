@@ -229,8 +229,9 @@ fn with_no_zeros_the_sparse_rules_count_as_the_dense_ones() {
     ];
     for mut case in cases {
         // The weight, input 2, is a constant with no counted zeros: nnz = |W|.
-        let t = case.node.inputs[1].take().unwrap();
-        case.node.inputs[1] = Some(w(&t
+        let inputs = std::sync::Arc::make_mut(&mut case.node.inputs);
+        let t = inputs[1].take().unwrap();
+        inputs[1] = Some(w(&t
             .shape
             .iter()
             .map(|d| d.known().unwrap())
@@ -246,13 +247,13 @@ fn with_no_zeros_the_sparse_rules_count_as_the_dense_ones() {
         .input(&[8, 16])
         .input(&[16, 32])
         .output(&[8, 32]);
-    g.node.inputs[1] = Some(TensorFact {
+    std::sync::Arc::make_mut(&mut g.node.inputs)[1] = Some(TensorFact {
         nonzeros: Some(10),
         ..w(&[16, 32])
     });
     assert_eq!(g.eval_with(&rules, true).flops, 8 * 10);
     // Not a constant (an activation): dense, whatever it holds.
-    g.node.inputs[1] = Some(TensorFact {
+    std::sync::Arc::make_mut(&mut g.node.inputs)[1] = Some(TensorFact {
         nonzeros: Some(10),
         ..TensorFact::f32(&[16, 32])
     });

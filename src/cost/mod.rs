@@ -12,7 +12,7 @@ use evalexpr::Value;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::ir::{Assumed, Dim, Graph, Node, TensorFact};
+use crate::ir::{Assumed, Dim, Graph, Node, Tensors};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};
 use fusion::FusedGroup;
@@ -31,8 +31,9 @@ pub struct LayerCost {
     pub mwrite: u64,
     /// Integer operations (quantized arithmetic), kept apart from FLOPs.
     pub iops: u64,
-    pub inputs: Vec<Option<TensorFact>>,
-    pub outputs: Vec<Option<TensorFact>>,
+    /// The node's lists, shared with it.
+    pub inputs: Tensors,
+    pub outputs: Tensors,
     /// The attributes the rule shows (`k`, `s`, `groups`...).
     pub attrs: Vec<(String, Value)>,
     /// Elements of the parameters (weight tensors) the layer reads, each
@@ -429,7 +430,7 @@ fn unbound_in_bodies(node: &Node) -> Vec<String> {
         add(&b.repeats);
         let Ok(g) = &b.graph else { continue };
         g.for_each_node(&mut |n| {
-            for t in n.inputs.iter().chain(&n.outputs).flatten() {
+            for t in n.inputs.iter().chain(n.outputs.iter()).flatten() {
                 t.shape.iter().for_each(&mut add);
             }
             n.bodies.iter().for_each(|b| add(&b.repeats));

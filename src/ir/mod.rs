@@ -479,6 +479,10 @@ impl std::ops::Index<&str> for Attrs {
     }
 }
 
+/// A node's (or a layer's) input or output tensors, `None` for an absent
+/// optional one. Shared: a layer's list is its node's, not a copy.
+pub type Tensors = std::sync::Arc<[Option<TensorFact>]>;
+
 /// One operator application.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
@@ -492,8 +496,8 @@ pub struct Node {
     pub opset: i64,
     pub attrs: Attrs,
     /// In ONNX input order; `None` for an absent optional input.
-    pub inputs: Vec<Option<TensorFact>>,
-    pub outputs: Vec<Option<TensorFact>>,
+    pub inputs: Tensors,
+    pub outputs: Tensors,
     /// The subgraphs the node runs (If branches, Loop and Scan bodies).
     pub bodies: Vec<Body>,
 }
@@ -584,7 +588,7 @@ fn symbols_of(node: &Node, out: &mut BTreeSet<String>) {
     let dims = node
         .inputs
         .iter()
-        .chain(&node.outputs)
+        .chain(node.outputs.iter())
         .flatten()
         .flat_map(|t| t.shape.iter())
         .chain(node.bodies.iter().map(|b| &b.repeats));
@@ -601,17 +605,31 @@ pub const DEFAULT_OPSET: i64 = 23;
 /// Gives unnamed nodes the name `OpType-N`, N counting from 1 per op type in
 /// execution order (the original tool's convention).
 pub fn name_unnamed(nodes: &mut [Node]) {
-    use std::fmt::Write as _;
-    let mut counts: rustc_hash::FxHashMap<String, u64> = Default::default();
+    let mut namer = Namer::default();
     for node in nodes {
+        namer.name(node);
+    }
+}
+
+/// [`name_unnamed`] a node at a time, in execution order.
+#[derive(Default)]
+pub struct Namer {
+    counts: rustc_hash::FxHashMap<String, u64>,
+}
+
+impl Namer {
+    /// Counts `node` among those of its type and, if it has no name, gives
+    /// it `OpType-N`.
+    pub fn name(&mut self, node: &mut Node) {
+        use std::fmt::Write as _;
         // Count without copying the op name but the first time it is seen.
-        let n = match counts.get_mut(node.op.as_str()) {
+        let n = match self.counts.get_mut(node.op.as_str()) {
             Some(n) => {
                 *n += 1;
                 *n
             }
             None => {
-                counts.insert(node.op.clone(), 1);
+                self.counts.insert(node.op.clone(), 1);
                 1
             }
         };
@@ -689,10 +707,9 @@ impl Graph {
             return;
         }
         let bind_tensors = |node: &mut Node| {
-            for t in node
-                .inputs
+            for t in std::sync::Arc::make_mut(&mut node.inputs)
                 .iter_mut()
-                .chain(node.outputs.iter_mut())
+                .chain(std::sync::Arc::make_mut(&mut node.outputs).iter_mut())
                 .flatten()
             {
                 // Shared with copies of the fact: replaced only where a
@@ -741,7 +758,7 @@ impl Graph {
         for t in self
             .nodes
             .iter()
-            .flat_map(|n| n.inputs.iter().chain(&n.outputs))
+            .flat_map(|n| n.inputs.iter().chain(n.outputs.iter()))
             .flatten()
         {
             for d in t.shape.iter() {
@@ -758,10 +775,9 @@ impl Graph {
     /// Bytes and the compute precision follow.
     pub fn override_precision(&mut self, weights: Option<DType>, activations: Option<DType>) {
         let mut retype = |node: &mut Node| {
-            for t in node
-                .inputs
+            for t in std::sync::Arc::make_mut(&mut node.inputs)
                 .iter_mut()
-                .chain(node.outputs.iter_mut())
+                .chain(std::sync::Arc::make_mut(&mut node.outputs).iter_mut())
                 .flatten()
             {
                 if !is_float(t.dtype) {
@@ -856,8 +872,8 @@ mod tests {
             domain: String::new(),
             opset: DEFAULT_OPSET,
             attrs: Attrs::default(),
-            inputs: vec![],
-            outputs: vec![],
+            inputs: Default::default(),
+            outputs: Default::default(),
             bodies: vec![],
         };
         let mut nodes = vec![

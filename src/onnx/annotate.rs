@@ -164,8 +164,8 @@ fn sources_in(
             domain: String::new(),
             opset: 0,
             attrs: Default::default(),
-            inputs: Vec::new(),
-            outputs: Vec::new(),
+            inputs: Default::default(),
+            outputs: Default::default(),
             bodies: Vec::new(),
         })
         .collect();

@@ -54,7 +54,7 @@ fn explain_raw(rule: &CostRule, input: &ExplainInput) -> Result<String> {
         "\nEvaluated (fma {}):\n",
         if input.count.fma { "on" } else { "off" }
     ));
-    for (p, t) in rule.outputs.iter().zip(&node.outputs) {
+    for (p, t) in rule.outputs.iter().zip(node.outputs.iter()) {
         if let Some(t) = t
             && !input.tensors.iter().any(|(n, _)| *n == p.name)
         {
@@ -199,8 +199,8 @@ fn node_of(rule: &CostRule, input: &ExplainInput) -> Result<Node> {
         domain: rule.domain.clone(),
         opset: input.opset,
         attrs: attrs.into_iter().collect(),
-        inputs,
-        outputs,
+        inputs: inputs.into(),
+        outputs: outputs.into(),
         bodies: Vec::new(),
     })
 }

@@ -682,7 +682,7 @@ impl CostRule {
         ]);
         for side in [&node.inputs, &node.outputs] {
             k.push(side.len() as u64);
-            for t in side {
+            for t in side.iter() {
                 let Some(t) = t else {
                     k.push(u64::MAX);
                     continue;
@@ -817,7 +817,7 @@ impl CostRule {
         let mut out = Vec::new();
         let get = |v: String| env.vars.get(v.as_str()).cloned().unwrap_or(Value::Empty);
         let mut dims_seen: Vec<&str> = Vec::new();
-        for p in self.inputs.iter().chain(&self.outputs) {
+        for p in self.inputs.iter().chain(self.outputs.iter()) {
             if p.variadic {
                 out.push((format!("count({})", p.name), get(lower::var_count(&p.name))));
                 out.push((format!("|{}|", p.name), get(lower::var_elements(&p.name))));

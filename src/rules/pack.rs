@@ -802,8 +802,9 @@ mod tests {
                 t(x, &[1, 8, 16, 16]),
                 t(DType::Float32, &[8, 8, 3, 3]),
                 t(DType::Float32, &[8]),
-            ],
-            outputs: vec![t(DType::Float32, &[1, 8, 16, 16])],
+            ]
+            .into(),
+            outputs: vec![t(DType::Float32, &[1, 8, 16, 16])].into(),
             bodies: Vec::new(),
         }
     }

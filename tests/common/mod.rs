@@ -44,11 +44,16 @@ pub fn layer(op: &str) -> Layer {
             domain: String::new(),
             opset: DEFAULT_OPSET,
             attrs: Default::default(),
-            inputs: Vec::new(),
-            outputs: Vec::new(),
+            inputs: Default::default(),
+            outputs: Default::default(),
             bodies: Vec::new(),
         },
     }
+}
+
+/// `list` with `t` after its tensors.
+fn push(list: &c3::ir::Tensors, t: Option<TensorFact>) -> c3::ir::Tensors {
+    list.iter().cloned().chain([t]).collect()
 }
 
 fn fact(dims: &[u64], dtype: DType) -> TensorFact {
@@ -61,12 +66,12 @@ impl Layer {
         self.input_typed(dims, DType::Float32)
     }
     pub fn input_typed(mut self, dims: &[u64], dtype: DType) -> Self {
-        self.node.inputs.push(Some(fact(dims, dtype)));
+        self.node.inputs = push(&self.node.inputs, Some(fact(dims, dtype)));
         self
     }
     /// An absent optional input.
     pub fn absent(mut self) -> Self {
-        self.node.inputs.push(None);
+        self.node.inputs = push(&self.node.inputs, None);
         self
     }
     /// A float32 output.
@@ -74,7 +79,7 @@ impl Layer {
         self.output_typed(dims, DType::Float32)
     }
     pub fn output_typed(mut self, dims: &[u64], dtype: DType) -> Self {
-        self.node.outputs.push(Some(fact(dims, dtype)));
+        self.node.outputs = push(&self.node.outputs, Some(fact(dims, dtype)));
         self
     }
     pub fn attr(mut self, name: &str, v: AttrValue) -> Self {

@@ -2,32 +2,51 @@
 
 use super::*;
 
-/// A fact as the cost stage needs it: a tensor of known element type and shape.
-/// Constants (initializers, values known at load time, what folded nodes
-/// produce) count as weights for `--weights`; the name links producers to
-/// consumers for fusion.
-pub(super) fn tensor_of(
-    name: String,
-    f: Fact,
-    folded: &HashSet<String>,
-) -> std::result::Result<TensorFact, String> {
-    // A sequence or an optional is described by its element, as the rules
-    // for them expect; they never count the container itself, so one whose
-    // elements differ in shape stands as a scalar of its element type.
-    let (dtype, shape) = match (f.dtype, f.shape, &f.kind) {
-        (Some(d), Some(s), ValueKind::Tensor | ValueKind::Sequence | ValueKind::Optional) => (d, s),
-        (d, None, ValueKind::Sequence | ValueKind::Optional) => {
-            (d.unwrap_or(DType::Float32), Vec::new())
+/// The element type and shape a fact is described by for the cost stage,
+/// if it has them. A sequence or an optional is described by its element,
+/// as the rules for them expect; they never count the container itself, so
+/// one whose elements differ in shape stands as a scalar of its element
+/// type.
+fn described(f: &Fact) -> Option<(DType, &[Dim])> {
+    match (f.dtype, &f.shape, &f.kind) {
+        (Some(d), Some(s), ValueKind::Tensor | ValueKind::Sequence | ValueKind::Optional) => {
+            Some((d, s))
         }
-        _ => return Err(format!("the shape of '{name}' is unknown")),
-    };
-    Ok(TensorFact {
-        dtype,
-        shape: shape.into(),
-        constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
-        name: Some(name.into()),
-        nonzeros: None,
-    })
+        (d, None, ValueKind::Sequence | ValueKind::Optional) => {
+            Some((d.unwrap_or(DType::Float32), &[]))
+        }
+        _ => None,
+    }
+}
+
+/// A node's tensors as the cost stage needs them: each of known element
+/// type and shape ([`described`]), or the reason one is not. Constants
+/// (initializers, values known at load time, what folded nodes produce)
+/// count as weights for `--weights`; the name links producers to consumers
+/// for fusion.
+fn tensors_of(
+    list: Vec<Option<(String, Fact)>>,
+    folded: &HashSet<String>,
+) -> std::result::Result<ir::Tensors, String> {
+    if let Some((name, _)) = list.iter().flatten().find(|(_, f)| described(f).is_none()) {
+        return Err(format!("the shape of '{name}' is unknown"));
+    }
+    // Collected straight into the shared list: one allocation of its size.
+    Ok(list
+        .into_iter()
+        .map(|t| {
+            t.and_then(|(name, f)| {
+                let (dtype, _) = described(&f)?;
+                Some(TensorFact {
+                    dtype,
+                    shape: f.shape.unwrap_or_default().into(),
+                    constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
+                    name: Some(name.into()),
+                    nonzeros: None,
+                })
+            })
+        })
+        .collect())
 }
 
 /// Whether an engine folds the node away at load time: every input is a
@@ -115,11 +134,52 @@ pub(crate) struct Level {
     folded_names: HashSet<String>,
     fold: bool,
     folded: usize,
-    folded_nodes: Vec<ir::Node>,
+    folded_nodes: Blocks<ir::Node>,
     /// The nodes that run, and for each: why it is not analysed, its
     /// bodies and their runs.
-    plain: Vec<ir::Node>,
-    rest: Vec<(Option<String>, Vec<InferredBody>, Option<Dim>)>,
+    plain: Blocks<ir::Node>,
+    rest: Blocks<(Option<String>, Vec<InferredBody>, Option<Dim>)>,
+}
+
+/// A list grown in blocks of a fixed size: growing never copies what it
+/// holds (a doubled list of a 111k-node graph's nodes leaves up to half of
+/// its room empty, 10 MB), and it is moved out block by block, each freed
+/// once moved, so list and result are never both whole.
+pub(crate) struct Blocks<T> {
+    full: Vec<Vec<T>>,
+    /// The block being filled: it grows as any list does up to
+    /// [`Blocks::SIZE`], so a small graph takes no more than it holds.
+    last: Vec<T>,
+}
+
+impl<T> Default for Blocks<T> {
+    fn default() -> Self {
+        Blocks {
+            full: Vec::new(),
+            last: Vec::new(),
+        }
+    }
+}
+
+impl<T> Blocks<T> {
+    const SIZE: usize = 1024;
+
+    pub(crate) fn push(&mut self, item: T) {
+        if self.last.len() == Self::SIZE {
+            let next = Vec::with_capacity(Self::SIZE);
+            self.full.push(std::mem::replace(&mut self.last, next));
+        }
+        self.last.push(item);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.full.len() * Self::SIZE + self.last.len()
+    }
+
+    /// The items in order, each block freed once its items are taken.
+    pub(crate) fn into_items(self) -> impl Iterator<Item = T> {
+        self.full.into_iter().chain([self.last]).flatten()
+    }
 }
 
 impl Level {
@@ -128,9 +188,9 @@ impl Level {
             folded_names,
             fold,
             folded: 0,
-            folded_nodes: Vec::new(),
-            plain: Vec::new(),
-            rest: Vec::new(),
+            folded_nodes: Blocks::default(),
+            plain: Blocks::default(),
+            rest: Blocks::default(),
         }
     }
 
@@ -144,27 +204,20 @@ impl Level {
             self.folded_names.extend(made);
         }
         let folded_names = &self.folded_names;
-        // Into a list of its own size: collected in place, the converted
-        // list would keep the larger records' allocation (some 20 MB more
-        // at the peak of a 111k-node graph).
-        let conv = |list: Vec<Option<(String, Fact)>>| -> std::result::Result<Vec<Option<TensorFact>>, String> {
-            let mut out = Vec::with_capacity(list.len());
-            for t in list {
-                out.push(t.map(|(name, f)| tensor_of(name, f, folded_names)).transpose()?);
-            }
-            Ok(out)
-        };
         let mut node = ir::Node {
             name: n.name,
             op: n.op,
             domain: n.domain,
             opset: n.opset,
             attrs: n.attrs,
-            inputs: Vec::new(),
-            outputs: Vec::new(),
+            inputs: Default::default(),
+            outputs: Default::default(),
             bodies: Vec::new(),
         };
-        let reason = match (conv(n.inputs), conv(n.outputs)) {
+        let reason = match (
+            tensors_of(n.inputs, folded_names),
+            tensors_of(n.outputs, folded_names),
+        ) {
             (Ok(inputs), Ok(outputs)) => {
                 node.inputs = inputs;
                 node.outputs = outputs;
@@ -191,28 +244,30 @@ impl Level {
             mut folded_names,
             fold,
             folded,
-            mut folded_nodes,
-            mut plain,
+            folded_nodes,
+            plain,
             rest,
         } = self;
-        plain.shrink_to_fit();
-        folded_nodes.shrink_to_fit();
-        ir::name_unnamed(&mut plain);
-        ir::name_unnamed(&mut folded_nodes);
-        for n in folded_nodes.iter_mut().filter(|_| !prefix.is_empty()) {
-            n.name = format!("{prefix}{}", n.name);
-        }
+        // Named as they are moved out of their blocks.
+        let named = |nodes: Blocks<ir::Node>| {
+            let mut namer = ir::Namer::default();
+            nodes.into_items().map(move |mut node| {
+                namer.name(&mut node);
+                if !prefix.is_empty() {
+                    node.name = format!("{prefix}{}", node.name);
+                }
+                node
+            })
+        };
         let mut graph = ir::Graph {
             folded,
-            folded_nodes,
+            folded_nodes: Vec::with_capacity(folded_nodes.len()),
             outputs,
             nodes: Vec::with_capacity(plain.len()),
             ..ir::Graph::default()
         };
-        for (mut node, (reason, bodies, repeats)) in plain.into_iter().zip(rest) {
-            if !prefix.is_empty() {
-                node.name = format!("{prefix}{}", node.name);
-            }
+        graph.folded_nodes.extend(named(folded_nodes));
+        for (mut node, (reason, bodies, repeats)) in named(plain).zip(rest.into_items()) {
             // If's branches are alternatives; other bodies run `repeats` times.
             let alternative = node.op == "If" && node.domain.is_empty();
             let repeats = repeats.unwrap_or(Dim::Known(1));
@@ -289,5 +344,33 @@ impl Records for Level {
         if node.op != FUNCTION_OUTPUTS {
             self.push(node);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Blocks;
+
+    #[test]
+    fn blocks_keep_their_items_in_order_without_growing_past_a_block() {
+        let mut list = Blocks::default();
+        // Up to one block, the last block grows as a list does.
+        for i in 0..3 {
+            list.push(i);
+        }
+        assert_eq!((list.full.len(), list.last.capacity()), (0, 4));
+        for i in 3..2500 {
+            list.push(i);
+        }
+        // 2,500 = 2 x 1,024 + 452: two full blocks and one of room 1,024.
+        assert_eq!(list.len(), 2500);
+        assert_eq!(list.full.len(), 2);
+        assert!(
+            list.full
+                .iter()
+                .all(|b| b.len() == 1024 && b.capacity() == 1024)
+        );
+        assert_eq!((list.last.len(), list.last.capacity()), (452, 1024));
+        assert!(list.into_items().eq(0..2500));
     }
 }

@@ -14,7 +14,7 @@ use super::proto::{
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
 use graph::Records;
 pub use graph::{infer_graph, to_graph, to_graph_with};
-use order::{expanded_nodes, node_label, node_uses, topo_order};
+use order::{Queue, expanded_nodes, node_label, node_uses, topo_order};
 
 pub(crate) mod graph;
 mod order;
@@ -302,12 +302,9 @@ impl<'m> Walker<'m> {
                 "subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
             )));
         }
-        // One entry per node output and initializer: size the scope once,
-        // to what it will hold (a guess of two outputs a node doubled the
-        // table of a large graph).
         let nodes: &[NodeProto] = taken.as_deref().unwrap_or(&g.node);
         let outputs: usize = nodes.iter().map(|n| n.output.len()).sum();
-        scope.vars.reserve(outputs + g.initializer.len());
+        scope.vars.reserve(g.initializer.len());
         if let Some(r) = record.as_deref_mut() {
             r.reserve(nodes.len());
         }
@@ -335,25 +332,19 @@ impl<'m> Walker<'m> {
         // shape and constant of the graph at its end.
         let counted = taken.is_some() && !listing;
         self.charge(0)?;
-        // Taken nodes are laid out last-to-run first, so each is popped off
-        // the end, and the list is shrunk as it empties: it does not stay
-        // whole (168 bytes a node) while the records grow.
-        let mut queue: Vec<NodeProto> = match taken.take() {
-            Some(mut list) => order
-                .iter()
-                .rev()
-                .map(|&i| std::mem::take(&mut list[i]))
-                .collect(),
-            None => Vec::new(),
+        let mut queue = match taken.take() {
+            Some(list) => Queue::new(list, &order),
+            None => Queue::default(),
         };
+        // One entry per node output: the scope is sized once, to what it
+        // will hold (a guess of two outputs a node doubled the table of a
+        // large graph), and only now that the taken list is let go.
+        scope.vars.reserve(outputs);
         let from_queue = !queue.is_empty();
         for i in order {
             let owned;
             let n = if from_queue {
                 owned = queue.pop().unwrap_or_default();
-                if queue.len() < queue.capacity() / 4 {
-                    queue.shrink_to_fit();
-                }
                 &owned
             } else {
                 &g.node[i]
@@ -623,7 +614,7 @@ impl<'m> Walker<'m> {
             domain: String::new(),
             opset: 0,
             attrs: ir::Attrs::default(),
-            inputs: Vec::new(),
+            inputs: Default::default(),
             outputs: call_outputs,
             has_shape_fn: true,
             bodies: Vec::new(),
