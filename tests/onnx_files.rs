@@ -316,3 +316,19 @@ fn a_map_input_carries_its_value_type_and_is_reported_not_analysed() {
     assert_eq!(j["unsupported"][0]["op"], "ai.onnx.ml::DictVectorizer");
     assert_eq!(j["unsupported"][0]["reason"], "the shape of 'M' is unknown");
 }
+
+/// The main graph's node and initializer lists are decoded into lists
+/// made their size at once (the wire check counts them first): a list
+/// grown by doubling would hold up to twice its room.
+#[test]
+fn the_main_graphs_lists_are_decoded_at_their_size() {
+    let path = format!(
+        "{}/examples/onnx/gpt_decoder_torchscript.onnx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let m = c3::onnx::load(&path).unwrap();
+    let g = m.model.graph.as_ref().unwrap();
+    assert!(g.node.len() > 100 && !g.initializer.is_empty());
+    assert_eq!(g.node.capacity(), g.node.len());
+    assert_eq!(g.initializer.capacity(), g.initializer.len());
+}

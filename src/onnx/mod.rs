@@ -97,12 +97,22 @@ fn decode_checked(records: Records<'_>, bytes: Bytes, path: &str) -> Result<Onnx
         Records::Shared(b) => b,
         Records::Copied(b) => b,
     };
-    wire::check(wire, bytes.len()).map_err(|m| bad(path, m))?;
+    let main = wire::check(wire, bytes.len()).map_err(|m| bad(path, m))?;
+    // The main graph's lists made their size at once: a model with nodes
+    // has a graph, so decoding into one already there changes nothing.
+    let mut model = ModelProto::default();
+    if main.nodes > 0 {
+        model.graph = Some(GraphProto {
+            node: Vec::with_capacity(main.nodes),
+            initializer: Vec::with_capacity(main.initializers),
+            ..GraphProto::default()
+        });
+    }
     let decoded = match records {
-        Records::Shared(b) => ModelProto::decode(b),
-        Records::Copied(b) => ModelProto::decode(b),
+        Records::Shared(b) => model.merge(b),
+        Records::Copied(b) => model.merge(b),
     };
-    let mut model = decoded.map_err(|e| {
+    decoded.map_err(|e| {
         bad(
             path,
             format!("not a valid ONNX model: {}", decode_message(&e)),
