@@ -352,6 +352,26 @@ fn layers_share_their_nodes_tensor_lists() {
         assert!(std::sync::Arc::ptr_eq(&l.inputs, &n.inputs), "{}", l.name);
         assert!(std::sync::Arc::ptr_eq(&l.outputs, &n.outputs), "{}", l.name);
     }
+    // A node's input made by another node is that node's output tensor:
+    // the same name and dimensions, not copies.
+    let mut made = std::collections::HashMap::new();
+    for t in nodes.iter().flat_map(|n| n.outputs.iter().flatten()) {
+        made.insert(t.name.clone().unwrap(), t);
+    }
+    let mut shared = 0;
+    for t in nodes.iter().flat_map(|n| n.inputs.iter().flatten()) {
+        if let Some(p) = made.get(t.name.as_ref().unwrap()) {
+            assert!(std::sync::Arc::ptr_eq(&t.shape, &p.shape), "{:?}", t.name);
+            assert!(std::sync::Arc::ptr_eq(
+                t.name.as_ref().unwrap(),
+                p.name.as_ref().unwrap()
+            ));
+            shared += 1;
+        }
+    }
+    // Every layer but the first reads the activation another one made
+    // (DenseNet's Concat reads several): at least one per other layer.
+    assert!(shared >= nodes.len() - 1, "{shared} of {}", nodes.len());
 }
 
 #[test]

@@ -23,10 +23,13 @@ fn described(f: &Fact) -> Option<(DType, &[Dim])> {
 /// type and shape ([`described`]), or the reason one is not. Constants
 /// (initializers, values known at load time, what folded nodes produce)
 /// count as weights for `--weights`; the name links producers to consumers
-/// for fusion.
+/// for fusion. A tensor `made` holds (one of the level's node outputs,
+/// converted when its node was) is shared with it, name and dimensions,
+/// when it is the same.
 fn tensors_of(
     list: Vec<Option<(String, Fact)>>,
     folded: &HashSet<String>,
+    made: &Made,
 ) -> std::result::Result<ir::Tensors, String> {
     if let Some((name, _)) = list.iter().flatten().find(|(_, f)| described(f).is_none()) {
         return Err(format!("the shape of '{name}' is unknown"));
@@ -36,11 +39,18 @@ fn tensors_of(
         .into_iter()
         .map(|t| {
             t.and_then(|(name, f)| {
-                let (dtype, _) = described(&f)?;
+                let (dtype, shape) = described(&f)?;
+                let constant = f.constant.is_some() || f.value.is_some() || folded.contains(&name);
+                if let Some(t) = made
+                    .get(name.as_str())
+                    .filter(|t| t.dtype == dtype && t.constant == constant && *t.shape == *shape)
+                {
+                    return Some(t.clone());
+                }
                 Some(TensorFact {
                     dtype,
                     shape: f.shape.unwrap_or_default().into(),
-                    constant: f.constant.is_some() || f.value.is_some() || folded.contains(&name),
+                    constant,
                     name: Some(name.into()),
                     nonzeros: None,
                 })
@@ -48,6 +58,13 @@ fn tensors_of(
         })
         .collect())
 }
+
+/// The tensors a level's nodes made so far, by name, as converted for the
+/// cost graph: a reader's copy of one shares its name and dimensions
+/// instead of allocating its own (two allocations a read; 10 MB of a
+/// 111k-node graph). Each is let go after its last reader, when the walk
+/// counts them ([`Records::let_go`]).
+type Made = HashMap<std::sync::Arc<str>, TensorFact>;
 
 /// Whether an engine folds the node away at load time: every input is a
 /// constant (an initializer, a value known at load time, or what a folded
@@ -132,6 +149,8 @@ pub(super) fn graph_of(
 pub(crate) struct Level {
     /// What folded nodes produce, here and in enclosing graphs.
     folded_names: HashSet<String>,
+    /// What this level's nodes made.
+    made: Made,
     fold: bool,
     folded: usize,
     folded_nodes: Blocks<ir::Node>,
@@ -186,6 +205,7 @@ impl Level {
     pub(crate) fn new(folded_names: HashSet<String>, fold: bool) -> Level {
         Level {
             folded_names,
+            made: Made::default(),
             fold,
             folded: 0,
             folded_nodes: Blocks::default(),
@@ -215,10 +235,15 @@ impl Level {
             bodies: Vec::new(),
         };
         let reason = match (
-            tensors_of(n.inputs, folded_names),
-            tensors_of(n.outputs, folded_names),
+            tensors_of(n.inputs, folded_names, &self.made),
+            tensors_of(n.outputs, folded_names, &Made::default()),
         ) {
             (Ok(inputs), Ok(outputs)) => {
+                for t in outputs.iter().flatten() {
+                    if let Some(name) = &t.name {
+                        self.made.insert(name.clone(), t.clone());
+                    }
+                }
                 node.inputs = inputs;
                 node.outputs = outputs;
                 None
@@ -242,12 +267,15 @@ impl Level {
     pub(crate) fn finish(self, outputs: Vec<String>, prefix: &str) -> (ir::Graph, HashSet<String>) {
         let Level {
             mut folded_names,
+            made,
             fold,
             folded,
             folded_nodes,
             plain,
             rest,
         } = self;
+        // Every reader has been converted.
+        drop(made);
         // Named as they are moved out of their blocks.
         let named = |nodes: Blocks<ir::Node>| {
             let mut namer = ir::Namer::default();
@@ -325,6 +353,8 @@ pub fn infer_graph(
 pub(super) trait Records {
     fn reserve(&mut self, more: usize);
     fn record(&mut self, node: InferredNode);
+    /// `name`'s last reader has been recorded: nothing reads it again.
+    fn let_go(&mut self, _name: &str) {}
 }
 
 impl Records for Vec<InferredNode> {
@@ -338,6 +368,9 @@ impl Records for Vec<InferredNode> {
 
 impl Records for Level {
     fn reserve(&mut self, _: usize) {}
+    fn let_go(&mut self, name: &str) {
+        self.made.remove(name);
+    }
     /// The pass-through records of function calls define values, not
     /// layers: the graph never holds them.
     fn record(&mut self, node: InferredNode) {

@@ -365,13 +365,22 @@ impl<'m> Walker<'m> {
             }
             if counted {
                 let start = readers.starts[i] as usize;
+                let mut let_go = |name: &str| {
+                    if let Some(list) = record.as_deref_mut() {
+                        list.let_go(name);
+                    }
+                };
                 for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
-                    scope.vars.track(name, readers.counts[start + k]);
+                    if scope.vars.track(name, readers.counts[start + k]) {
+                        let_go(name);
+                    }
                 }
                 // The same names the count saw; the look is not charged
                 // to the visit budget again.
                 let _ = node_uses(n, depth, &Cell::new(0), |name| {
-                    scope.vars.release(name);
+                    if scope.vars.release(name) {
+                        let_go(name);
+                    }
                     Ok(())
                 });
             }

@@ -69,25 +69,28 @@ impl Vars {
         self.index.contains_key(name)
     }
 
-    /// Counts down `name`'s readers from `readers` (see [`Vars::release`]).
-    pub(super) fn track(&mut self, name: &str, readers: u32) {
-        if let Some(&i) = self.index.get(name) {
-            let i = i as usize;
-            if self.readers.len() <= i {
-                self.readers.resize(i + 1, UNTRACKED);
-            }
-            self.readers[i] = readers;
-            if readers == 0 {
-                self.facts[i] = None;
-            }
+    /// Counts down `name`'s readers from `readers` (see [`Vars::release`]);
+    /// true when it has none, so its fact is let go at once.
+    pub(super) fn track(&mut self, name: &str, readers: u32) -> bool {
+        let Some(&i) = self.index.get(name) else {
+            return false;
+        };
+        let i = i as usize;
+        if self.readers.len() <= i {
+            self.readers.resize(i + 1, UNTRACKED);
         }
+        self.readers[i] = readers;
+        if readers == 0 {
+            self.facts[i] = None;
+        }
+        readers == 0
     }
 
     /// One read of `name` done: once its last tracked reader has read it,
-    /// its fact (a shape, a constant's values) is let go.
-    pub(super) fn release(&mut self, name: &str) {
+    /// its fact (a shape, a constant's values) is let go; true then.
+    pub(super) fn release(&mut self, name: &str) -> bool {
         let Some(&i) = self.index.get(name) else {
-            return;
+            return false;
         };
         let i = i as usize;
         match self.readers.get_mut(i) {
@@ -96,8 +99,9 @@ impl Vars {
                 if *n == 0 {
                     self.facts[i] = None;
                 }
+                *n == 0
             }
-            _ => {}
+            _ => false,
         }
     }
 }
@@ -133,20 +137,21 @@ mod tests {
         vars.insert("b".into(), shaped());
         vars.insert("unread".into(), shaped());
         // `a` has two readers, `b` one; `input` is not counted.
-        vars.track("a", 2);
-        vars.track("b", 1);
-        vars.track("unread", 0);
+        // Each call says whether the fact was let go by it.
+        assert!(!vars.track("a", 2));
+        assert!(!vars.track("b", 1));
+        assert!(vars.track("unread", 0));
         assert_eq!(vars.get("unread"), Some(&Fact::unknown()));
-        vars.release("a");
+        assert!(!vars.release("a"));
         assert_eq!(vars.get("a"), Some(&shaped()));
-        vars.release("b");
+        assert!(vars.release("b"));
         assert_eq!(vars.get("b"), Some(&Fact::unknown()));
-        vars.release("a");
+        assert!(vars.release("a"));
         assert_eq!(vars.get("a"), Some(&Fact::unknown()));
         // Reads past the count, and of uncounted values, change nothing.
-        vars.release("a");
-        vars.release("input");
-        vars.release("nothing");
+        assert!(!vars.release("a"));
+        assert!(!vars.release("input"));
+        assert!(!vars.release("nothing"));
         assert_eq!(vars.get("input"), Some(&shaped()));
         assert!(vars.contains_key("a"));
         // Let go means freed: of the four facts, only `input`'s is held.
