@@ -14,7 +14,7 @@ use super::proto::{
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
 use graph::Records;
 pub use graph::{infer_graph, to_graph, to_graph_with};
-use order::{Queue, expanded_nodes, node_label, node_uses, topo_order};
+use order::{expanded_nodes, in_running_order, node_label, node_uses, topo_order};
 
 pub(crate) mod graph;
 mod order;
@@ -332,22 +332,19 @@ impl<'m> Walker<'m> {
         // shape and constant of the graph at its end.
         let counted = taken.is_some() && !listing;
         self.charge(0)?;
-        let mut queue = match taken.take() {
-            Some(list) => Queue::new(list, &order),
-            None => Queue::default(),
-        };
+        let mut queue = taken.take().map(|list| in_running_order(list, &order));
         // One entry per node output: the scope is sized once, to what it
         // will hold (a guess of two outputs a node doubled the table of a
         // large graph), and only now that the taken list is let go.
         scope.vars.reserve(outputs);
-        let from_queue = !queue.is_empty();
         for i in order {
             let owned;
-            let n = if from_queue {
-                owned = queue.pop().unwrap_or_default();
-                &owned
-            } else {
-                &g.node[i]
+            let n = match &mut queue {
+                Some(taken) => {
+                    owned = taken.next().unwrap_or_default();
+                    &owned
+                }
+                None => &g.node[i],
             };
             let rec = self
                 .infer_node(n, scope, depth, opsets, &declared, "")

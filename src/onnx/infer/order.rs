@@ -143,41 +143,19 @@ pub(super) struct Readers {
     pub(super) counts: Vec<u32>,
 }
 
-/// A graph's taken nodes, handed out in running order. They are laid out
-/// last-to-run first, in blocks, so each is popped off the end and each
-/// block freed as it empties: the list does not stay whole (168 bytes a
-/// node) while the records grow.
-#[derive(Default)]
-pub(super) struct Queue(Vec<Vec<NodeProto>>);
-
-impl Queue {
-    /// Nodes per block.
-    const BLOCK: usize = 1024;
-
-    /// `list`'s nodes in the running `order` (positions in `list`).
-    pub(super) fn new(mut list: Vec<NodeProto>, order: &[usize]) -> Queue {
-        let mut take = |i: &usize| std::mem::take(&mut list[*i]);
-        Queue(
-            order
-                .rchunks(Self::BLOCK)
-                .map(|block| block.iter().rev().map(&mut take).collect())
-                .collect(),
-        )
+/// A graph's taken nodes in the running `order` (positions in `list`),
+/// moved into blocks and handed out from them, each block freed as it
+/// empties: the list does not stay whole (168 bytes a node) while the
+/// records grow.
+pub(super) fn in_running_order(
+    mut list: Vec<NodeProto>,
+    order: &[usize],
+) -> impl Iterator<Item = NodeProto> + use<> {
+    let mut blocks = super::graph::Blocks::default();
+    for &i in order {
+        blocks.push(std::mem::take(&mut list[i]));
     }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The next node to run.
-    pub(super) fn pop(&mut self) -> Option<NodeProto> {
-        let block = self.0.last_mut()?;
-        let node = block.pop();
-        if block.is_empty() {
-            self.0.pop();
-        }
-        node
-    }
+    blocks.into_items()
 }
 
 /// Node indices in an order where every value is defined before use: the
@@ -292,28 +270,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_queue_hands_nodes_out_in_running_order_a_block_freed_at_a_time() {
+    fn taken_nodes_are_handed_out_in_running_order() {
         let node = |i: usize| NodeProto {
             name: Some(format!("n{i}")),
             ..NodeProto::default()
         };
-        // 2,500 nodes run in reverse file order: three blocks, the last to
-        // run first (1,024, 1,024, then the first 452 to run).
+        // 2,500 nodes (three blocks) run in reverse file order.
         let list: Vec<NodeProto> = (0..2500).map(node).collect();
         let order: Vec<usize> = (0..2500).rev().collect();
-        let mut queue = Queue::new(list, &order);
-        assert_eq!(queue.0.len(), 3);
-        assert_eq!(
-            queue.0.iter().map(Vec::len).collect::<Vec<_>>(),
-            [1024, 1024, 452]
-        );
-        for (k, &i) in order.iter().enumerate() {
-            let n = queue.pop().unwrap();
-            assert_eq!(n.name.as_deref(), Some(format!("n{i}").as_str()));
-            // Blocks left: those not yet emptied.
-            assert_eq!(queue.0.len(), (2500 - k - 1).div_ceil(1024));
-        }
-        assert!(queue.is_empty());
-        assert!(queue.pop().is_none());
+        let names: Vec<String> = in_running_order(list, &order)
+            .map(|n| n.name.unwrap())
+            .collect();
+        let expected: Vec<String> = order.iter().map(|i| format!("n{i}")).collect();
+        assert_eq!(names, expected);
     }
 }
