@@ -26,7 +26,7 @@ use crate::cost::{self, CostReport, Roofline};
 use crate::error::{Error, Result};
 use crate::ir::{DType, Graph};
 use crate::onnx::OnnxModel;
-use crate::onnx::infer::{InferOptions, Inferred};
+use crate::onnx::infer::{InferOptions, Inferred, Taken};
 use crate::report::{self, ReportOptions};
 use crate::rules::{CountOptions, RuleSet};
 
@@ -213,7 +213,7 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
         fold: bool,
-        taken: Option<Vec<crate::proto::NodeProto>>,
+        taken: Option<Taken>,
     ) -> Result<Graph> {
         let mut graph = match &self.source {
             Source::Trace(g) => {
@@ -281,10 +281,31 @@ impl Model {
     /// [`Model::estimate`], consuming the model: each node's record is
     /// dropped once inferred, so a large model never holds its decoded
     /// nodes and their inferred facts at once (the command line's way).
-    pub fn into_estimate(mut self, opts: &EstimateOptions) -> Result<Estimate> {
+    pub fn into_estimate(self, opts: &EstimateOptions) -> Result<Estimate> {
+        self.estimate_taken(opts, None)
+    }
+
+    /// [`Model::open`] then [`Model::into_estimate`], the main graph's node
+    /// records left encoded until inference reaches each (a large model's
+    /// nodes are never all decoded at once).
+    pub fn estimate_file(path: &str, opts: &EstimateOptions) -> Result<Estimate> {
+        if path == STDIN || is_trace(path)? {
+            return Model::open(path)?.into_estimate(opts);
+        }
+        let (m, encoded) = crate::onnx::load_encoded(path).map_err(neither)?;
+        let model = Model {
+            path: path.to_string(),
+            source: Source::Onnx(Box::new(m)),
+        };
+        model.estimate_taken(opts, encoded.map(Taken::Encoded))
+    }
+
+    /// [`Model::into_estimate`] of the main graph's nodes `taken` (or, when
+    /// `None`, taken out of the model here).
+    fn estimate_taken(mut self, opts: &EstimateOptions, taken: Option<Taken>) -> Result<Estimate> {
         let rules = opts.rules()?;
         let taken = match &mut self.source {
-            Source::Onnx(m) => take_nodes(m),
+            Source::Onnx(m) => taken.or_else(|| take_nodes(m).map(Taken::Nodes)),
             Source::Trace(_) => None,
         };
         let graph = self.prepare(opts, &rules, taken)?;
@@ -312,7 +333,7 @@ impl Model {
         &self,
         opts: &EstimateOptions,
         rules: &RuleSet,
-        taken: Option<Vec<crate::proto::NodeProto>>,
+        taken: Option<Taken>,
     ) -> Result<Graph> {
         opts.check_prune(rules)?;
         let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, taken)?;

@@ -296,9 +296,84 @@ fn estimating_while_dropping_the_decoded_nodes_changes_no_figure() {
             .unwrap()
             .into_estimate(&opts)
             .unwrap();
+        // The nodes left encoded by the loader, each decoded in its turn.
+        let encoded = c3::Model::estimate_file(&path, &opts).unwrap();
         assert!(kept.report.total.flops > 0, "{file}");
         assert_eq!(kept.to_json(), dropped.to_json(), "{file}");
+        assert_eq!(kept.to_json(), encoded.to_json(), "{file}");
     }
+}
+
+/// Nodes left encoded until inference reaches them: a file whose nodes are
+/// not in running order, one whose If node holds subgraphs (decoded whole
+/// for ordering), and broken records, refused with the loader's words.
+#[test]
+fn nodes_left_encoded_are_costed_and_checked_as_decoded_ones() {
+    use c3::onnx::build::{self, FLOAT, GraphBuilder, graph_attr, node, sized_value, untyped};
+    let dir = crate::common::cli::scratch("conventions", "encoded");
+    let branch = |op: &str, out: &str| {
+        GraphBuilder::new()
+            .node(node(op, &["y"], &[out]))
+            .output(untyped(out))
+            .build()
+    };
+    let mut cond = node("If", &["c"], &["z"]);
+    cond.attribute = vec![
+        graph_attr("then_branch", branch("Relu", "t")),
+        graph_attr("else_branch", branch("Sigmoid", "e")),
+    ];
+    // Listed backwards: the If first, then what feeds it.
+    let m = GraphBuilder::new()
+        .input(sized_value("x", FLOAT, &[2, 8]))
+        .input(sized_value("c", build::BOOL, &[]))
+        .node(cond)
+        .node(node("Relu", &["x"], &["y"]))
+        .output(untyped("z"))
+        .model(17);
+    let path = dir.join("if.onnx");
+    std::fs::write(&path, build::encode(&m)).unwrap();
+    let path = path.to_str().unwrap();
+    let opts = c3::EstimateOptions::default();
+    let kept = c3::Model::open(path).unwrap().estimate(&opts).unwrap();
+    let encoded = c3::Model::estimate_file(path, &opts).unwrap();
+    // The Relu runs first though listed second; of the If's branches the
+    // dearer is counted (Sigmoid, 4 FLOPs an element over 2x8 = 64).
+    let ops: Vec<&str> = encoded
+        .report
+        .layers
+        .iter()
+        .map(|l| l.op.as_str())
+        .collect();
+    assert_eq!(ops, ["Relu", "If", "Sigmoid"]);
+    assert_eq!(encoded.report.layers[2].flops, 64);
+    assert_eq!(kept.to_json(), encoded.to_json());
+
+    // A node with no op type, and a node name that is not UTF-8.
+    let mut bare = m.clone();
+    bare.graph.as_mut().unwrap().node[1].op_type = None;
+    let path = dir.join("bare.onnx");
+    std::fs::write(&path, build::encode(&bare)).unwrap();
+    let err = c3::Model::estimate_file(path.to_str().unwrap(), &opts)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().ends_with("has no op_type"), "{err}");
+    let mut named = m.clone();
+    named.graph.as_mut().unwrap().node[1].name = Some("NAME".into());
+    let bytes = build::encode(&named);
+    let at = bytes.windows(4).position(|w| w == b"NAME").unwrap();
+    let mut bytes = bytes.clone();
+    bytes[at] = 0xff;
+    let path = dir.join("utf8.onnx");
+    std::fs::write(&path, &bytes).unwrap();
+    let err = c3::Model::estimate_file(path.to_str().unwrap(), &opts)
+        .err()
+        .expect("refused");
+    let err = err.to_string();
+    assert!(
+        err.contains("utf8.onnx") && err.contains("not UTF-8"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1);
 }
 
 /// The cost graph built a node at a time as inference goes

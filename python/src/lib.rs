@@ -130,13 +130,14 @@ struct Options {
 /// The chain of `c3 estimate`, through the library's facade: read, cost,
 /// check `strict`, render.
 fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error> {
-    let model = match source {
-        Source::Path(path) => Model::open(&path)?,
-        Source::Bytes(bytes) => Model::from_bytes(bytes, name)?,
-    };
     // Under `strict`, the facade refuses unsupported operators itself.
-    // The model is used once: each decoded node is dropped once inferred.
-    Ok(model.into_estimate(&o.estimate)?.render(&o.report))
+    // The model is used once: each node is dropped once inferred (from a
+    // file, each is also decoded only in its turn).
+    let estimate = match source {
+        Source::Path(path) => Model::estimate_file(&path, &o.estimate)?,
+        Source::Bytes(bytes) => Model::from_bytes(bytes, name)?.into_estimate(&o.estimate)?,
+    };
+    Ok(estimate.render(&o.report))
 }
 
 /// Runs `c3 estimate` on a model and returns the rendered report.

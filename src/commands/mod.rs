@@ -141,12 +141,14 @@ pub fn estimate(
     let out = target.check(Kind::Report, &[model])?;
     let mut report_opts = req.options(&out, opts.device.is_some())?;
     opts.check()?;
-    let model_file = Model::open(model)?;
     report_opts.about = opts.about(model);
-    if report_opts.format == Format::ModelExplorer {
+    let estimate = if report_opts.format == Format::ModelExplorer {
+        let model_file = Model::open(model)?;
         report_opts.node_ids = model_file.node_ids(opts)?;
-    }
-    let estimate = model_file.into_estimate(opts)?;
+        model_file.into_estimate(opts)?
+    } else {
+        Model::estimate_file(model, opts)?
+    };
     warn_unsupported(&estimate);
     out.write_with(|w| estimate.write(&report_opts, w))?;
     release(estimate);

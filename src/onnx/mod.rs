@@ -8,6 +8,7 @@
 
 pub mod annotate;
 pub mod build;
+mod encoded;
 pub mod infer;
 pub mod nonzero;
 pub use crate::proto;
@@ -23,6 +24,7 @@ use bytes::Bytes;
 use prost::Message;
 
 use crate::error::{Error, Result};
+pub use encoded::{Encoded, Outline};
 use proto::{GraphProto, ModelProto};
 
 pub use crate::ir::{MAX_GRAPH_DEPTH, MAX_MESSAGE_DEPTH, MAX_NODES, MAX_RANK, domain_key};
@@ -53,6 +55,22 @@ fn bad(path: &str, message: impl Into<String>) -> Error {
 /// the file is also mapped, so such a payload is a slice of the mapping,
 /// read only when the model is copied.
 pub fn load(path: &str) -> Result<OnnxModel> {
+    let (skimmed, bytes) = skim_mapped(path)?;
+    Ok(decode_checked(Records::Copied(&skimmed), bytes, path)?.0)
+}
+
+/// [`load`], with the main graph's node records left encoded and handed
+/// back beside the model (whose graph then holds no node): for a caller
+/// that infers the model once, decoding each node in its turn. `None`
+/// when the records are not plainly readable: the model then holds them.
+pub fn load_encoded(path: &str) -> Result<(OnnxModel, Option<Encoded>)> {
+    let (skimmed, bytes) = skim_mapped(path)?;
+    decode_checked(Records::LeaveNodes(skimmed), bytes, path)
+}
+
+/// The model file mapped, and its records read without their large
+/// payloads.
+fn skim_mapped(path: &str) -> Result<(Vec<u8>, Bytes)> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
@@ -71,7 +89,7 @@ pub fn load(path: &str) -> Result<OnnxModel> {
     let _ = map.advise(memmap2::Advice::Random);
     let bytes = Bytes::from_owner(map);
     let skimmed = read::skim(&file).map_err(|e| Error::io(path, e))?;
-    decode_checked(Records::Copied(&skimmed), bytes, path)
+    Ok((skimmed, bytes))
 }
 
 /// The bytes a model's records are decoded from.
@@ -82,35 +100,53 @@ enum Records<'a> {
     /// The copy [`read::skim`] made: what decoding keeps is copied out, so
     /// the copy is freed once decoded.
     Copied(&'a [u8]),
+    /// That copy, kept for the main graph's node records, which are left
+    /// encoded ([`Encoded`]); the rest is decoded.
+    LeaveNodes(Vec<u8>),
 }
 
 /// Decodes and checks a model held in memory; `path` names it in errors and
 /// gives the folder external data is read from.
 pub fn from_bytes(bytes: Bytes, path: &str) -> Result<OnnxModel> {
-    decode_checked(Records::Shared(bytes.clone()), bytes, path)
+    Ok(decode_checked(Records::Shared(bytes.clone()), bytes, path)?.0)
 }
 
 /// Decodes `records` (the model's bytes, or the skimmed copy of them
-/// [`read::skim`] makes), whose stored payloads are slices of `bytes`.
-fn decode_checked(records: Records<'_>, bytes: Bytes, path: &str) -> Result<OnnxModel> {
+/// [`read::skim`] makes), whose stored payloads are slices of `bytes`;
+/// with the main graph's node records left encoded when `records` asks.
+fn decode_checked(
+    records: Records<'_>,
+    bytes: Bytes,
+    path: &str,
+) -> Result<(OnnxModel, Option<Encoded>)> {
     let wire: &[u8] = match &records {
         Records::Shared(b) => b,
         Records::Copied(b) => b,
+        Records::LeaveNodes(b) => b,
     };
     let main = wire::check(wire, bytes.len()).map_err(|m| bad(path, m))?;
+    let split = match &records {
+        Records::LeaveNodes(b) => encoded::split(b),
+        _ => None,
+    };
     // The main graph's lists made their size at once: a model with nodes
     // has a graph, so decoding into one already there changes nothing.
     let mut model = ModelProto::default();
     if main.nodes > 0 {
         model.graph = Some(GraphProto {
-            node: Vec::with_capacity(main.nodes),
+            node: Vec::with_capacity(if split.is_some() { 0 } else { main.nodes }),
             initializer: Vec::with_capacity(main.initializers),
             ..GraphProto::default()
         });
     }
-    let decoded = match records {
-        Records::Shared(b) => model.merge(b),
-        Records::Copied(b) => model.merge(b),
+    let (decoded, kept) = match (records, split) {
+        (Records::LeaveNodes(b), Some((rest, blocks))) => {
+            drop(b);
+            (model.merge(&rest[..]), Some(blocks))
+        }
+        (Records::LeaveNodes(b), None) => (model.merge(&b[..]), None),
+        (Records::Shared(b), _) => (model.merge(b), None),
+        (Records::Copied(b), _) => (model.merge(b), None),
     };
     decoded.map_err(|e| {
         bad(
@@ -135,13 +171,15 @@ fn decode_checked(records: Records<'_>, bytes: Bytes, path: &str) -> Result<Onnx
         opset_map(&f.opset_import).map_err(here)?;
         check_nodes(&f.node, &dir, 1).map_err(here)?;
     }
-    Ok(OnnxModel {
+    let encoded = kept.map(|blocks| Encoded::new(blocks, bytes.clone(), dir.clone()));
+    let model = OnnxModel {
         path: path.to_string(),
         dir,
         model,
         opsets,
         bytes,
-    })
+    };
+    Ok((model, encoded))
 }
 
 /// Opset version by domain. A version below 1 exists in no domain; a domain

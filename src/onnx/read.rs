@@ -339,7 +339,7 @@ impl<S: Source + ?Sized> Input<'_, S> {
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -425,7 +425,7 @@ fn attach_graph(g: &mut GraphProto, file: &Bytes) -> Result<(), String> {
     Ok(())
 }
 
-fn attach_attribute(a: &mut AttributeProto, file: &Bytes) -> Result<(), String> {
+pub(super) fn attach_attribute(a: &mut AttributeProto, file: &Bytes) -> Result<(), String> {
     for t in a.t.iter_mut().map(|t| &mut **t).chain(a.tensors.iter_mut()) {
         attach_tensor(t, file)?;
     }

@@ -335,7 +335,7 @@ impl Level {
 /// [`infer_taken`].
 pub fn infer_graph(
     model: &OnnxModel,
-    taken: Option<Vec<NodeProto>>,
+    taken: Option<super::Taken>,
     opts: &InferOptions,
     fold: bool,
 ) -> Result<ir::Graph> {

@@ -14,7 +14,8 @@ use super::proto::{
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
 use graph::Records;
 pub use graph::{infer_graph, to_graph, to_graph_with};
-use order::{expanded_nodes, in_running_order, node_label, node_uses, topo_order};
+pub use order::Taken;
+use order::{NodeList, Nodes, View, expanded_nodes, node_label, node_uses, topo_order};
 
 pub(crate) mod graph;
 mod order;
@@ -290,7 +291,7 @@ impl<'m> Walker<'m> {
     fn walk(
         &self,
         g: &GraphProto,
-        mut taken: Option<Vec<NodeProto>>,
+        taken: Option<Nodes>,
         scope: &mut Scope,
         depth: usize,
         opsets: &BTreeMap<String, i64>,
@@ -302,11 +303,11 @@ impl<'m> Walker<'m> {
                 "subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
             )));
         }
-        let nodes: &[NodeProto] = taken.as_deref().unwrap_or(&g.node);
-        let outputs: usize = nodes.iter().map(|n| n.output.len()).sum();
+        let nodes = taken.as_ref().map_or(View::Protos(&g.node), Nodes::view);
+        let outputs: usize = (0..nodes.count()).map(|i| nodes.outputs(i).count()).sum();
         scope.vars.reserve(g.initializer.len());
         if let Some(r) = record.as_deref_mut() {
-            r.reserve(nodes.len());
+            r.reserve(nodes.count());
         }
         // Value names in definition order, only when the caller lists values.
         let listing = values.is_some();
@@ -326,13 +327,13 @@ impl<'m> Walker<'m> {
             .chain(&g.output)
             .filter_map(|v| Some((v.name.as_deref()?, v.r#type.as_ref()?)))
             .collect();
-        let (order, readers) = topo_order(nodes, scope, depth, &self.visits)?;
+        let (order, readers) = topo_order(&nodes, scope, depth, &self.visits)?;
         // Estimating (nodes taken, no value listed): each node output's fact
         // is let go after its last reader, so the scope does not hold every
         // shape and constant of the graph at its end.
         let counted = taken.is_some() && !listing;
         self.charge(0)?;
-        let mut queue = taken.take().map(|list| in_running_order(list, &order));
+        let mut queue = taken.map(|t| t.queue(&order));
         // One entry per node output: the scope is sized once, to what it
         // will hold (a guess of two outputs a node doubled the table of a
         // large graph), and only now that the taken list is let go.
@@ -341,7 +342,7 @@ impl<'m> Walker<'m> {
             let owned;
             let n = match &mut queue {
                 Some(taken) => {
-                    owned = taken.next().unwrap_or_default();
+                    owned = taken.next(i)?;
                     &owned
                 }
                 None => &g.node[i],
@@ -587,7 +588,7 @@ impl<'m> Walker<'m> {
             let d = domain_key(o.domain.as_deref().unwrap_or("")).to_string();
             opsets.insert(d, o.version.unwrap_or(1));
         }
-        let (order, _) = topo_order(&g.node, &inner, depth + 1, &self.visits)?;
+        let (order, _) = topo_order(&g.node[..], &inner, depth + 1, &self.visits)?;
         self.charge(0)?;
         let empty = HashMap::default();
         let mut records = Vec::new();
@@ -864,14 +865,14 @@ pub fn infer_taken(
     nodes: Vec<NodeProto>,
     opts: &InferOptions,
 ) -> Result<Inferred> {
-    infer_nodes(model, Some(nodes), opts, None)
+    infer_nodes(model, Some(Taken::Nodes(nodes)), opts, None)
 }
 
 /// [`infer`]; with `level`, the main graph's nodes go there as they are
 /// inferred instead of into [`Inferred::nodes`].
 fn infer_nodes(
     model: &OnnxModel,
-    taken: Option<Vec<NodeProto>>,
+    taken: Option<Taken>,
     opts: &InferOptions,
     level: Option<&mut graph::Level>,
 ) -> Result<Inferred> {
@@ -898,7 +899,9 @@ fn infer_nodes(
             )
         })
         .collect();
-    let expanded = expanded_nodes(taken.as_deref().unwrap_or(&g.node), &functions).map_err(bad)?;
+    let taken = taken.map(Nodes::of).transpose().map_err(bad)?;
+    let nodes = taken.as_ref().map_or(View::Protos(&g.node), Nodes::view);
+    let expanded = expanded_nodes(&nodes, &functions).map_err(bad)?;
     if expanded > super::MAX_NODES as u64 {
         return Err(bad(format!(
             "functions expand the model to {expanded} nodes, which exceeds the limit of {} nodes",

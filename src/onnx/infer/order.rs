@@ -3,13 +3,197 @@
 //! every producer before its consumers.
 
 use super::*;
+use crate::onnx::{Encoded, Outline};
+
+/// The main graph's nodes, taken out of the model by the caller: decoded,
+/// or left encoded by the loader ([`crate::onnx::load_encoded`]). Either
+/// way each is dropped once inferred.
+pub enum Taken {
+    Nodes(Vec<NodeProto>),
+    Encoded(Encoded),
+}
+
+/// Taken nodes ready for ordering: left encoded, with their outline.
+pub(super) enum Nodes {
+    Decoded(Vec<NodeProto>),
+    Encoded(Encoded, Outline),
+}
+
+impl Nodes {
+    /// `taken`, outlined when left encoded; decoded all at once when a
+    /// record is not plainly readable.
+    pub(super) fn of(taken: Taken) -> std::result::Result<Nodes, String> {
+        let e = match taken {
+            Taken::Nodes(list) => return Ok(Nodes::Decoded(list)),
+            Taken::Encoded(e) => e,
+        };
+        Ok(match e.outline()? {
+            Some(o) => Nodes::Encoded(e, o),
+            None => Nodes::Decoded(
+                (0..e.len())
+                    .map(|i| e.decode(i))
+                    .collect::<Result<_, _>>()?,
+            ),
+        })
+    }
+
+    pub(super) fn view(&self) -> View<'_> {
+        match self {
+            Nodes::Decoded(list) => View::Protos(list),
+            Nodes::Encoded(e, o) => View::Outline(e, o),
+        }
+    }
+
+    /// The nodes handed out in the running `order`.
+    pub(super) fn queue(self, order: &[usize]) -> Queue {
+        match self {
+            Nodes::Decoded(list) => Queue::Decoded(Box::new(in_running_order(list, order))),
+            Nodes::Encoded(nodes, o) => Queue::Encoded {
+                nodes,
+                whole: o.whole,
+            },
+        }
+    }
+}
+
+/// Taken nodes handed out in running order.
+pub(super) enum Queue {
+    Decoded(Box<dyn Iterator<Item = NodeProto>>),
+    /// Each decoded in its turn, but those already decoded whole.
+    Encoded {
+        nodes: Encoded,
+        whole: Vec<(usize, NodeProto)>,
+    },
+}
+
+impl Queue {
+    /// The next node, `i` in file order.
+    pub(super) fn next(&mut self, i: usize) -> std::result::Result<NodeProto, String> {
+        match self {
+            Queue::Decoded(list) => Ok(list.next().unwrap_or_default()),
+            Queue::Encoded { nodes, whole } => match whole.binary_search_by_key(&i, |(k, _)| *k) {
+                Ok(k) => {
+                    nodes.release(i);
+                    Ok(std::mem::take(&mut whole[k].1))
+                }
+                Err(_) => nodes.take(i),
+            },
+        }
+    }
+}
+
+/// A level's nodes as ordering reads them.
+pub(super) enum View<'a> {
+    Protos(&'a [NodeProto]),
+    Outline(&'a Encoded, &'a Outline),
+}
+
+/// One of two iterators of the same items.
+enum Either<A, B> {
+    A(A),
+    B(B),
+}
+
+impl<T, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for Either<A, B> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        match self {
+            Either::A(a) => a.next(),
+            Either::B(b) => b.next(),
+        }
+    }
+}
+
+impl NodeList for View<'_> {
+    fn count(&self) -> usize {
+        match self {
+            View::Protos(l) => l.len(),
+            View::Outline(_, o) => o.len(),
+        }
+    }
+    fn inputs(&self, i: usize) -> impl Iterator<Item = &str> {
+        match self {
+            View::Protos(l) => Either::A(l.inputs(i)),
+            View::Outline(e, o) => Either::B(e.inputs(o, i)),
+        }
+    }
+    fn outputs(&self, i: usize) -> impl Iterator<Item = &str> {
+        match self {
+            View::Protos(l) => Either::A(l.outputs(i)),
+            View::Outline(e, o) => Either::B(e.outputs(o, i)),
+        }
+    }
+    fn graphs(&self, i: usize) -> impl Iterator<Item = &GraphProto> {
+        match self {
+            View::Protos(l) => Either::A(l.graphs(i)),
+            View::Outline(_, o) => Either::B(o.graphs(i)),
+        }
+    }
+    fn op(&self, i: usize) -> (&str, &str) {
+        match self {
+            View::Protos(l) => l.op(i),
+            View::Outline(e, o) => e.op(o, i),
+        }
+    }
+    fn label(&self, i: usize) -> String {
+        match self {
+            View::Protos(l) => l.label(i),
+            View::Outline(e, o) => {
+                let (name, op) = e.label(o, i);
+                labelled(name, op)
+            }
+        }
+    }
+}
+
+/// A graph level's nodes as ordering reads them: decoded records, or the
+/// outline of records left encoded ([`Outline`]).
+pub(super) trait NodeList {
+    fn count(&self) -> usize;
+    fn inputs(&self, i: usize) -> impl Iterator<Item = &str>;
+    fn outputs(&self, i: usize) -> impl Iterator<Item = &str>;
+    /// The graphs node `i`'s attributes hold.
+    fn graphs(&self, i: usize) -> impl Iterator<Item = &GraphProto>;
+    /// Its op type and domain, as written.
+    fn op(&self, i: usize) -> (&str, &str);
+    /// Node `i` as an error names it.
+    fn label(&self, i: usize) -> String;
+}
+
+impl NodeList for [NodeProto] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn inputs(&self, i: usize) -> impl Iterator<Item = &str> {
+        self[i].input.iter().map(String::as_str)
+    }
+    fn outputs(&self, i: usize) -> impl Iterator<Item = &str> {
+        self[i].output.iter().map(String::as_str)
+    }
+    fn graphs(&self, i: usize) -> impl Iterator<Item = &GraphProto> {
+        self[i]
+            .attribute
+            .iter()
+            .flat_map(|a| a.g.iter().map(|g| &**g).chain(&a.graphs))
+    }
+    fn op(&self, i: usize) -> (&str, &str) {
+        let n = &self[i];
+        (
+            n.op_type.as_deref().unwrap_or(""),
+            n.domain.as_deref().unwrap_or(""),
+        )
+    }
+    fn label(&self, i: usize) -> String {
+        node_label(&self[i])
+    }
+}
 
 /// The nodes of the model once its functions are expanded, subgraphs
 /// included: what inference will record and visit at least once. Computed
 /// from the call graph (each function's size once), so functions that call
 /// each other twice per level are refused before the first expansion.
 pub(super) fn expanded_nodes(
-    nodes: &[NodeProto],
+    nodes: &(impl NodeList + ?Sized),
     functions: &Functions,
 ) -> std::result::Result<u64, String> {
     struct Sizer<'a, 'm> {
@@ -18,25 +202,27 @@ pub(super) fn expanded_nodes(
         open: HashSet<(String, String)>,
     }
     impl Sizer<'_, '_> {
-        fn nodes(&mut self, nodes: &[NodeProto], depth: usize) -> std::result::Result<u64, String> {
+        fn nodes(
+            &mut self,
+            nodes: &(impl NodeList + ?Sized),
+            depth: usize,
+        ) -> std::result::Result<u64, String> {
             if depth > MAX_GRAPH_DEPTH {
                 return Err(format!(
                     "functions and subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
                 ));
             }
             let mut total: u64 = 0;
-            for n in nodes {
+            for i in 0..nodes.count() {
                 total = total.saturating_add(1);
-                for a in &n.attribute {
-                    for g in a.g.iter().map(|g| &**g).chain(&a.graphs) {
-                        total = total.saturating_add(self.nodes(&g.node, depth + 1)?);
-                    }
+                for g in nodes.graphs(i) {
+                    total = total.saturating_add(self.nodes(&g.node[..], depth + 1)?);
                 }
                 if self.functions.is_empty() {
                     continue;
                 }
-                let op = n.op_type.as_deref().unwrap_or("");
-                let domain = domain_key(n.domain.as_deref().unwrap_or(""));
+                let (op, domain) = nodes.op(i);
+                let domain = domain_key(domain);
                 // Calls expand only where c3 has no shape logic of its own.
                 if registry(domain, op).is_some() {
                     continue;
@@ -54,7 +240,7 @@ pub(super) fn expanded_nodes(
                                 key.1
                             ));
                         }
-                        let size = self.nodes(&f.node, depth + 1)?;
+                        let size = self.nodes(&f.node[..], depth + 1)?;
                         self.open.remove(&key);
                         self.sizes.insert(key, size);
                         size
@@ -74,11 +260,17 @@ pub(super) fn expanded_nodes(
 }
 
 pub(super) fn node_label(n: &NodeProto) -> String {
-    match n.name.as_deref() {
-        Some(name) if !name.is_empty() => {
-            format!("node '{name}' ({})", n.op_type.as_deref().unwrap_or(""))
-        }
-        _ => format!("a {} node", n.op_type.as_deref().unwrap_or("")),
+    labelled(
+        n.name.as_deref().unwrap_or(""),
+        n.op_type.as_deref().unwrap_or(""),
+    )
+}
+
+fn labelled(name: &str, op: &str) -> String {
+    if name.is_empty() {
+        format!("a {op} node")
+    } else {
+        format!("node '{name}' ({op})")
     }
 }
 
@@ -118,17 +310,26 @@ pub(super) fn node_uses(
     n: &NodeProto,
     depth: usize,
     work: &Cell<u64>,
+    use_name: impl FnMut(&str) -> std::result::Result<(), String>,
+) -> std::result::Result<(), String> {
+    uses(std::slice::from_ref(n), 0, depth, work, use_name)
+}
+
+/// [`node_uses`] of node `i` of `nodes`.
+fn uses(
+    nodes: &(impl NodeList + ?Sized),
+    i: usize,
+    depth: usize,
+    work: &Cell<u64>,
     mut use_name: impl FnMut(&str) -> std::result::Result<(), String>,
 ) -> std::result::Result<(), String> {
-    for name in &n.input {
+    for name in nodes.inputs(i) {
         use_name(name)?;
     }
     if depth < MAX_GRAPH_DEPTH {
-        for a in &n.attribute {
-            for g in a.g.iter().map(|g| &**g).chain(a.graphs.iter()) {
-                for name in free_names(g, depth + 1, work) {
-                    use_name(&name)?;
-                }
+        for g in nodes.graphs(i) {
+            for name in free_names(g, depth + 1, work) {
+                use_name(&name)?;
             }
         }
     }
@@ -162,28 +363,32 @@ pub(super) fn in_running_order(
 /// file's order wherever it is already valid (the ready node earliest in the
 /// file goes first), so reports list layers as Netron and profilers do.
 pub(super) fn topo_order(
-    nodes: &[NodeProto],
+    nodes: &(impl NodeList + ?Sized),
     scope: &Scope,
     depth: usize,
     work: &Cell<u64>,
 ) -> std::result::Result<(Vec<usize>, Readers), String> {
     // Each output's slot in the readers' counts.
+    let len = nodes.count();
     let mut readers = Readers {
-        starts: Vec::with_capacity(nodes.len()),
+        starts: Vec::with_capacity(len),
         counts: Vec::new(),
     };
     let mut producer: HashMap<&str, (usize, usize)> =
-        HashMap::with_capacity_and_hasher(nodes.len() * 2, Default::default());
-    for (i, n) in nodes.iter().enumerate() {
+        HashMap::with_capacity_and_hasher(len * 2, Default::default());
+    for i in 0..len {
         let start = readers.counts.len();
         // Within u32: MAX_NODES nodes of MAX_NODE_IO outputs.
         readers.starts.push(start as u32);
-        readers.counts.resize(start + n.output.len(), 0);
-        for (k, o) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
-            if producer.insert(o, (i, start + k)).is_some() || scope.vars.contains_key(o.as_str()) {
+        for (k, o) in nodes.outputs(i).enumerate() {
+            readers.counts.push(0);
+            if o.is_empty() {
+                continue;
+            }
+            if producer.insert(o, (i, start + k)).is_some() || scope.vars.contains_key(o) {
                 return Err(format!(
                     "value '{o}' is defined twice ({} defines it again)",
-                    node_label(n)
+                    nodes.label(i)
                 ));
             }
         }
@@ -198,22 +403,22 @@ pub(super) fn topo_order(
         readers.counts[slot] += 1;
     })?;
     if in_order {
-        return Ok(((0..nodes.len()).collect(), readers));
+        return Ok(((0..len).collect(), readers));
     }
     // The subgraphs looked at above are looked at again: counted once.
     work.set(work_before);
-    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); len];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); len];
     each_read(nodes, &producer, scope, depth, work, |i, p, _| {
         deps[i].push(p);
         users[p].push(i);
     })?;
     let mut pending: Vec<usize> = deps.iter().map(Vec::len).collect();
-    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..nodes.len())
+    let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..len)
         .filter(|&i| pending[i] == 0)
         .map(std::cmp::Reverse)
         .collect();
-    let mut order = Vec::with_capacity(nodes.len());
+    let mut order = Vec::with_capacity(len);
     while let Some(std::cmp::Reverse(i)) = ready.pop() {
         order.push(i);
         for &u in &users[i] {
@@ -223,11 +428,11 @@ pub(super) fn topo_order(
             }
         }
     }
-    if order.len() != nodes.len() {
-        let stuck = (0..nodes.len()).find(|&i| pending[i] > 0).unwrap_or(0);
+    if order.len() != len {
+        let stuck = (0..len).find(|&i| pending[i] > 0).unwrap_or(0);
         return Err(format!(
             "the graph has a cycle through {}",
-            node_label(&nodes[stuck])
+            nodes.label(stuck)
         ));
     }
     Ok((order, readers))
@@ -237,15 +442,15 @@ pub(super) fn topo_order(
 /// makes (its output `slot` of all the graph's outputs); a value nothing
 /// makes, here or in an enclosing scope, is an error naming its reader.
 fn each_read(
-    nodes: &[NodeProto],
+    nodes: &(impl NodeList + ?Sized),
     producer: &HashMap<&str, (usize, usize)>,
     scope: &Scope,
     depth: usize,
     work: &Cell<u64>,
     mut read: impl FnMut(usize, usize, usize),
 ) -> std::result::Result<(), String> {
-    for (i, n) in nodes.iter().enumerate() {
-        node_uses(n, depth, work, |name| {
+    for i in 0..nodes.count() {
+        uses(nodes, i, depth, work, |name| {
             if name.is_empty() {
                 return Ok(());
             }
@@ -257,7 +462,7 @@ fn each_read(
                 None if scope.get(name).is_some() => Ok(()),
                 None => Err(format!(
                     "{} reads '{name}', which nothing produces",
-                    node_label(n)
+                    nodes.label(i)
                 )),
             }
         })?;

@@ -1,0 +1,453 @@
+//! The main graph's node records left encoded until inference reaches
+//! them. Decoded all at once, a large graph's nodes take about ten times
+//! their encoded size (every name, attribute and small tensor its own
+//! allocation) and all of it is held at the start of inference; left
+//! encoded, each is decoded when its turn comes and dropped once inferred,
+//! so only the records' bytes (already read) and one node are held.
+//!
+//! Ordering the nodes needs only their names: [`Encoded::outline`] notes
+//! where those lie in the records, and decodes whole only the nodes whose
+//! attributes hold subgraphs (whose free names take part). The records are
+//! copied out of the skimmed model into blocks of [`BLOCK`] nodes, each
+//! freed once its nodes are decoded.
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use bytes::Bytes;
+use prost::Message;
+use prost::encoding::decode_varint;
+
+use super::proto::{GraphProto, NodeProto};
+use super::read::put_varint;
+
+/// How many node records a block holds: a block is freed once all its
+/// nodes are decoded, so the records are let go as inference goes.
+const BLOCK: usize = 1024;
+
+/// The main graph's node records, in file order, as the loader left them.
+pub struct Encoded {
+    /// The records, [`BLOCK`] nodes to a block; `None` once all of its
+    /// nodes are decoded.
+    blocks: Vec<Option<Box<[u8]>>>,
+    /// Per block, how many of its nodes are not decoded yet.
+    left: Vec<u32>,
+    /// Each node's record: where it lies in its block.
+    ranges: Vec<(u32, u32)>,
+    /// The model's own bytes: the payloads the skim left out are slices of
+    /// them.
+    file: Bytes,
+    /// The model's folder: external data must stay inside it.
+    dir: PathBuf,
+}
+
+/// One field of a message: its number and its value's bytes (a varint's or
+/// a fixed number's bytes, or a length-delimited payload).
+struct WireField<'a> {
+    number: u64,
+    /// 0 varint, 1 fixed 64-bit, 2 length-delimited, 5 fixed 32-bit.
+    kind: u64,
+    payload: &'a [u8],
+    /// Where the field (its key included) starts and ends in the message.
+    span: Range<usize>,
+}
+
+/// The fields of a message in order; `None` at anything a plain reader
+/// does not take (groups, truncated bytes): the caller leaves such a
+/// message to the decoder, which names the fault.
+fn fields(msg: &[u8]) -> impl Iterator<Item = Option<WireField<'_>>> {
+    let mut rest = msg;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if rest.is_empty() || failed {
+            return None;
+        }
+        let start = msg.len() - rest.len();
+        let field = (|| {
+            let key = decode_varint(&mut rest).ok()?;
+            let len = match key & 7 {
+                0 => {
+                    let before = rest;
+                    decode_varint(&mut rest).ok()?;
+                    let used = before.len() - rest.len();
+                    rest = before;
+                    used
+                }
+                1 => 8,
+                2 => usize::try_from(decode_varint(&mut rest).ok()?).ok()?,
+                5 => 4,
+                _ => return None,
+            };
+            let payload = rest.get(..len)?;
+            rest = &rest[len..];
+            Some(WireField {
+                number: key >> 3,
+                kind: key & 7,
+                payload,
+                span: start..msg.len() - rest.len(),
+            })
+        })();
+        failed = field.is_none();
+        Some(field)
+    })
+}
+
+/// The model's bytes with the main graph's node records taken out, and
+/// those records copied into blocks (each record's place in its block);
+/// `None` when the bytes are not plainly readable (the decoder then reads
+/// them whole and names the fault). Fields keep their order; the graph's
+/// other fields (several graph fields merge, as in decoding) go last.
+pub(super) fn split(model: &[u8]) -> Option<(Vec<u8>, Blocks)> {
+    let mut rest = Vec::with_capacity(model.len() / 2);
+    let mut graph: Vec<u8> = Vec::new();
+    let mut blocks = Blocks::default();
+    let mut block: Vec<u8> = Vec::new();
+    let mut has_graph = false;
+    for f in fields(model) {
+        let f = f?;
+        if f.number != 7 || f.kind != 2 {
+            rest.extend_from_slice(&model[f.span]);
+            continue;
+        }
+        has_graph = true;
+        for g in fields(f.payload) {
+            let g = g?;
+            if g.number == 1 && g.kind == 2 {
+                if blocks.ranges.len() % BLOCK == 0 && !blocks.ranges.is_empty() {
+                    blocks
+                        .blocks
+                        .push(std::mem::take(&mut block).into_boxed_slice());
+                }
+                let start = u32::try_from(block.len()).ok()?;
+                block.extend_from_slice(g.payload);
+                blocks
+                    .ranges
+                    .push((start, u32::try_from(block.len()).ok()?));
+            } else {
+                graph.extend_from_slice(&f.payload[g.span]);
+            }
+        }
+    }
+    if !blocks.ranges.is_empty() {
+        blocks.blocks.push(block.into_boxed_slice());
+    }
+    if has_graph {
+        put_varint(&mut rest, 7 << 3 | 2);
+        put_varint(&mut rest, graph.len() as u64);
+        rest.extend_from_slice(&graph);
+    }
+    Some((rest, blocks))
+}
+
+/// The node records [`split`] took out.
+#[derive(Default)]
+pub(super) struct Blocks {
+    blocks: Vec<Box<[u8]>>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl Encoded {
+    pub(super) fn new(records: Blocks, file: Bytes, dir: PathBuf) -> Encoded {
+        let n = records.ranges.len();
+        let left = (0..records.blocks.len())
+            .map(|b| (n - b * BLOCK).min(BLOCK) as u32)
+            .collect();
+        Encoded {
+            blocks: records.blocks.into_iter().map(Some).collect(),
+            left,
+            ranges: records.ranges,
+            file,
+            dir,
+        }
+    }
+
+    /// How many nodes the main graph has.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether the main graph has no node.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Node `i`'s record (empty once its block is freed).
+    fn record(&self, i: usize) -> &[u8] {
+        let (s, e) = self.ranges[i];
+        match &self.blocks[i / BLOCK] {
+            Some(b) => &b[s as usize..e as usize],
+            None => &[],
+        }
+    }
+
+    /// The text at `span` of node `i`'s record (checked UTF-8 when the
+    /// outline was read).
+    fn text(&self, i: usize, (s, e): (u32, u32)) -> &str {
+        std::str::from_utf8(
+            self.record(i)
+                .get(s as usize..e as usize)
+                .unwrap_or_default(),
+        )
+        .unwrap_or_default()
+    }
+
+    /// Node `i` (in file order), decoded, its left-out payloads attached
+    /// and checked as loading checks every node.
+    pub fn decode(&self, i: usize) -> Result<NodeProto, String> {
+        let mut n = NodeProto::decode(self.record(i))
+            .map_err(|e| format!("not a valid ONNX model: {}", super::decode_message(&e)))?;
+        for a in &mut n.attribute {
+            super::read::attach_attribute(a, &self.file)?;
+        }
+        super::check_nodes(std::slice::from_ref(&n), &self.dir, 1)?;
+        Ok(n)
+    }
+
+    /// [`Encoded::decode`], each node once: its block is freed when its
+    /// last node is taken.
+    pub fn take(&mut self, i: usize) -> Result<NodeProto, String> {
+        let n = self.decode(i);
+        self.release(i);
+        n
+    }
+
+    /// Marks node `i` as taken (decoded elsewhere), freeing its block after
+    /// its last node.
+    pub fn release(&mut self, i: usize) {
+        let b = i / BLOCK;
+        self.left[b] = self.left[b].saturating_sub(1);
+        if self.left[b] == 0 {
+            self.blocks[b] = None;
+        }
+    }
+
+    /// Every node's names, read in place; `Ok(None)` when a record is not
+    /// plainly readable but decodes (the caller then decodes them all).
+    pub fn outline(&self) -> Result<Option<Outline>, String> {
+        let mut o = Outline {
+            briefs: Vec::with_capacity(self.ranges.len()),
+            names: Vec::with_capacity(self.ranges.len() * 3),
+            whole: Vec::new(),
+        };
+        let mut outputs: Vec<(u32, u32)> = Vec::new();
+        for i in 0..self.ranges.len() {
+            let rec = self.record(i);
+            let start = o.names.len();
+            outputs.clear();
+            let Some((brief, graphs)) = brief(rec, start, &mut o.names, &mut outputs) else {
+                // The decoder names the fault; a record it takes that the
+                // plain reader does not is left to the decoder, with all.
+                self.decode(i)?;
+                return Ok(None);
+            };
+            o.names.extend_from_slice(&outputs);
+            o.briefs.push(brief);
+            if graphs {
+                o.whole.push((i, self.decode(i)?));
+            }
+        }
+        Ok(Some(o))
+    }
+
+    /// Node `i`'s name and op type, as the outline read them.
+    pub fn label(&self, o: &Outline, i: usize) -> (&str, &str) {
+        let b = &o.briefs[i];
+        (self.text(i, b.name), self.text(i, b.op))
+    }
+
+    /// Node `i`'s op type and domain.
+    pub fn op(&self, o: &Outline, i: usize) -> (&str, &str) {
+        let b = &o.briefs[i];
+        (self.text(i, b.op), self.text(i, b.domain))
+    }
+
+    /// Node `i`'s inputs.
+    pub fn inputs<'s>(&'s self, o: &'s Outline, i: usize) -> impl Iterator<Item = &'s str> {
+        let b = &o.briefs[i];
+        let s = b.start as usize;
+        o.names[s..s + b.inputs as usize]
+            .iter()
+            .map(move |&span| self.text(i, span))
+    }
+
+    /// Node `i`'s outputs.
+    pub fn outputs<'s>(&'s self, o: &'s Outline, i: usize) -> impl Iterator<Item = &'s str> {
+        let b = &o.briefs[i];
+        let s = b.start as usize + b.inputs as usize;
+        o.names[s..s + b.outputs as usize]
+            .iter()
+            .map(move |&span| self.text(i, span))
+    }
+}
+
+/// What ordering reads of a node left encoded: where its texts lie in its
+/// record.
+pub struct Brief {
+    name: (u32, u32),
+    op: (u32, u32),
+    domain: (u32, u32),
+    /// Its inputs then its outputs in [`Outline`]'s names, from `start`.
+    start: u32,
+    inputs: u32,
+    outputs: u32,
+}
+
+/// The main graph's nodes as ordering reads them: spans of their records.
+pub struct Outline {
+    briefs: Vec<Brief>,
+    names: Vec<(u32, u32)>,
+    /// The nodes whose attributes hold graphs, decoded whole, by position.
+    pub whole: Vec<(usize, NodeProto)>,
+}
+
+impl Outline {
+    pub fn len(&self) -> usize {
+        self.briefs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.briefs.is_empty()
+    }
+
+    /// The graphs node `i`'s attributes hold (none unless decoded whole).
+    pub fn graphs(&self, i: usize) -> impl Iterator<Item = &GraphProto> {
+        let whole = self.whole.binary_search_by_key(&i, |(k, _)| *k).ok();
+        whole.into_iter().flat_map(move |k| {
+            self.whole[k]
+                .1
+                .attribute
+                .iter()
+                .flat_map(|a| a.g.iter().map(|g| &**g).chain(&a.graphs))
+        })
+    }
+}
+
+/// A node record's names, read as the decoder would (a repeated field's
+/// entries in order, a single field's last entry): its inputs pushed onto
+/// `names`, its outputs onto `outputs`; with whether an attribute holds a
+/// graph. `None` at anything the decoder would refuse or read otherwise.
+fn brief(
+    rec: &[u8],
+    start: usize,
+    names: &mut Vec<(u32, u32)>,
+    outputs: &mut Vec<(u32, u32)>,
+) -> Option<(Brief, bool)> {
+    let base = rec.as_ptr() as usize;
+    let text = |b: &[u8]| -> Option<(u32, u32)> {
+        std::str::from_utf8(b).ok()?;
+        let s = b.as_ptr() as usize - base;
+        Some((u32::try_from(s).ok()?, u32::try_from(s + b.len()).ok()?))
+    };
+    let none = (0, 0);
+    let (mut name, mut op, mut domain) = (none, none, none);
+    let mut graphs = false;
+    for f in fields(rec) {
+        let f = f?;
+        // Node fields: input 1, output 2, name 3, op_type 4, attribute 5,
+        // domain 7; all length-delimited.
+        if matches!(f.number, 1..=5 | 7) && f.kind != 2 {
+            return None;
+        }
+        match f.number {
+            1 => names.push(text(f.payload)?),
+            2 => outputs.push(text(f.payload)?),
+            3 => name = text(f.payload)?,
+            4 => op = text(f.payload)?,
+            7 => domain = text(f.payload)?,
+            // AttributeProto.g 6, graphs 11.
+            5 => {
+                for a in fields(f.payload) {
+                    graphs |= matches!(a?.number, 6 | 11);
+                }
+            }
+            _ => {}
+        }
+    }
+    let inputs = names.len() - start;
+    Some((
+        Brief {
+            name,
+            op,
+            domain,
+            start: u32::try_from(start).ok()?,
+            inputs: u32::try_from(inputs).ok()?,
+            outputs: u32::try_from(outputs.len()).ok()?,
+        },
+        graphs,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::onnx::build;
+
+    #[test]
+    fn split_takes_out_the_main_nodes_and_keeps_the_rest() {
+        let m = build::GraphBuilder::new()
+            .input(build::sized_value("x", build::FLOAT, &[1, 4]))
+            .node(build::node("Relu", &["x"], &["y"]))
+            .node(build::node("Relu", &["y"], &["z"]))
+            .output(build::untyped("z"))
+            .model(17);
+        let bytes = m.encode_to_vec();
+        let (rest, blocks) = split(&bytes).unwrap();
+        assert_eq!(blocks.ranges.len(), 2);
+        let back = crate::proto::ModelProto::decode(&rest[..]).unwrap();
+        let g = back.graph.unwrap();
+        assert!(g.node.is_empty());
+        assert_eq!(g.input.len(), 1);
+        assert_eq!(g.output.len(), 1);
+        let mut e = Encoded::new(blocks, Bytes::from(bytes), PathBuf::from("."));
+        let o = e.outline().unwrap().unwrap();
+        assert_eq!(e.inputs(&o, 1).collect::<Vec<_>>(), ["y"]);
+        assert_eq!(e.op(&o, 1), ("Relu", ""));
+        let second = e.take(1).unwrap();
+        assert_eq!(second.input, vec!["y".to_string()]);
+        assert_eq!(second.output, vec!["z".to_string()]);
+        // One block of two nodes: freed once both are taken.
+        assert!(e.blocks[0].is_some());
+        e.take(0).unwrap();
+        assert!(e.blocks[0].is_none());
+    }
+
+    #[test]
+    fn a_brief_reads_names_as_the_decoder_does() {
+        let mut n = build::node("Add", &["a", "b"], &["c"]);
+        n.name = Some("first".into());
+        let mut bytes = n.encode_to_vec();
+        // A second name field: the decoder keeps the last.
+        let again = NodeProto {
+            name: Some("last".into()),
+            ..NodeProto::default()
+        };
+        bytes.extend(again.encode_to_vec());
+        let (mut names, mut outputs) = (Vec::new(), Vec::new());
+        let (b, graphs) = brief(&bytes, 0, &mut names, &mut outputs).unwrap();
+        let at = |(s, e): (u32, u32)| std::str::from_utf8(&bytes[s as usize..e as usize]).unwrap();
+        assert_eq!(
+            (at(b.name), at(b.op), b.inputs, b.outputs),
+            ("last", "Add", 2, 1)
+        );
+        let names: Vec<&str> = names.into_iter().map(at).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(at(outputs[0]), "c");
+        assert!(!graphs);
+        // Not UTF-8: left to the decoder.
+        let bad = [0x0a, 0x01, 0xff];
+        assert!(brief(&bad, 0, &mut Vec::new(), &mut Vec::new()).is_none());
+        // An unknown field held as a group (field 9, start and end): the
+        // decoder skips it, the plain reader does not, so the outline
+        // leaves every node to the decoder.
+        let mut grouped = build::node("Relu", &["a"], &["b"]).encode_to_vec();
+        grouped.extend([9 << 3 | 3, 9 << 3 | 4]);
+        assert!(brief(&grouped, 0, &mut Vec::new(), &mut Vec::new()).is_none());
+        let blocks = Blocks {
+            blocks: vec![grouped.clone().into_boxed_slice()],
+            ranges: vec![(0, grouped.len() as u32)],
+        };
+        let e = Encoded::new(blocks, Bytes::new(), PathBuf::from("."));
+        assert!(e.outline().unwrap().is_none());
+        assert_eq!(e.decode(0).unwrap().op_type.as_deref(), Some("Relu"));
+    }
+}
