@@ -55,41 +55,75 @@ struct WireField<'a> {
 /// The fields of a message in order; `None` at anything a plain reader
 /// does not take (groups, truncated bytes): the caller leaves such a
 /// message to the decoder, which names the fault.
-fn fields(msg: &[u8]) -> impl Iterator<Item = Option<WireField<'_>>> {
-    let mut rest = msg;
-    let mut failed = false;
-    std::iter::from_fn(move || {
-        if rest.is_empty() || failed {
+fn fields(msg: &[u8]) -> Fields<'_> {
+    Fields { msg, at: 0 }
+}
+
+struct Fields<'a> {
+    msg: &'a [u8],
+    /// Where the next field starts; past the end once one failed.
+    at: usize,
+}
+
+impl<'a> Fields<'a> {
+    /// The varint at `at`, moving past it (most keys and lengths are one
+    /// byte).
+    fn varint(&mut self) -> Option<u64> {
+        let first = *self.msg.get(self.at)?;
+        if first < 0x80 {
+            self.at += 1;
+            return Some(u64::from(first));
+        }
+        let mut rest = &self.msg[self.at..];
+        let before = rest.len();
+        let v = decode_varint(&mut rest).ok()?;
+        self.at += before - rest.len();
+        Some(v)
+    }
+
+    fn field(&mut self) -> Option<WireField<'a>> {
+        let start = self.at;
+        let key = self.varint()?;
+        let payload_start;
+        match key & 7 {
+            0 => {
+                payload_start = self.at;
+                self.varint()?;
+            }
+            1 | 5 => {
+                payload_start = self.at;
+                self.at += if key & 7 == 1 { 8 } else { 4 };
+            }
+            2 => {
+                let len = usize::try_from(self.varint()?).ok()?;
+                payload_start = self.at;
+                self.at = self.at.checked_add(len)?;
+            }
+            _ => return None,
+        }
+        let payload = self.msg.get(payload_start..self.at)?;
+        Some(WireField {
+            number: key >> 3,
+            kind: key & 7,
+            payload,
+            span: start..self.at,
+        })
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Option<WireField<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.msg.len() {
             return None;
         }
-        let start = msg.len() - rest.len();
-        let field = (|| {
-            let key = decode_varint(&mut rest).ok()?;
-            let len = match key & 7 {
-                0 => {
-                    let before = rest;
-                    decode_varint(&mut rest).ok()?;
-                    let used = before.len() - rest.len();
-                    rest = before;
-                    used
-                }
-                1 => 8,
-                2 => usize::try_from(decode_varint(&mut rest).ok()?).ok()?,
-                5 => 4,
-                _ => return None,
-            };
-            let payload = rest.get(..len)?;
-            rest = &rest[len..];
-            Some(WireField {
-                number: key >> 3,
-                kind: key & 7,
-                payload,
-                span: start..msg.len() - rest.len(),
-            })
-        })();
-        failed = field.is_none();
-        Some(field)
-    })
+        let f = self.field();
+        if f.is_none() {
+            self.at = usize::MAX;
+        }
+        Some(f)
+    }
 }
 
 /// The model's bytes with the main graph's node records taken out, and
@@ -180,15 +214,17 @@ impl Encoded {
         }
     }
 
-    /// The text at `span` of node `i`'s record (checked UTF-8 when the
-    /// outline was read).
+    /// The text at `span` of node `i`'s record.
     fn text(&self, i: usize, (s, e): (u32, u32)) -> &str {
-        std::str::from_utf8(
-            self.record(i)
-                .get(s as usize..e as usize)
-                .unwrap_or_default(),
-        )
-        .unwrap_or_default()
+        let bytes = self
+            .record(i)
+            .get(s as usize..e as usize)
+            .unwrap_or_default();
+        // SAFETY: every span is made by `brief`, only for bytes it checked
+        // are UTF-8, and the records never change (a freed block yields no
+        // bytes at all). Checking again here was most of the ordering's
+        // work.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
     }
 
     /// Node `i` (in file order), decoded, its left-out payloads attached
