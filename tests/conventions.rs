@@ -376,6 +376,39 @@ fn nodes_left_encoded_are_costed_and_checked_as_decoded_ones() {
     assert_eq!(err.lines().count(), 1);
 }
 
+/// A graph large enough to be decoded ahead on a second thread (4,096
+/// nodes and more) is costed as one decoded whole, and a broken record far
+/// into it stops the walk with the loader's words, without a hang.
+#[test]
+fn nodes_decoded_ahead_are_costed_and_checked_as_decoded_ones() {
+    use c3::onnx::build::{self, FLOAT, GraphBuilder, node, sized_value, untyped};
+    let dir = crate::common::cli::scratch("conventions", "ahead");
+    let n = 5000;
+    let mut g = GraphBuilder::new().input(sized_value("v0", FLOAT, &[4, 8]));
+    for i in 0..n {
+        g = g.node(node("Relu", &[&format!("v{i}")], &[&format!("v{}", i + 1)]));
+    }
+    let m = g.output(untyped(&format!("v{n}"))).model(17);
+    let path = dir.join("chain.onnx");
+    std::fs::write(&path, build::encode(&m)).unwrap();
+    let path = path.to_str().unwrap();
+    let opts = c3::EstimateOptions::default();
+    let kept = c3::Model::open(path).unwrap().estimate(&opts).unwrap();
+    let ahead = c3::Model::estimate_file(path, &opts).unwrap();
+    // 5,000 Relus over 4x8 = 32 elements, one FLOP each.
+    assert_eq!(ahead.report.total.flops, 5000 * 32);
+    assert_eq!(kept.to_json(), ahead.to_json());
+
+    let mut bare = m.clone();
+    bare.graph.as_mut().unwrap().node[4500].op_type = None;
+    let path = dir.join("bare.onnx");
+    std::fs::write(&path, build::encode(&bare)).unwrap();
+    let err = c3::Model::estimate_file(path.to_str().unwrap(), &opts)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().ends_with("has no op_type"), "{err}");
+}
+
 /// The cost graph built a node at a time as inference goes
 /// (`infer_graph`) is the one built from the whole inference afterwards,
 /// folded or not: Loop and If bodies, sequences, dynamo exports.

@@ -333,56 +333,59 @@ impl<'m> Walker<'m> {
         // shape and constant of the graph at its end.
         let counted = taken.is_some() && !listing;
         self.charge(0)?;
-        let mut queue = taken.map(|t| t.queue(&order));
         // One entry per node output: the scope is sized once, to what it
         // will hold (a guess of two outputs a node doubled the table of a
         // large graph), and only now that the taken list is let go.
         scope.vars.reserve(outputs);
-        for i in order {
-            let owned;
-            let n = match &mut queue {
-                Some(taken) => {
-                    owned = taken.next(i)?;
-                    &owned
-                }
-                None => &g.node[i],
-            };
-            let rec = self
-                .infer_node(n, scope, depth, opsets, &declared, "")
-                .map_err(|m| format!("{}: {m}", node_label(n)))?;
-            for r in rec {
-                for (name, f) in r.outputs.iter().flatten() {
-                    scope.vars.insert(name.clone(), f.clone());
-                    if listing {
-                        order_names.push(name.clone());
-                    }
-                }
-                if let Some(list) = record.as_deref_mut() {
-                    list.record(r);
-                }
-            }
-            if counted {
-                let start = readers.starts[i] as usize;
-                let mut let_go = |name: &str| {
-                    if let Some(list) = record.as_deref_mut() {
-                        list.let_go(name);
-                    }
+        std::thread::scope(|threads| {
+            let mut queue = taken.map(|t| t.queue(&order, threads));
+            for &i in &order {
+                let mut owned = None;
+                let n = match &mut queue {
+                    Some(taken) => &*owned.insert(taken.next(i)?),
+                    None => &g.node[i],
                 };
-                for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
-                    if scope.vars.track(name, readers.counts[start + k]) {
-                        let_go(name);
+                let rec = self
+                    .infer_node(n, scope, depth, opsets, &declared, "")
+                    .map_err(|m| format!("{}: {m}", node_label(n)))?;
+                for r in rec {
+                    for (name, f) in r.outputs.iter().flatten() {
+                        scope.vars.insert(name.clone(), f.clone());
+                        if listing {
+                            order_names.push(name.clone());
+                        }
+                    }
+                    if let Some(list) = record.as_deref_mut() {
+                        list.record(r);
                     }
                 }
-                // The same names the count saw; the look is not charged
-                // to the visit budget again.
-                let _ = node_uses(n, depth, &Cell::new(0), |name| {
-                    if scope.vars.release(name) {
-                        let_go(name);
+                if counted {
+                    let start = readers.starts[i] as usize;
+                    let mut let_go = |name: &str| {
+                        if let Some(list) = record.as_deref_mut() {
+                            list.let_go(name);
+                        }
+                    };
+                    for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
+                        if scope.vars.track(name, readers.counts[start + k]) {
+                            let_go(name);
+                        }
                     }
-                    Ok(())
-                });
+                    // The same names the count saw; the look is not charged
+                    // to the visit budget again.
+                    let _ = node_uses(n, depth, &Cell::new(0), |name| {
+                        if scope.vars.release(name) {
+                            let_go(name);
+                        }
+                        Ok(())
+                    });
+                }
+                if let (Some(q), Some(n)) = (&mut queue, owned) {
+                    q.done(n);
+                }
             }
-        }
+            Ok::<(), String>(())
+        })?;
         if let Some(values) = values {
             values.extend(
                 order_names

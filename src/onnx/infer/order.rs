@@ -44,17 +44,54 @@ impl Nodes {
         }
     }
 
-    /// The nodes handed out in the running `order`.
-    pub(super) fn queue(self, order: &[usize]) -> Queue {
+    /// The nodes handed out in the running `order`; a large graph left
+    /// encoded is decoded ahead on a second thread of `threads`, in
+    /// batches, while this one infers.
+    pub(super) fn queue<'s>(
+        self,
+        order: &'s [usize],
+        threads: &'s std::thread::Scope<'s, '_>,
+    ) -> Queue {
         match self {
             Nodes::Decoded(list) => Queue::Decoded(Box::new(in_running_order(list, order))),
-            Nodes::Encoded(nodes, o) => Queue::Encoded {
-                nodes,
-                whole: o.whole,
-            },
+            Nodes::Encoded(mut nodes, o) => {
+                let mut whole = o.whole;
+                if order.len() < AHEAD_FROM || !crate::two_cores() {
+                    return Queue::Encoded { nodes, whole };
+                }
+                let (batches, receiver) = std::sync::mpsc::sync_channel(4);
+                // The walk hands the nodes back to be freed here, where
+                // they were made (a free from another thread costs more).
+                let (spent, given_back) = std::sync::mpsc::channel::<Vec<NodeProto>>();
+                threads.spawn(move || {
+                    for run in order.chunks(AHEAD_BATCH) {
+                        let batch: Vec<_> =
+                            run.iter().map(|&i| nodes.next(&mut whole, i)).collect();
+                        let failed = batch.iter().any(Result::is_err);
+                        // A closed queue: the walk stopped at an error.
+                        if batches.send(batch).is_err() || failed {
+                            return;
+                        }
+                        given_back.try_iter().for_each(drop);
+                    }
+                    drop(batches);
+                    given_back.iter().for_each(drop);
+                });
+                Queue::Ahead {
+                    batches: receiver,
+                    batch: Vec::new().into_iter(),
+                    spent,
+                    done: Vec::new(),
+                }
+            }
         }
     }
 }
+
+/// Graphs of fewer nodes are decoded in turn on the walk's thread.
+const AHEAD_FROM: usize = 4096;
+/// Nodes decoded ahead are handed over this many at a time.
+const AHEAD_BATCH: usize = 256;
 
 /// Taken nodes handed out in running order.
 pub(super) enum Queue {
@@ -64,19 +101,58 @@ pub(super) enum Queue {
         nodes: Encoded,
         whole: Vec<(usize, NodeProto)>,
     },
+    /// Decoded ahead on another thread.
+    Ahead {
+        batches: std::sync::mpsc::Receiver<Vec<std::result::Result<NodeProto, String>>>,
+        batch: std::vec::IntoIter<std::result::Result<NodeProto, String>>,
+        /// Inferred nodes going back to be freed, a batch at a time.
+        spent: std::sync::mpsc::Sender<Vec<NodeProto>>,
+        done: Vec<NodeProto>,
+    },
+}
+
+impl Encoded {
+    /// Node `i` in its turn: decoded, or taken from those decoded `whole`.
+    fn next(
+        &mut self,
+        whole: &mut [(usize, NodeProto)],
+        i: usize,
+    ) -> std::result::Result<NodeProto, String> {
+        match whole.binary_search_by_key(&i, |(k, _)| *k) {
+            Ok(k) => {
+                self.release(i);
+                Ok(std::mem::take(&mut whole[k].1))
+            }
+            Err(_) => self.take(i),
+        }
+    }
 }
 
 impl Queue {
+    /// Lets go of node `n`, inferred.
+    pub(super) fn done(&mut self, n: NodeProto) {
+        if let Queue::Ahead { spent, done, .. } = self {
+            done.push(n);
+            if done.len() == AHEAD_BATCH {
+                // A closed channel: the decoder has stopped; `n` is freed here.
+                let _ = spent.send(std::mem::take(done));
+            }
+        }
+    }
+
     /// The next node, `i` in file order.
     pub(super) fn next(&mut self, i: usize) -> std::result::Result<NodeProto, String> {
         match self {
             Queue::Decoded(list) => Ok(list.next().unwrap_or_default()),
-            Queue::Encoded { nodes, whole } => match whole.binary_search_by_key(&i, |(k, _)| *k) {
-                Ok(k) => {
-                    nodes.release(i);
-                    Ok(std::mem::take(&mut whole[k].1))
+            Queue::Encoded { nodes, whole } => nodes.next(whole, i),
+            Queue::Ahead { batches, batch, .. } => loop {
+                if let Some(n) = batch.next() {
+                    return n;
                 }
-                Err(_) => nodes.take(i),
+                *batch = batches
+                    .recv()
+                    .map_err(|_| "the nodes' decoder stopped".to_string())?
+                    .into_iter();
             },
         }
     }
