@@ -35,13 +35,36 @@ fn is_real(t: DType) -> bool {
 pub fn parameters(inputs: &[Option<TensorFact>]) -> Vec<&TensorFact> {
     let constants = || inputs.iter().flatten().filter(|t| t.constant);
     let quantized = constants().any(|t| is_quantized(t.dtype));
-    let mut seen: FxHashSet<&str> = FxHashSet::default();
-    constants()
+    let mut list: Vec<&TensorFact> = constants()
         .filter(|t| {
             is_real(t.dtype) || is_quantized(t.dtype) || (quantized && t.dtype == DType::Int32)
         })
-        .filter(|t| t.name.as_deref().is_none_or(|n| seen.insert(n)))
-        .collect()
+        .collect();
+    first_of_each_name(&mut list);
+    list
+}
+
+/// Keeps the first tensor of each name (and every unnamed one), in order.
+/// A layer's list is short: compared in place, unless it is long.
+fn first_of_each_name(list: &mut Vec<&TensorFact>) {
+    if list.len() > 16 {
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        list.retain(|t| t.name.as_deref().is_none_or(|n| seen.insert(n)));
+        return;
+    }
+    let mut kept = 0;
+    for i in 0..list.len() {
+        let t = list[i];
+        let again = t
+            .name
+            .as_deref()
+            .is_some_and(|n| list[..kept].iter().any(|k| k.name.as_deref() == Some(n)));
+        if !again {
+            list[kept] = t;
+            kept += 1;
+        }
+    }
+    list.truncate(kept);
 }
 
 /// A tensor's elements and bytes (`elements × bits / 8`, rounded up);
@@ -169,8 +192,7 @@ fn layer_sources<'a>(
     for t in parameters(inputs) {
         sources(t, producers, &mut seen, &mut out);
     }
-    let mut names = FxHashSet::default();
-    out.retain(|t| t.name.as_deref().is_none_or(|n| names.insert(n)));
+    first_of_each_name(&mut out);
     out
 }
 
@@ -187,7 +209,8 @@ fn check(l: &LayerCost, list: &[&TensorFact]) -> Result<()> {
 
 /// The constants folded nodes produce, for [`tally`] and [`tally_layers`].
 pub(super) fn producers(graph: &Graph) -> Producers<'_> {
-    let mut producers = Producers::default();
+    let mut producers =
+        Producers::with_capacity_and_hasher(graph.folded_nodes.len(), Default::default());
     folded_producers(graph, &mut producers);
     producers
 }
@@ -203,14 +226,12 @@ pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Resul
     for l in &report.layers {
         let list = layer_sources(&l.inputs, producers);
         check(l, &list)?;
-        let mut own = Distinct::default();
         let row = by_type.entry(type_key(&l.op, &l.domain)).or_default();
-        for t in list {
-            own.add(t);
+        for &t in &list {
             total.add(t);
             row.add(t);
         }
-        per_layer.push((own.params, own.bytes));
+        per_layer.push(own(&list));
     }
     let sums: Vec<(u64, u64)> = report
         .summary
@@ -248,9 +269,49 @@ fn type_key<'s>(op: &'s str, domain: &'s str) -> (&'s str, &'s str) {
 /// parameters.
 pub(super) fn tally_layers(producers: &Producers<'_>, layers: &mut [LayerCost]) {
     for l in layers {
-        let list = layer_sources(&l.inputs, producers);
-        let mut own = Distinct::default();
-        list.into_iter().for_each(|t| own.add(t));
-        (l.params, l.weight_bytes) = (own.params, own.bytes);
+        (l.params, l.weight_bytes) = own(&layer_sources(&l.inputs, producers));
+    }
+}
+
+/// A layer's parameters and their bytes: its sources are distinct already.
+fn own(list: &[&TensorFact]) -> (u64, u64) {
+    list.iter().fold((0u64, 0u64), |(p, b), t| {
+        let (n, bytes) = size_of(t).unwrap_or_default();
+        (p.saturating_add(n), b.saturating_add(bytes))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: Option<&str>, n: u64) -> TensorFact {
+        TensorFact {
+            name: name.map(Into::into),
+            ..TensorFact::new(DType::Float32, vec![Dim::Known(n)])
+        }
+    }
+
+    #[test]
+    fn the_first_tensor_of_each_name_is_kept_in_order() {
+        // Short lists are compared in place, long ones through a set: the
+        // same answer either way. Sizes tell the copies apart.
+        for len in [5, 40] {
+            let facts: Vec<TensorFact> = (0..len as u64)
+                .map(|i| match i % 5 {
+                    // w0, w1, w0 again, an unnamed one, w1 again.
+                    0 | 2 => named(Some("w0"), i),
+                    1 | 4 => named(Some("w1"), i),
+                    _ => named(None, i),
+                })
+                .collect();
+            let mut list: Vec<&TensorFact> = facts.iter().collect();
+            first_of_each_name(&mut list);
+            let kept: Vec<u64> = list.iter().map(|t| t.shape[0].known().unwrap()).collect();
+            // w0 (0), w1 (1), then every unnamed one (3, 8, 13, ...).
+            let mut want = vec![0, 1];
+            want.extend((0..len as u64).filter(|i| i % 5 == 3));
+            assert_eq!(kept, want, "{len} tensors");
+        }
     }
 }
