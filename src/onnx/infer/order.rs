@@ -134,7 +134,8 @@ impl Queue {
         if let Queue::Ahead { spent, done, .. } = self {
             done.push(n);
             if done.len() == AHEAD_BATCH {
-                // A closed channel: the decoder has stopped; `n` is freed here.
+                // A closed channel (the decoder has stopped): the batch is
+                // freed here instead.
                 let _ = spent.send(std::mem::take(done));
             }
         }
