@@ -11,15 +11,14 @@
 //! copied out of the skimmed model into blocks of [`BLOCK`] nodes, each
 //! freed once its nodes are decoded.
 
-use std::ops::Range;
 use std::path::PathBuf;
 
 use bytes::Bytes;
 use prost::Message;
-use prost::encoding::decode_varint;
 
 use super::proto::{GraphProto, NodeProto};
 use super::read::put_varint;
+use super::wire::fields;
 
 /// How many node records a block holds: a block is freed once all its
 /// nodes are decoded, so the records are let go as inference goes.
@@ -39,91 +38,6 @@ pub struct Encoded {
     file: Bytes,
     /// The model's folder: external data must stay inside it.
     dir: PathBuf,
-}
-
-/// One field of a message: its number and its value's bytes (a varint's or
-/// a fixed number's bytes, or a length-delimited payload).
-struct WireField<'a> {
-    number: u64,
-    /// 0 varint, 1 fixed 64-bit, 2 length-delimited, 5 fixed 32-bit.
-    kind: u64,
-    payload: &'a [u8],
-    /// Where the field (its key included) starts and ends in the message.
-    span: Range<usize>,
-}
-
-/// The fields of a message in order; `None` at anything a plain reader
-/// does not take (groups, truncated bytes): the caller leaves such a
-/// message to the decoder, which names the fault.
-fn fields(msg: &[u8]) -> Fields<'_> {
-    Fields { msg, at: 0 }
-}
-
-struct Fields<'a> {
-    msg: &'a [u8],
-    /// Where the next field starts; past the end once one failed.
-    at: usize,
-}
-
-impl<'a> Fields<'a> {
-    /// The varint at `at`, moving past it (most keys and lengths are one
-    /// byte).
-    fn varint(&mut self) -> Option<u64> {
-        let first = *self.msg.get(self.at)?;
-        if first < 0x80 {
-            self.at += 1;
-            return Some(u64::from(first));
-        }
-        let mut rest = &self.msg[self.at..];
-        let before = rest.len();
-        let v = decode_varint(&mut rest).ok()?;
-        self.at += before - rest.len();
-        Some(v)
-    }
-
-    fn field(&mut self) -> Option<WireField<'a>> {
-        let start = self.at;
-        let key = self.varint()?;
-        let payload_start;
-        match key & 7 {
-            0 => {
-                payload_start = self.at;
-                self.varint()?;
-            }
-            1 | 5 => {
-                payload_start = self.at;
-                self.at += if key & 7 == 1 { 8 } else { 4 };
-            }
-            2 => {
-                let len = usize::try_from(self.varint()?).ok()?;
-                payload_start = self.at;
-                self.at = self.at.checked_add(len)?;
-            }
-            _ => return None,
-        }
-        let payload = self.msg.get(payload_start..self.at)?;
-        Some(WireField {
-            number: key >> 3,
-            kind: key & 7,
-            payload,
-            span: start..self.at,
-        })
-    }
-}
-
-impl<'a> Iterator for Fields<'a> {
-    type Item = Option<WireField<'a>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.at >= self.msg.len() {
-            return None;
-        }
-        let f = self.field();
-        if f.is_none() {
-            self.at = usize::MAX;
-        }
-        Some(f)
-    }
 }
 
 /// The model's bytes with the main graph's node records taken out, and

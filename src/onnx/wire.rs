@@ -207,42 +207,97 @@ fn varints_in(b: &[u8]) -> usize {
 }
 
 /// The first string field `f` of a message, for naming it in an error.
-fn string_field(mut b: &[u8], f: u64) -> String {
-    while !b.is_empty() {
-        let Ok(tag) = decode_varint(&mut b) else {
-            break;
-        };
-        let skip = match tag & 7 {
-            0 => {
-                if decode_varint(&mut b).is_err() {
-                    break;
-                }
-                0
-            }
-            1 => 8,
-            5 => 4,
-            2 => {
-                let Some(len) = decode_varint(&mut b)
-                    .ok()
-                    .and_then(|l| usize::try_from(l).ok())
-                    .filter(|&l| l <= b.len())
-                else {
-                    break;
-                };
-                if tag >> 3 == f {
-                    let text = String::from_utf8_lossy(&b[..len.min(200)]);
-                    return text.into_owned();
-                }
-                len
-            }
-            _ => break,
-        };
-        if skip > b.len() {
-            break;
+fn string_field(b: &[u8], f: u64) -> String {
+    fields(b)
+        .map_while(|field| field)
+        .find(|w| w.number == f && w.kind == 2)
+        .map(|w| String::from_utf8_lossy(&w.payload[..w.payload.len().min(200)]).into_owned())
+        .unwrap_or_default()
+}
+
+/// One field of a message: its number and its value's bytes (a varint's or
+/// a fixed number's bytes, or a length-delimited payload).
+pub(super) struct WireField<'a> {
+    pub(super) number: u64,
+    /// 0 varint, 1 fixed 64-bit, 2 length-delimited, 5 fixed 32-bit.
+    pub(super) kind: u64,
+    pub(super) payload: &'a [u8],
+    /// Where the field (its key included) starts and ends in the message.
+    pub(super) span: std::ops::Range<usize>,
+}
+
+/// The fields of a message in order; `None` at anything a plain reader
+/// does not take (groups, truncated bytes): the caller leaves such a
+/// message to the decoder, which names the fault.
+pub(super) fn fields(msg: &[u8]) -> Fields<'_> {
+    Fields { msg, at: 0 }
+}
+
+pub(super) struct Fields<'a> {
+    msg: &'a [u8],
+    /// Where the next field starts; past the end once one failed.
+    at: usize,
+}
+
+impl<'a> Fields<'a> {
+    /// The varint at `at`, moving past it (most keys and lengths are one
+    /// byte).
+    fn varint(&mut self) -> Option<u64> {
+        let first = *self.msg.get(self.at)?;
+        if first < 0x80 {
+            self.at += 1;
+            return Some(u64::from(first));
         }
-        b = &b[skip..];
+        let mut rest = &self.msg[self.at..];
+        let before = rest.len();
+        let v = decode_varint(&mut rest).ok()?;
+        self.at += before - rest.len();
+        Some(v)
     }
-    String::new()
+
+    fn field(&mut self) -> Option<WireField<'a>> {
+        let start = self.at;
+        let key = self.varint()?;
+        let payload_start;
+        match key & 7 {
+            0 => {
+                payload_start = self.at;
+                self.varint()?;
+            }
+            1 | 5 => {
+                payload_start = self.at;
+                self.at += if key & 7 == 1 { 8 } else { 4 };
+            }
+            2 => {
+                let len = usize::try_from(self.varint()?).ok()?;
+                payload_start = self.at;
+                self.at = self.at.checked_add(len)?;
+            }
+            _ => return None,
+        }
+        let payload = self.msg.get(payload_start..self.at)?;
+        Some(WireField {
+            number: key >> 3,
+            kind: key & 7,
+            payload,
+            span: start..self.at,
+        })
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Option<WireField<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.msg.len() {
+            return None;
+        }
+        let f = self.field();
+        if f.is_none() {
+            self.at = usize::MAX;
+        }
+        Some(f)
+    }
 }
 
 fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), String> {
