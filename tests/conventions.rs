@@ -351,24 +351,14 @@ fn nodes_left_encoded_are_costed_and_checked_as_decoded_ones() {
     // A node with no op type, and a node name that is not UTF-8.
     let mut bare = m.clone();
     bare.graph.as_mut().unwrap().node[1].op_type = None;
-    let path = dir.join("bare.onnx");
-    std::fs::write(&path, build::encode(&bare)).unwrap();
-    let err = c3::Model::estimate_file(path.to_str().unwrap(), &opts)
-        .err()
-        .expect("refused");
-    assert!(err.to_string().ends_with("has no op_type"), "{err}");
+    let err = refused_from_file(&dir, "bare.onnx", &build::encode(&bare));
+    assert!(err.ends_with("has no op_type"), "{err}");
     let mut named = m.clone();
     named.graph.as_mut().unwrap().node[1].name = Some("NAME".into());
-    let bytes = build::encode(&named);
+    let mut bytes = build::encode(&named);
     let at = bytes.windows(4).position(|w| w == b"NAME").unwrap();
-    let mut bytes = bytes.clone();
     bytes[at] = 0xff;
-    let path = dir.join("utf8.onnx");
-    std::fs::write(&path, &bytes).unwrap();
-    let err = c3::Model::estimate_file(path.to_str().unwrap(), &opts)
-        .err()
-        .expect("refused");
-    let err = err.to_string();
+    let err = refused_from_file(&dir, "utf8.onnx", &bytes);
     assert!(
         err.contains("utf8.onnx") && err.contains("not UTF-8"),
         "{err}"
@@ -401,12 +391,20 @@ fn nodes_decoded_ahead_are_costed_and_checked_as_decoded_ones() {
 
     let mut bare = m.clone();
     bare.graph.as_mut().unwrap().node[4500].op_type = None;
-    let path = dir.join("bare.onnx");
-    std::fs::write(&path, build::encode(&bare)).unwrap();
-    let err = c3::Model::estimate_file(path.to_str().unwrap(), &opts)
+    let err = refused_from_file(&dir, "bare.onnx", &build::encode(&bare));
+    assert!(err.ends_with("has no op_type"), "{err}");
+}
+
+/// The error `Model::estimate_file` gives for `bytes` written to
+/// `dir/name`, as text; the file must be refused.
+fn refused_from_file(dir: &std::path::Path, name: &str, bytes: &[u8]) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let opts = c3::EstimateOptions::default();
+    c3::Model::estimate_file(path.to_str().unwrap(), &opts)
         .err()
-        .expect("refused");
-    assert!(err.to_string().ends_with("has no op_type"), "{err}");
+        .expect("refused")
+        .to_string()
 }
 
 /// The cost graph built a node at a time as inference goes
