@@ -81,3 +81,50 @@ fn figures_in_the_snapshots() {
     assert_eq!(j["total"]["peak_activation_bytes"], 2 * 65_536);
     assert_eq!(j["total"]["peak_at"], "Relu-1");
 }
+
+/// A table long enough to be formatted on two threads (8,192 rows and
+/// more) keeps every row in order with its own numbers: layer `r{i}` is a
+/// Relu over 1 x (i+1) floats, one FLOP per element, reading and writing
+/// 4 (i+1) bytes.
+#[test]
+fn a_long_table_keeps_its_rows_in_order() {
+    let n = 9000;
+    let layers: Vec<String> = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"op": "Relu", "name": "r{i}", "inputs": [{{"shape": [1, {w}]}}], "outputs": [{{"shape": [1, {w}]}}]}}"#,
+                w = i + 1
+            )
+        })
+        .collect();
+    let trace = format!(r#"{{"layers": [{}]}}"#, layers.join(","));
+    let graph = c3::trace::parse_trace(trace.as_bytes(), "t.json").unwrap();
+    let costs = estimate(
+        &graph,
+        &RuleSet::builtin().unwrap(),
+        CountOptions::default(),
+    )
+    .unwrap();
+    let opts = ReportOptions {
+        format: Format::Md,
+        unit: Unit::K,
+        digits: 3,
+        ..ReportOptions::default()
+    };
+    let text = render(&costs, &opts, None);
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| r")).collect();
+    assert_eq!(rows.len(), n);
+    // kFLOPs divide by 1000, KiB by 1024.
+    for (i, row) in rows.iter().enumerate() {
+        let w = (i + 1) as f64;
+        let kib = |b: f64| format!("{:.3}", b / 1024.0);
+        let want = format!(
+            "| r{i} | Relu | {:.3} | {} | {} | {} | 0.000 |",
+            w / 1000.0,
+            kib(4.0 * w),
+            kib(4.0 * w),
+            kib(8.0 * w)
+        );
+        assert_eq!(*row, want);
+    }
+}

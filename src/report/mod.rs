@@ -406,6 +406,10 @@ fn is_numeric(c: Column) -> bool {
     )
 }
 
+/// Rows a layer table has before half of them are formatted on a second
+/// thread.
+const SHARED_ROWS: usize = 8192;
+
 fn layer_grid(
     report: &CostReport,
     opts: &ReportOptions,
@@ -429,58 +433,78 @@ fn layer_grid(
         cols.insert(at, Column::Runs);
     }
     let cols = &cols;
-    let cell =
-        |c: Column, name: &str, op: &str, t: &Totals, extra: Option<&crate::cost::LayerCost>| {
-            match c {
-                Column::Name => name.to_string(),
-                Column::Op => op.to_string(),
-                Column::Flops
-                | Column::Mread
-                | Column::Mwrite
-                | Column::Mrw
-                | Column::Iops
-                | Column::Params
-                | Column::Weights => s.value(metric(t, c), c),
-                // A layer's live bytes; the total row's, the peak.
-                Column::Live => s.value(extra.map_or(report.peak.bytes, |l| l.live_bytes), c),
-                Column::FlopsPct | Column::MreadPct | Column::MwritePct | Column::MrwPct => {
-                    s.percent(metric(t, c), metric(&report.total, c))
-                }
-                Column::Runs => extra.map_or(String::new(), |l| l.runs.to_string()),
-                Column::Inputs => extra.map_or(String::new(), |l| shapes(&l.inputs)),
-                Column::Outputs => extra.map_or(String::new(), |l| shapes(&l.outputs)),
-                Column::Attrs => extra.map_or(String::new(), |l| {
-                    l.attrs
-                        .iter()
-                        .map(|(k, v)| format!("{k}={}", show_value(v)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }),
+    let cell = |s: &Scaler,
+                c: Column,
+                name: &str,
+                op: &str,
+                t: &Totals,
+                extra: Option<&crate::cost::LayerCost>| {
+        match c {
+            Column::Name => name.to_string(),
+            Column::Op => op.to_string(),
+            Column::Flops
+            | Column::Mread
+            | Column::Mwrite
+            | Column::Mrw
+            | Column::Iops
+            | Column::Params
+            | Column::Weights => s.value(metric(t, c), c),
+            // A layer's live bytes; the total row's, the peak.
+            Column::Live => s.value(extra.map_or(report.peak.bytes, |l| l.live_bytes), c),
+            Column::FlopsPct | Column::MreadPct | Column::MwritePct | Column::MrwPct => {
+                s.percent(metric(t, c), metric(&report.total, c))
             }
-        };
+            Column::Runs => extra.map_or(String::new(), |l| l.runs.to_string()),
+            Column::Inputs => extra.map_or(String::new(), |l| shapes(&l.inputs)),
+            Column::Outputs => extra.map_or(String::new(), |l| shapes(&l.outputs)),
+            Column::Attrs => extra.map_or(String::new(), |l| {
+                l.attrs
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", show_value(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }),
+        }
+    };
+    let rows_of = |s: &Scaler, shown: &[usize]| -> Vec<Vec<String>> {
+        let mut rows = Vec::with_capacity(shown.len() + 1);
+        for &i in shown {
+            let l = &report.layers[i];
+            let t = Totals {
+                layers: 1,
+                flops: l.flops,
+                mread: l.mread,
+                mwrite: l.mwrite,
+                mrw: l.mrw(),
+                iops: l.iops,
+                params: l.params,
+                weight_bytes: l.weight_bytes,
+            };
+            rows.push(
+                cols.iter()
+                    .map(|&c| cell(s, c, &l.name, &l.op, &t, Some(l)))
+                    .collect(),
+            );
+        }
+        rows
+    };
     let shown = layer_rows(report, roofline, opts.sort, opts.top);
-    let mut rows = Vec::new();
-    for &i in &shown {
-        let l = &report.layers[i];
-        let t = Totals {
-            layers: 1,
-            flops: l.flops,
-            mread: l.mread,
-            mwrite: l.mwrite,
-            mrw: l.mrw(),
-            iops: l.iops,
-            params: l.params,
-            weight_bytes: l.weight_bytes,
-        };
-        rows.push(
-            cols.iter()
-                .map(|&c| cell(c, &l.name, &l.op, &t, Some(l)))
-                .collect(),
-        );
-    }
+    // A long table's second half is formatted on a second thread, with a
+    // Scaler of its own (same numbers: its cache only saves work).
+    let mut rows = if shown.len() >= SHARED_ROWS && crate::two_cores() {
+        let (first, second) = shown.split_at(shown.len() / 2);
+        std::thread::scope(|scope| {
+            let side = scope.spawn(|| rows_of(&Scaler::new(opts, &report.total), second));
+            let mut rows = rows_of(s, first);
+            rows.extend(side.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            rows
+        })
+    } else {
+        rows_of(s, &shown)
+    };
     rows.push(
         cols.iter()
-            .map(|&c| cell(c, "total", "", &report.total, None))
+            .map(|&c| cell(s, c, "total", "", &report.total, None))
             .collect(),
     );
     let mut grid = Grid {

@@ -21,7 +21,9 @@ fn hidden(c: char) -> bool {
 /// an escape (`\n`, `\t`, `\r`, `\u{1b}`), the rest unchanged. Borrowed when
 /// nothing needs escaping.
 pub fn shown(name: &str) -> Cow<'_, str> {
-    if !name.chars().any(hidden) {
+    // Printable ASCII, the usual name, is never hidden: checked a byte at a
+    // time before the characters are decoded.
+    if name.bytes().all(|b| (b' '..b'\x7f').contains(&b)) || !name.chars().any(hidden) {
         return Cow::Borrowed(name);
     }
     let mut out = String::with_capacity(name.len() + 8);
