@@ -169,7 +169,7 @@ pub fn exit_after_command() {
 /// piece by piece costs more than writing them (a tenth of an estimate's
 /// work): a process about to exit leaves that to the system; otherwise
 /// another thread does it, and the caller does not wait.
-fn release<T: Send + 'static>(result: T) {
+pub(crate) fn release<T: Send + 'static>(result: T) {
     if EXITS_AFTER.load(std::sync::atomic::Ordering::Relaxed) {
         std::mem::forget(result);
     } else {

@@ -804,10 +804,13 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         {
             let _ = writeln!(out, "{line}");
         }
+        let_go(grids);
         return fit::wrap_prose(&out, opts.width);
     }
     for (i, g) in grids.iter().enumerate() {
-        let _ = writeln!(out, "### {}\n\n{}", g.title, markdown(g));
+        let _ = write!(out, "### {}\n\n", g.title);
+        markdown_into(&mut out, g);
+        out.push('\n');
         if i == 0
             && let Some(note) = &rows_note
         {
@@ -850,7 +853,16 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             let _ = writeln!(out, "- {}", line.trim());
         }
     }
+    let_go(grids);
     out
+}
+
+/// Lets go of a long table's cells (a few hundred thousand strings) as
+/// the command lets go of the estimate: not waited for.
+fn let_go(grids: Vec<Grid>) {
+    if grids.iter().map(|g| g.rows.len()).sum::<usize>() >= SHARED_ROWS {
+        crate::commands::release(grids);
+    }
 }
 
 /// CSV: exactly one table (the layers, or the summary with `--summary`)
@@ -871,35 +883,50 @@ fn csv_report(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
 
 /// Appends `cell`, escaping the `|` that would end a Markdown table cell.
 fn push_md_cell(out: &mut String, cell: &str) {
-    out.push_str(&text::md_cell(cell));
+    // Printable ASCII without a `|`, the usual cell, is written as it is.
+    if cell
+        .bytes()
+        .all(|b| (b' '..b'\x7f').contains(&b) && b != b'|')
+    {
+        out.push_str(cell);
+    } else {
+        out.push_str(&text::md_cell(cell));
+    }
 }
 
 fn markdown(g: &Grid) -> String {
-    let mut out = String::with_capacity(64 * (g.rows.len() + 2) * g.header.len().max(1));
-    for row in std::iter::once(&g.header).chain(g.rows.iter().take(0)) {
+    let mut out = String::new();
+    markdown_into(&mut out, g);
+    out
+}
+
+/// Appends `g` as a Markdown table to `out`.
+fn markdown_into(out: &mut String, g: &Grid) {
+    // Room for the table as it is when no cell needs escaping: each cell
+    // takes its text and ` | `, each row `|` and a line end.
+    let room: usize = std::iter::once(&g.header)
+        .chain(&g.rows)
+        .map(|r| 2 + r.iter().map(|c| c.len() + 3).sum::<usize>())
+        .sum();
+    out.reserve(room + 5 * g.numeric.len() + 2);
+    let row_line = |out: &mut String, row: &[String]| {
         out.push('|');
         for c in row {
             out.push(' ');
-            push_md_cell(&mut out, c);
+            push_md_cell(out, c);
             out.push_str(" |");
         }
         out.push('\n');
-    }
+    };
+    row_line(out, &g.header);
     out.push('|');
     for n in &g.numeric {
         out.push_str(if *n { "---:|" } else { ":---|" });
     }
     out.push('\n');
     for row in &g.rows {
-        out.push('|');
-        for c in row {
-            out.push(' ');
-            push_md_cell(&mut out, c);
-            out.push_str(" |");
-        }
-        out.push('\n');
+        row_line(out, row);
     }
-    out
 }
 
 fn csv_field(s: &str) -> String {
