@@ -229,15 +229,17 @@ impl Model {
                 crate::onnx::infer::infer_graph(m, taken, &opts, fold)?
             }
         };
-        let mut known = graph.symbols();
-        known.extend(graph.input_symbols.iter().cloned());
-        known.extend(graph.bounds.keys().cloned());
-        known.extend(graph.bound_symbols.iter().cloned());
         let declared = match &self.source {
             Source::Onnx(m) => m.model.graph.as_ref(),
             Source::Trace(_) => None,
         };
-        check_dims(dims, known, declared)?;
+        check_dims(dims, declared, || {
+            let mut known = graph.symbols();
+            known.extend(graph.input_symbols.iter().cloned());
+            known.extend(graph.bounds.keys().cloned());
+            known.extend(graph.bound_symbols.iter().cloned());
+            known
+        })?;
         graph.bind(dims);
         let unbound = graph.unbound_symbols();
         if unbound.is_empty() {
@@ -445,18 +447,20 @@ impl Model {
             Some(nodes) => crate::onnx::infer::infer_taken(&model, nodes, &opts)?,
             None => crate::onnx::infer::infer(&model, &opts)?,
         };
-        let mut known: std::collections::BTreeSet<String> =
-            inferred.input_symbols.iter().cloned().collect();
-        known.extend(inferred.bounds.keys().cloned());
-        known.extend(inferred.bound_symbols.iter().cloned());
-        for (_, fact) in &inferred.values {
-            for d in fact.shape.iter().flatten() {
-                if let crate::ir::Dim::Sym(s) = d {
-                    known.extend(s.symbols());
+        check_dims(dims, model.model.graph.as_ref(), || {
+            let mut known: std::collections::BTreeSet<String> =
+                inferred.input_symbols.iter().cloned().collect();
+            known.extend(inferred.bounds.keys().cloned());
+            known.extend(inferred.bound_symbols.iter().cloned());
+            for (_, fact) in &inferred.values {
+                for d in fact.shape.iter().flatten() {
+                    if let crate::ir::Dim::Sym(s) = d {
+                        known.extend(s.symbols());
+                    }
                 }
             }
-        }
-        check_dims(dims, known, model.model.graph.as_ref())?;
+            known
+        })?;
         let mut meta = report::Meta {
             model: Some(self.path),
             input: Some("onnx"),
@@ -752,12 +756,14 @@ fn take_nodes(model: &mut OnnxModel) -> Option<Vec<crate::proto::NodeProto>> {
 /// inputs, outputs and value_info declare and those inference made up.
 fn check_dims(
     dims: &BTreeMap<String, i64>,
-    mut known: std::collections::BTreeSet<String>,
     declared: Option<&crate::proto::GraphProto>,
+    known: impl FnOnce() -> std::collections::BTreeSet<String>,
 ) -> Result<()> {
+    // The symbols are gathered only when a `--dim` is to be checked.
     if dims.is_empty() {
         return Ok(());
     }
+    let mut known = known();
     if let Some(g) = declared {
         declared_symbols(g, &mut known);
     }
