@@ -70,11 +70,33 @@ pub(crate) fn two_cores() -> bool {
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
+/// Set when the process ends with the command it runs (the binary).
+static EXITS_AFTER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tells the commands that the process exits once the one it runs is done
+/// (the binary, not a binding that runs many): what they made need not be
+/// freed.
+fn exit_after_command() {
+    EXITS_AFTER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Lets go of a large result. Freeing a large model's graph and report
+/// piece by piece costs more than writing them (a tenth of an estimate's
+/// work): a process about to exit leaves that to the system; otherwise
+/// another thread does it, and the caller does not wait.
+pub(crate) fn release<T: Send + 'static>(result: T) {
+    if EXITS_AFTER.load(std::sync::atomic::Ordering::Relaxed) {
+        std::mem::forget(result);
+    } else {
+        std::thread::spawn(move || drop(result));
+    }
+}
+
 /// Runs the `c3` command line on the process's arguments, writes its output
 /// and errors, and returns the exit code: the whole of the `c3` binary.
 /// The flags themselves are not public API; call [`Model`] from code.
 pub fn run_cli() -> i32 {
-    commands::exit_after_command();
+    exit_after_command();
     cli::main()
 }
 

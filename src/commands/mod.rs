@@ -151,30 +151,8 @@ pub fn estimate(
     };
     warn_unsupported(&estimate);
     out.write_with(|w| estimate.write(&report_opts, w))?;
-    release(estimate);
+    crate::release(estimate);
     Ok(String::new())
-}
-
-/// Set when the process ends with the command it runs (the binary).
-static EXITS_AFTER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Tells the commands that the process exits once the one it runs is done
-/// (the binary, not a binding that runs many): what they made need not be
-/// freed.
-pub fn exit_after_command() {
-    EXITS_AFTER.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// Lets go of a large result. Freeing a large model's graph and report
-/// piece by piece costs more than writing them (a tenth of an estimate's
-/// work): a process about to exit leaves that to the system; otherwise
-/// another thread does it, and the caller does not wait.
-pub(crate) fn release<T: Send + 'static>(result: T) {
-    if EXITS_AFTER.load(std::sync::atomic::Ordering::Relaxed) {
-        std::mem::forget(result);
-    } else {
-        std::thread::spawn(move || drop(result));
-    }
 }
 
 /// `c3 annotate MODEL -o OUT.onnx`: the model with each node's costs.

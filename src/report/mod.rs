@@ -861,7 +861,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
 /// the command lets go of the estimate: not waited for.
 fn let_go(grids: Vec<Grid>) {
     if grids.iter().map(|g| g.rows.len()).sum::<usize>() >= SHARED_ROWS {
-        crate::commands::release(grids);
+        crate::release(grids);
     }
 }
 
