@@ -89,6 +89,20 @@ pub struct Totals {
 }
 
 impl Totals {
+    /// One layer's figures, as the totals of a set of one.
+    pub fn of_layer(l: &LayerCost) -> Totals {
+        Totals {
+            layers: 1,
+            flops: l.flops,
+            mread: l.mread,
+            mwrite: l.mwrite,
+            mrw: l.mrw(),
+            iops: l.iops,
+            params: l.params,
+            weight_bytes: l.weight_bytes,
+        }
+    }
+
     fn add(&mut self, l: &LayerCost) -> Result<()> {
         let overflow = || Error::Layer {
             layer: l.name.clone(),

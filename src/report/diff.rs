@@ -158,16 +158,7 @@ pub type Report<'a> = (&'a CostReport, Option<&'a Roofline>);
 fn layer_side((r, t): Report, n: usize) -> Side {
     let l: &LayerCost = &r.layers[n];
     Side {
-        totals: Totals {
-            layers: 1,
-            flops: l.flops,
-            mread: l.mread,
-            mwrite: l.mwrite,
-            mrw: l.mrw(),
-            iops: l.iops,
-            params: l.params,
-            weight_bytes: l.weight_bytes,
-        },
+        totals: Totals::of_layer(l),
         live: l.live_bytes,
         bound_s: t.map(|t| t.layers[n].bound_s),
     }

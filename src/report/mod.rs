@@ -470,16 +470,7 @@ fn layer_grid(
         let mut rows = Vec::with_capacity(shown.len() + 1);
         for &i in shown {
             let l = &report.layers[i];
-            let t = Totals {
-                layers: 1,
-                flops: l.flops,
-                mread: l.mread,
-                mwrite: l.mwrite,
-                mrw: l.mrw(),
-                iops: l.iops,
-                params: l.params,
-                weight_bytes: l.weight_bytes,
-            };
+            let t = Totals::of_layer(l);
             rows.push(
                 cols.iter()
                     .map(|&c| cell(s, c, &l.name, &l.op, &t, Some(l)))
