@@ -330,12 +330,7 @@ fn nodes_left_encoded_are_costed_and_checked_as_decoded_ones() {
         .node(node("Relu", &["x"], &["y"]))
         .output(untyped("z"))
         .model(17);
-    let path = dir.join("if.onnx");
-    std::fs::write(&path, build::encode(&m)).unwrap();
-    let path = path.to_str().unwrap();
-    let opts = c3::EstimateOptions::default();
-    let kept = c3::Model::open(path).unwrap().estimate(&opts).unwrap();
-    let encoded = c3::Model::estimate_file(path, &opts).unwrap();
+    let (kept, encoded) = estimated_both_ways(&dir, "if.onnx", &m);
     // The Relu runs first though listed second; of the If's branches the
     // dearer is counted (Sigmoid, 4 FLOPs an element over 2x8 = 64).
     let ops: Vec<&str> = encoded
@@ -379,12 +374,7 @@ fn nodes_decoded_ahead_are_costed_and_checked_as_decoded_ones() {
         g = g.node(node("Relu", &[&format!("v{i}")], &[&format!("v{}", i + 1)]));
     }
     let m = g.output(untyped(&format!("v{n}"))).model(17);
-    let path = dir.join("chain.onnx");
-    std::fs::write(&path, build::encode(&m)).unwrap();
-    let path = path.to_str().unwrap();
-    let opts = c3::EstimateOptions::default();
-    let kept = c3::Model::open(path).unwrap().estimate(&opts).unwrap();
-    let ahead = c3::Model::estimate_file(path, &opts).unwrap();
+    let (kept, ahead) = estimated_both_ways(&dir, "chain.onnx", &m);
     // 5,000 Relus over 4x8 = 32 elements, one FLOP each.
     assert_eq!(ahead.report.total.flops, 5000 * 32);
     assert_eq!(kept.to_json(), ahead.to_json());
@@ -393,6 +383,22 @@ fn nodes_decoded_ahead_are_costed_and_checked_as_decoded_ones() {
     bare.graph.as_mut().unwrap().node[4500].op_type = None;
     let err = refused_from_file(&dir, "bare.onnx", &build::encode(&bare));
     assert!(err.ends_with("has no op_type"), "{err}");
+}
+
+/// `m` written to `dir/name` and estimated twice: opened and decoded
+/// whole, and through `Model::estimate_file` (node records left encoded).
+fn estimated_both_ways(
+    dir: &std::path::Path,
+    name: &str,
+    m: &c3::proto::ModelProto,
+) -> (c3::Estimate, c3::Estimate) {
+    let path = dir.join(name);
+    std::fs::write(&path, c3::onnx::build::encode(m)).unwrap();
+    let path = path.to_str().unwrap();
+    let opts = c3::EstimateOptions::default();
+    let kept = c3::Model::open(path).unwrap().estimate(&opts).unwrap();
+    let encoded = c3::Model::estimate_file(path, &opts).unwrap();
+    (kept, encoded)
 }
 
 /// The error `Model::estimate_file` gives for `bytes` written to
