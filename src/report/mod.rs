@@ -874,15 +874,7 @@ fn csv_report(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
 
 /// Appends `cell`, escaping the `|` that would end a Markdown table cell.
 fn push_md_cell(out: &mut String, cell: &str) {
-    // Printable ASCII without a `|`, the usual cell, is written as it is.
-    if cell
-        .bytes()
-        .all(|b| (b' '..b'\x7f').contains(&b) && b != b'|')
-    {
-        out.push_str(cell);
-    } else {
-        out.push_str(&text::md_cell(cell));
-    }
+    out.push_str(&text::md_cell(cell));
 }
 
 fn markdown(g: &Grid) -> String {
