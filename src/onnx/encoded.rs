@@ -7,9 +7,10 @@
 //!
 //! Ordering the nodes needs only their names: [`Encoded::outline`] notes
 //! where those lie in the records, and decodes whole only the nodes whose
-//! attributes hold subgraphs (whose free names take part). The records are
-//! copied out of the skimmed model into blocks of [`BLOCK`] nodes, each
-//! freed once its nodes are decoded.
+//! attributes hold subgraphs (whose free names take part). The skim copies
+//! the records into blocks of [`BLOCK`] nodes as it reads them (the rest of
+//! the model is all it copies into one buffer), and each block is freed
+//! once its nodes are decoded.
 
 use std::path::PathBuf;
 
@@ -17,7 +18,6 @@ use bytes::Bytes;
 use prost::Message;
 
 use super::proto::{GraphProto, NodeProto};
-use super::read::put_varint;
 use super::wire::fields;
 
 /// How many node records a block holds: a block is freed once all its
@@ -40,62 +40,53 @@ pub struct Encoded {
     dir: PathBuf,
 }
 
-/// The model's bytes with the main graph's node records taken out, and
-/// those records copied into blocks (each record's place in its block);
-/// `None` when the bytes are not plainly readable (the decoder then reads
-/// them whole and names the fault). Fields keep their order; the graph's
-/// other fields (several graph fields merge, as in decoding) go last.
-pub(super) fn split(model: &[u8]) -> Option<(Vec<u8>, Blocks)> {
-    let mut rest = Vec::with_capacity(model.len() / 2);
-    let mut graph: Vec<u8> = Vec::new();
-    let mut blocks = Blocks::default();
-    let mut block: Vec<u8> = Vec::new();
-    let mut has_graph = false;
-    for f in fields(model) {
-        let f = f?;
-        if f.number != 7 || f.kind != 2 {
-            rest.extend_from_slice(&model[f.span]);
-            continue;
-        }
-        has_graph = true;
-        for g in fields(f.payload) {
-            let g = g?;
-            if g.number == 1 && g.kind == 2 {
-                if blocks.ranges.len() % BLOCK == 0 && !blocks.ranges.is_empty() {
-                    blocks
-                        .blocks
-                        .push(std::mem::take(&mut block).into_boxed_slice());
-                }
-                let start = u32::try_from(block.len()).ok()?;
-                block.extend_from_slice(g.payload);
-                blocks
-                    .ranges
-                    .push((start, u32::try_from(block.len()).ok()?));
-            } else {
-                graph.extend_from_slice(&f.payload[g.span]);
-            }
-        }
-    }
-    if !blocks.ranges.is_empty() {
-        blocks.blocks.push(block.into_boxed_slice());
-    }
-    if has_graph {
-        put_varint(&mut rest, 7 << 3 | 2);
-        put_varint(&mut rest, graph.len() as u64);
-        rest.extend_from_slice(&graph);
-    }
-    Some((rest, blocks))
-}
-
-/// The node records [`split`] took out.
+/// The main graph's node records, copied out of the skimmed model as the
+/// skim reaches them ([`super::read::skim_aside`]): [`BLOCK`] records to a
+/// block, each record's place in its block.
 #[derive(Default)]
 pub(super) struct Blocks {
     blocks: Vec<Box<[u8]>>,
     ranges: Vec<(u32, u32)>,
+    /// The block being filled.
+    last: Vec<u8>,
+}
+
+impl Blocks {
+    /// Adds a record (a node's bytes, without its key and length); `None`
+    /// when a block would outgrow the positions it can hold.
+    pub(super) fn push(&mut self, record: &[u8]) -> Option<()> {
+        if self.ranges.len().is_multiple_of(BLOCK) && !self.ranges.is_empty() {
+            // The next block is made the size of the one just filled: a
+            // graph's records are alike, so it rarely grows.
+            let next = Vec::with_capacity(self.last.len());
+            let full = std::mem::replace(&mut self.last, next);
+            self.blocks.push(full.into_boxed_slice());
+        }
+        let start = u32::try_from(self.last.len()).ok()?;
+        self.last.extend_from_slice(record);
+        self.ranges
+            .push((start, u32::try_from(self.last.len()).ok()?));
+        Some(())
+    }
+
+    /// The records in order.
+    pub(super) fn records(&self) -> impl Iterator<Item = &[u8]> {
+        self.ranges.iter().enumerate().map(|(i, &(s, e))| {
+            let block = match self.blocks.get(i / BLOCK) {
+                Some(b) => &b[..],
+                None => &self.last[..],
+            };
+            &block[s as usize..e as usize]
+        })
+    }
 }
 
 impl Encoded {
-    pub(super) fn new(records: Blocks, file: Bytes, dir: PathBuf) -> Encoded {
+    pub(super) fn new(mut records: Blocks, file: Bytes, dir: PathBuf) -> Encoded {
+        if records.ranges.len() > records.blocks.len() * BLOCK {
+            let last = std::mem::take(&mut records.last);
+            records.blocks.push(last.into_boxed_slice());
+        }
         let n = records.ranges.len();
         let left = (0..records.blocks.len())
             .map(|b| (n - b * BLOCK).min(BLOCK) as u32)
@@ -333,7 +324,7 @@ mod tests {
     use crate::onnx::build;
 
     #[test]
-    fn split_takes_out_the_main_nodes_and_keeps_the_rest() {
+    fn the_skim_sets_the_main_nodes_aside_and_keeps_the_rest() {
         let m = build::GraphBuilder::new()
             .input(build::sized_value("x", build::FLOAT, &[1, 4]))
             .node(build::node("Relu", &["x"], &["y"]))
@@ -341,8 +332,14 @@ mod tests {
             .output(build::untyped("z"))
             .model(17);
         let bytes = m.encode_to_vec();
-        let (rest, blocks) = split(&bytes).unwrap();
+        let (rest, blocks) = crate::onnx::read::skim_aside(&bytes[..]).unwrap();
+        let blocks = blocks.unwrap();
         assert_eq!(blocks.ranges.len(), 2);
+        let records: Vec<&[u8]> = blocks.records().collect();
+        assert_eq!(
+            records[1],
+            &m.graph.as_ref().unwrap().node[1].encode_to_vec()[..]
+        );
         let back = crate::proto::ModelProto::decode(&rest[..]).unwrap();
         let g = back.graph.unwrap();
         assert!(g.node.is_empty());
@@ -392,10 +389,8 @@ mod tests {
         let mut grouped = build::node("Relu", &["a"], &["b"]).encode_to_vec();
         grouped.extend([9 << 3 | 3, 9 << 3 | 4]);
         assert!(brief(&grouped, 0, &mut Vec::new(), &mut Vec::new()).is_none());
-        let blocks = Blocks {
-            blocks: vec![grouped.clone().into_boxed_slice()],
-            ranges: vec![(0, grouped.len() as u32)],
-        };
+        let mut blocks = Blocks::default();
+        blocks.push(&grouped).unwrap();
         let e = Encoded::new(blocks, Bytes::new(), PathBuf::from("."));
         assert!(e.outline().unwrap().is_none());
         assert_eq!(e.decode(0).unwrap().op_type.as_deref(), Some("Relu"));

@@ -55,7 +55,8 @@ fn bad(path: &str, message: impl Into<String>) -> Error {
 /// the file is also mapped, so such a payload is a slice of the mapping,
 /// read only when the model is copied.
 pub fn load(path: &str) -> Result<OnnxModel> {
-    let (skimmed, bytes) = skim_mapped(path)?;
+    let (file, bytes) = mapped(path)?;
+    let skimmed = read::skim(&file).map_err(|e| Error::io(path, e))?;
     Ok(decode_checked(Records::Copied(&skimmed), bytes, path)?.0)
 }
 
@@ -64,13 +65,14 @@ pub fn load(path: &str) -> Result<OnnxModel> {
 /// that infers the model once, decoding each node in its turn. `None`
 /// when the records are not plainly readable: the model then holds them.
 pub fn load_encoded(path: &str) -> Result<(OnnxModel, Option<Encoded>)> {
-    let (skimmed, bytes) = skim_mapped(path)?;
-    decode_checked(Records::LeaveNodes(skimmed), bytes, path)
+    let (file, bytes) = mapped(path)?;
+    let (skimmed, blocks) = read::skim_aside(&file).map_err(|e| Error::io(path, e))?;
+    decode_checked(Records::Aside(skimmed, blocks), bytes, path)
 }
 
-/// The model file mapped, and its records read without their large
-/// payloads.
-fn skim_mapped(path: &str) -> Result<(Vec<u8>, Bytes)> {
+/// The model file, open and mapped. Its records are then read from the
+/// file without their large payloads ([`read::skim`]).
+fn mapped(path: &str) -> Result<(std::fs::File, Bytes)> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.is_file() {
@@ -87,9 +89,7 @@ fn skim_mapped(path: &str) -> Result<(Vec<u8>, Bytes)> {
     // Pages touched are read alone, not with their neighbours. A failed
     // hint changes nothing but speed.
     let _ = map.advise(memmap2::Advice::Random);
-    let bytes = Bytes::from_owner(map);
-    let skimmed = read::skim(&file).map_err(|e| Error::io(path, e))?;
-    Ok((skimmed, bytes))
+    Ok((file, Bytes::from_owner(map)))
 }
 
 /// The bytes a model's records are decoded from.
@@ -100,9 +100,10 @@ enum Records<'a> {
     /// The copy [`read::skim`] made: what decoding keeps is copied out, so
     /// the copy is freed once decoded.
     Copied(&'a [u8]),
-    /// That copy, kept for the main graph's node records, which are left
-    /// encoded ([`Encoded`]); the rest is decoded.
-    LeaveNodes(Vec<u8>),
+    /// The copy [`read::skim_aside`] made, and the main graph's node
+    /// records it set aside (left encoded, [`Encoded`]); `None` when it
+    /// could not, and the copy holds them.
+    Aside(Vec<u8>, Option<encoded::Blocks>),
 }
 
 /// Decodes and checks a model held in memory; `path` names it in errors and
@@ -119,34 +120,26 @@ fn decode_checked(
     bytes: Bytes,
     path: &str,
 ) -> Result<(OnnxModel, Option<Encoded>)> {
-    let wire: &[u8] = match &records {
-        Records::Shared(b) => b,
-        Records::Copied(b) => b,
-        Records::LeaveNodes(b) => b,
+    let (wire, aside): (&[u8], _) = match &records {
+        Records::Shared(b) => (b, None),
+        Records::Copied(b) => (b, None),
+        Records::Aside(b, blocks) => (b, blocks.as_ref()),
     };
-    let main = wire::check(wire, bytes.len()).map_err(|m| bad(path, m))?;
-    let split = match &records {
-        Records::LeaveNodes(b) => encoded::split(b),
-        _ => None,
-    };
+    let main = wire::check(wire, aside, bytes.len()).map_err(|m| bad(path, m))?;
     // The main graph's lists made their size at once: a model with nodes
     // has a graph, so decoding into one already there changes nothing.
     let mut model = ModelProto::default();
     if main.nodes > 0 {
         model.graph = Some(GraphProto {
-            node: Vec::with_capacity(if split.is_some() { 0 } else { main.nodes }),
+            node: Vec::with_capacity(if aside.is_some() { 0 } else { main.nodes }),
             initializer: Vec::with_capacity(main.initializers),
             ..GraphProto::default()
         });
     }
-    let (decoded, kept) = match (records, split) {
-        (Records::LeaveNodes(b), Some((rest, blocks))) => {
-            drop(b);
-            (model.merge(&rest[..]), Some(blocks))
-        }
-        (Records::LeaveNodes(b), None) => (model.merge(&b[..]), None),
-        (Records::Shared(b), _) => (model.merge(b), None),
-        (Records::Copied(b), _) => (model.merge(b), None),
+    let (decoded, kept) = match records {
+        Records::Aside(b, blocks) => (model.merge(&b[..]), blocks),
+        Records::Shared(b) => (model.merge(b), None),
+        Records::Copied(b) => (model.merge(b), None),
     };
     decoded.map_err(|e| {
         bad(

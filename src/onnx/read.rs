@@ -29,6 +29,7 @@ use std::io;
 use bytes::Bytes;
 use prost::Message;
 
+use super::encoded::Blocks;
 use crate::ir::MAX_MESSAGE_DEPTH;
 use crate::proto::{AttributeProto, GraphProto, ModelProto, StoredPayload, TensorProto};
 use crate::shape::fact::MAX_VALUE_ELEMENTS;
@@ -158,6 +159,18 @@ struct Input<'a, S: Source + ?Sized> {
     /// How far the next read goes beyond what is needed: 0 after a jump,
     /// doubling while records follow one another.
     ahead: usize,
+    /// Where the main graph's node records go instead of the copy, when
+    /// they are set aside ([`skim_aside`]).
+    aside: Option<Aside>,
+}
+
+/// The main graph's node records set aside, and whether the model and its
+/// main graph were plainly readable (a reader that stops short leaves the
+/// rest to the decoder, which needs the records in place to name the
+/// fault).
+struct Aside {
+    blocks: Blocks,
+    plain: bool,
 }
 
 impl<S: Source + ?Sized> Input<'_, S> {
@@ -310,8 +323,12 @@ impl<S: Source + ?Sized> Input<'_, S> {
                     continue;
                 }
             }
+            let mark = out.len();
+            // The main graph is entered whatever its size when its node
+            // records are set aside.
+            let enter = self.aside.is_some() && kind == Kind::Model && field == 7;
             match child(kind, field) {
-                Some(_) if len <= SKIP_BYTES && !self.may_hold_stored(head, len)? => {
+                Some(_) if len <= SKIP_BYTES && !enter && !self.may_hold_stored(head, len)? => {
                     // Nothing in it to leave out: the bytes the walk copies.
                     self.copy(head + len, out)?;
                 }
@@ -326,9 +343,26 @@ impl<S: Source + ?Sized> Input<'_, S> {
                 }
                 _ => self.copy(head + len, out)?,
             }
+            if let Some(a) = &mut self.aside
+                && kind == Kind::Graph
+                && depth == 1
+                && field == 1
+            {
+                // A node of the main graph: its record (past its key and
+                // length, `head` bytes whatever was left out of it) goes
+                // to the blocks.
+                a.plain &= a.blocks.push(&out[mark + head as usize..]).is_some();
+                out.truncate(mark);
+            }
         }
         // What could not be walked goes as it is, for the decoder to report.
         let rest = end.saturating_sub(self.pos());
+        if rest > 0
+            && (kind == Kind::Model || (kind == Kind::Graph && depth == 1))
+            && let Some(a) = &mut self.aside
+        {
+            a.plain = false;
+        }
         self.copy(rest, out)?;
         for s in &stored {
             put_varint(out, (STORED_FIELD << 3) | 2);
@@ -365,6 +399,31 @@ fn put_padded_varint(slot: &mut [u8], v: u64) -> io::Result<()> {
 /// The model's bytes with every tensor payload of more than [`SKIP_BYTES`]
 /// left out (and located by a [`StoredPayload`] in its tensor).
 pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
+    Ok(skimmed(src, None)?.0)
+}
+
+/// [`skim`], with the main graph's node records set aside in blocks as
+/// they are read, in file order, and left out of the copy (the main graph
+/// then holds no node). The copy holds everything else, so it is small,
+/// and each record is copied once. Without blocks when the model or its
+/// main graph is not plainly readable: the copy then holds the records.
+pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Vec<u8>, Option<Blocks>)> {
+    let aside = Aside {
+        blocks: Blocks::default(),
+        plain: true,
+    };
+    match skimmed(src, Some(aside))? {
+        (out, Some(a)) if a.plain => Ok((out, Some(a.blocks))),
+        // Read again with the records in place, for the decoder to name
+        // the fault where it lies.
+        _ => Ok((skim(src)?, None)),
+    }
+}
+
+fn skimmed<S: Source + ?Sized>(
+    src: &S,
+    aside: Option<Aside>,
+) -> io::Result<(Vec<u8>, Option<Aside>)> {
     let len = src.size();
     let mut input = Input {
         src,
@@ -373,12 +432,13 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
         start: 0,
         at: 0,
         ahead: 0,
+        aside,
     };
     let mut out = Vec::new();
     input.message(Kind::Model, len, 0, &mut out)?;
     // The copy lives through decoding: no room beyond its bytes.
     out.shrink_to_fit();
-    Ok(out)
+    Ok((out, input.aside))
 }
 
 /// Turns every stored payload of `model` into a slice of `file` (the bytes
@@ -598,6 +658,140 @@ mod tests {
         let init = &back.graph.unwrap().initializer[0];
         assert_eq!(init.raw_data.as_deref(), Some(&[7u8, 8][..]));
         assert!(init.stored.is_empty());
+    }
+
+    /// A graph of `n` Relus, the first a Constant holding `payload` bytes.
+    fn chain(n: usize, payload: usize) -> ModelProto {
+        let constant = NodeProto {
+            op_type: Some("Constant".into()),
+            output: vec!["v0".into()],
+            attribute: vec![crate::proto::AttributeProto {
+                name: Some("value".into()),
+                t: Some(Box::new(tensor("c", payload))),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let relu = |i: usize| NodeProto {
+            op_type: Some("Relu".into()),
+            input: vec![format!("v{}", i - 1)],
+            output: vec![format!("v{i}")],
+            ..Default::default()
+        };
+        ModelProto {
+            ir_version: Some(8),
+            graph: Some(GraphProto {
+                node: std::iter::once(constant).chain((1..n).map(relu)).collect(),
+                initializer: vec![tensor("w", 64)],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// The records set aside are the nodes' own bytes, in order, across
+    /// blocks (a payload left out of one, as the plain skim leaves it out);
+    /// the copy is the model without them, and the wire check counts the
+    /// same as on the whole skim.
+    #[test]
+    fn the_main_nodes_are_set_aside_record_by_record() {
+        for (n, payload) in [(2_500, 40_000), (3, 10)] {
+            let m = chain(n, payload);
+            let bytes = Bytes::from(m.encode_to_vec());
+            let (rest, blocks) = skim_aside(&bytes[..]).unwrap();
+            let blocks = blocks.unwrap();
+            let records: Vec<&[u8]> = blocks.records().collect();
+            assert_eq!(records.len(), n);
+            let g = m.graph.as_ref().unwrap();
+            // The Relus are copied as they are.
+            for (r, node) in records.iter().zip(&g.node).skip(1) {
+                assert_eq!(*r, &node.encode_to_vec()[..]);
+            }
+            // The Constant's payload is where its record says, in the file.
+            let mut first = NodeProto::decode(records[0]).unwrap();
+            attach_attribute(&mut first.attribute[0], &bytes).unwrap();
+            assert_eq!(first, g.node[0]);
+            // 40,000 bytes (more than SKIP_BYTES) are left in the file.
+            assert!(records[0].len() < 200);
+            let mut back = ModelProto::decode(&rest[..]).unwrap();
+            attach(&mut back, &bytes).unwrap();
+            let bg = back.graph.as_ref().unwrap();
+            assert!(bg.node.is_empty());
+            assert_eq!(bg.initializer, g.initializer);
+            let whole = skim(&bytes[..]).unwrap();
+            let counted = super::super::wire::check(&rest, Some(&blocks), bytes.len());
+            assert_eq!(
+                counted,
+                super::super::wire::check(&whole, None, bytes.len())
+            );
+            assert_eq!(counted.unwrap().nodes, n);
+        }
+    }
+
+    /// A node over a limit is named the same whether its record was set
+    /// aside or checked in place.
+    #[test]
+    fn a_node_set_aside_is_checked_as_in_place() {
+        let mut m = chain(3, 10);
+        let n = &mut m.graph.as_mut().unwrap().node[2];
+        n.name = Some("wide".into());
+        n.attribute = (0..=crate::ir::MAX_NODE_ATTRIBUTES)
+            .map(|i| crate::proto::AttributeProto {
+                name: Some(format!("a{i}")),
+                i: Some(1),
+                ..Default::default()
+            })
+            .collect();
+        let bytes = m.encode_to_vec();
+        let (rest, blocks) = skim_aside(&bytes[..]).unwrap();
+        let aside = super::super::wire::check(&rest, blocks.as_ref(), bytes.len());
+        let whole = super::super::wire::check(&skim(&bytes[..]).unwrap(), None, bytes.len());
+        assert_eq!(aside, whole);
+        assert!(
+            aside
+                .unwrap_err()
+                .starts_with("node 'wide' (Relu) has 1025 attributes")
+        );
+    }
+
+    /// A model whose main graph is not plainly readable keeps its records in
+    /// the copy, as the plain skim makes it, for the decoder to report.
+    #[test]
+    fn an_unreadable_main_graph_keeps_its_nodes_in_place() {
+        // A group (wire type 3, field 9: its start and end) after the
+        // graph's fields.
+        let mut graph = chain(3, 10).graph.unwrap().encode_to_vec();
+        graph.extend([9 << 3 | 3, 9 << 3 | 4]);
+        let mut bytes = Vec::new();
+        put_varint(&mut bytes, (7 << 3) | 2);
+        put_varint(&mut bytes, graph.len() as u64);
+        bytes.extend_from_slice(&graph);
+        let (rest, blocks) = skim_aside(&bytes[..]).unwrap();
+        assert!(blocks.is_none());
+        assert_eq!(rest, skim(&bytes[..]).unwrap());
+        for bad in [&[0x3a, 0x05, 0x2a][..], &[0x3a, 0x02, 0x0b, 0x0c][..]] {
+            let (rest, blocks) = skim_aside(bad).unwrap();
+            assert!(blocks.is_none());
+            assert_eq!(rest, bad);
+        }
+    }
+
+    /// Two graph fields (decoding merges them): the nodes of both, in order.
+    #[test]
+    fn nodes_of_every_graph_field_are_set_aside_in_order() {
+        let a = chain(2, 10).encode_to_vec();
+        let b = chain(3, 10).encode_to_vec();
+        let bytes: Vec<u8> = a.iter().chain(&b).copied().collect();
+        let (rest, blocks) = skim_aside(&bytes[..]).unwrap();
+        let records: Vec<Vec<u8>> = blocks.unwrap().records().map(<[u8]>::to_vec).collect();
+        let all: Vec<Vec<u8>> = [chain(2, 10), chain(3, 10)]
+            .iter()
+            .flat_map(|m| m.graph.clone().unwrap().node)
+            .map(|n| n.encode_to_vec())
+            .collect();
+        assert_eq!(records, all);
+        let back = ModelProto::decode(&rest[..]).unwrap();
+        assert_eq!(back.graph.unwrap().initializer.len(), 2);
     }
 
     #[test]

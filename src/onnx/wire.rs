@@ -7,6 +7,8 @@
 
 use prost::encoding::decode_varint;
 
+use super::encoded::Blocks;
+
 use crate::ir::{
     DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE, MAX_ATTRIBUTE_VALUES, MAX_DECLARED_DIMS,
     MAX_MESSAGE_DEPTH, MAX_MODEL_ITEMS, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES,
@@ -82,7 +84,11 @@ fn field(kind: Kind, f: u64) -> Field {
 
 /// Totals over the whole model.
 #[derive(Default)]
-struct Totals {
+struct Totals<'a> {
+    /// The main graph's node records when the skim set them aside
+    /// ([`super::read::skim_aside`]): counted where the main graph is
+    /// entered, before its other fields, where a writer puts them.
+    aside: Option<&'a Blocks>,
     nodes: usize,
     /// Records of the main graph's own node and initializer lists.
     main: MainGraph,
@@ -131,9 +137,14 @@ pub struct MainGraph {
 /// reports them. `file_len` is the size of the file `bytes` were read from
 /// (the decoding budget grows with it; `bytes` may have its large tensor
 /// payloads left out).
-pub fn check(bytes: &[u8], file_len: usize) -> Result<MainGraph, String> {
-    let mut t = Totals::default();
+pub fn check(bytes: &[u8], aside: Option<&Blocks>, file_len: usize) -> Result<MainGraph, String> {
+    let mut t = Totals {
+        aside,
+        ..Totals::default()
+    };
     scan(bytes, Kind::Model, 0, &mut t)?;
+    // A model whose graph the look never entered.
+    main_nodes(&mut t)?;
     let over = |what: &str, n: usize, limit: usize, name: &str| {
         let unit = what.split([' ', ',']).next().unwrap_or(what);
         let unit = if unit == "graph" { "entries" } else { unit };
@@ -222,8 +233,6 @@ pub(super) struct WireField<'a> {
     /// 0 varint, 1 fixed 64-bit, 2 length-delimited, 5 fixed 32-bit.
     pub(super) kind: u64,
     pub(super) payload: &'a [u8],
-    /// Where the field (its key included) starts and ends in the message.
-    pub(super) span: std::ops::Range<usize>,
 }
 
 /// The fields of a message in order; `None` at anything a plain reader
@@ -256,7 +265,6 @@ impl<'a> Fields<'a> {
     }
 
     fn field(&mut self) -> Option<WireField<'a>> {
-        let start = self.at;
         let key = self.varint()?;
         let payload_start;
         match key & 7 {
@@ -280,7 +288,6 @@ impl<'a> Fields<'a> {
             number: key >> 3,
             kind: key & 7,
             payload,
-            span: start..self.at,
         })
     }
 }
@@ -297,6 +304,39 @@ impl<'a> Iterator for Fields<'a> {
             self.at = usize::MAX;
         }
         Some(f)
+    }
+}
+
+/// Counts the main graph's node records set aside, once.
+fn main_nodes(t: &mut Totals) -> Result<(), String> {
+    let Some(blocks) = t.aside.take() else {
+        return Ok(());
+    };
+    for record in blocks.records() {
+        enter(t, Kind::Graph, 1, Kind::Node, 1);
+        scan(record, Kind::Node, 2, t)?;
+    }
+    Ok(())
+}
+
+/// Counts a message of kind `child` in field `f` of a `kind` message at
+/// `depth`, before its own fields are.
+fn enter(t: &mut Totals, kind: Kind, depth: usize, child: Kind, f: u64) {
+    t.items += 1;
+    t.decoded += record_size(child);
+    // The model's graph is entered at depth 1.
+    if kind == Kind::Graph && depth == 1 {
+        match child {
+            Kind::Node => t.main.nodes += 1,
+            Kind::Tensor if f == 5 => t.main.initializers += 1,
+            _ => {}
+        }
+    }
+    match child {
+        Kind::Node => t.nodes += 1,
+        Kind::Tensor | Kind::Sparse if kind != Kind::Sparse => t.tensors += 1,
+        Kind::ValueInfo => t.value_infos += 1,
+        _ => {}
     }
 }
 
@@ -343,25 +383,15 @@ fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), St
                 let (payload, rest) = b.split_at(len);
                 match how {
                     Field::Enter(child) => {
-                        t.items += 1;
-                        t.decoded += record_size(child);
-                        // The model's graph is entered at depth 1.
-                        if kind == Kind::Graph && depth == 1 {
-                            match child {
-                                Kind::Node => t.main.nodes += 1,
-                                Kind::Tensor if f == 5 => t.main.initializers += 1,
-                                _ => {}
-                            }
-                        }
-                        match child {
-                            Kind::Node => t.nodes += 1,
-                            Kind::Tensor | Kind::Sparse if kind != Kind::Sparse => t.tensors += 1,
-                            Kind::ValueInfo => t.value_infos += 1,
-                            Kind::Attribute => attrs += 1,
-                            _ => {}
+                        enter(t, kind, depth, child, f);
+                        if child == Kind::Attribute {
+                            attrs += 1;
                         }
                         if matches!(kind, Kind::Attribute) && matches!(f, 10 | 11) {
                             values += 1;
+                        }
+                        if kind == Kind::Model && child == Kind::Graph {
+                            main_nodes(t)?;
                         }
                         scan(payload, child, depth + 1, t)?;
                     }
@@ -489,7 +519,7 @@ mod tests {
         g.initializer = vec![tensor(), tensor(), tensor()];
         g.node[1].attribute[0].g.as_mut().unwrap().initializer = vec![tensor()];
         g.node[1].attribute[0].t = Some(Box::new(tensor()));
-        let main = check(&m.encode_to_vec(), 1 << 20).unwrap();
+        let main = check(&m.encode_to_vec(), None, 1 << 20).unwrap();
         assert_eq!(
             main,
             MainGraph {
@@ -498,7 +528,7 @@ mod tests {
             }
         );
         // Garbage ends the look without a panic.
-        assert!(check(&[0x3a, 0xff, 0xff, 0xff], 4).is_ok());
-        assert!(check(&[0x3b, 0x0a, 0x00], 3).is_ok());
+        assert!(check(&[0x3a, 0xff, 0xff, 0xff], None, 4).is_ok());
+        assert!(check(&[0x3b, 0x0a, 0x00], None, 3).is_ok());
     }
 }
