@@ -135,6 +135,7 @@ pub(super) fn graph_of(
     fold: bool,
 ) -> ir::Graph {
     let mut level = Level::new(std::mem::take(folded_names), fold);
+    level.reserve(nodes.len());
     for n in nodes {
         level.push(n);
     }
@@ -153,12 +154,21 @@ pub(crate) struct Level {
     made: Made,
     fold: bool,
     folded: usize,
-    folded_nodes: Blocks<ir::Node>,
-    /// The nodes that run, and for each: why it is not analysed, its
-    /// bodies and their runs.
-    plain: Blocks<ir::Node>,
-    rest: Blocks<(Option<String>, Vec<InferredBody>, Option<Dim>)>,
+    /// The nodes folded away and those that run, in order. Each list
+    /// becomes the graph's, so each is given room for all of the level's
+    /// nodes at once when their number is known ([`Records::reserve`]):
+    /// neither is ever copied, and the room a list does not fill is never
+    /// touched (address space, not memory).
+    folded_nodes: Vec<ir::Node>,
+    plain: Vec<ir::Node>,
+    /// For the nodes in `plain` not analysed or with bodies (few): the
+    /// node's place, why it is not analysed, its bodies and their runs.
+    rest: Vec<Rest>,
 }
+
+/// What [`Level::finish`] still does with a node of `plain`: its place,
+/// why it is not analysed, its bodies and their runs.
+type Rest = (usize, Option<String>, Vec<InferredBody>, Option<Dim>);
 
 /// A list grown in blocks of a fixed size: growing never copies what it
 /// holds (a doubled list of a 111k-node graph's nodes leaves up to half of
@@ -191,7 +201,8 @@ impl<T> Blocks<T> {
         self.last.push(item);
     }
 
-    pub(crate) fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.full.len() * Self::SIZE + self.last.len()
     }
 
@@ -208,9 +219,9 @@ impl Level {
             made: Made::default(),
             fold,
             folded: 0,
-            folded_nodes: Blocks::default(),
-            plain: Blocks::default(),
-            rest: Blocks::default(),
+            folded_nodes: Vec::new(),
+            plain: Vec::new(),
+            rest: Vec::new(),
         }
     }
 
@@ -257,8 +268,11 @@ impl Level {
             }
             return;
         }
+        if reason.is_some() || !n.bodies.is_empty() {
+            self.rest
+                .push((self.plain.len(), reason, n.bodies, n.repeats));
+        }
         self.plain.push(node);
-        self.rest.push((reason, n.bodies, n.repeats));
     }
 
     /// The level's graph, its nodes named (unnamed ones numbered in
@@ -276,26 +290,23 @@ impl Level {
         } = self;
         // Every reader has been converted.
         drop(made);
-        // Named as they are moved out of their blocks.
-        let named = |nodes: Blocks<ir::Node>| {
+        let name_all = |nodes: &mut [ir::Node]| {
             let mut namer = ir::Namer::default();
-            nodes.into_items().map(move |mut node| {
-                namer.name(&mut node);
+            for node in nodes {
+                namer.name(node);
                 if !prefix.is_empty() {
                     node.name = format!("{prefix}{}", node.name);
                 }
-                node
-            })
+            }
         };
-        let mut graph = ir::Graph {
-            folded,
-            folded_nodes: Vec::with_capacity(folded_nodes.len()),
-            outputs,
-            nodes: Vec::with_capacity(plain.len()),
-            ..ir::Graph::default()
-        };
-        graph.folded_nodes.extend(named(folded_nodes));
-        for (mut node, (reason, bodies, repeats)) in named(plain).zip(rest.into_items()) {
+        let mut folded_nodes = folded_nodes;
+        name_all(&mut folded_nodes);
+        let mut nodes = plain;
+        name_all(&mut nodes);
+        let mut unanalysed = Vec::new();
+        let mut reasons = Vec::new();
+        for (at, reason, bodies, repeats) in rest {
+            let node = &mut nodes[at];
             // If's branches are alternatives; other bodies run `repeats` times.
             let alternative = node.op == "If" && node.domain.is_empty();
             let repeats = repeats.unwrap_or(Dim::Known(1));
@@ -320,11 +331,30 @@ impl Level {
                     alternative,
                 })
                 .collect();
-            match reason {
-                None => graph.nodes.push(node),
-                Some(r) => graph.unanalysed.push((node, r)),
+            if let Some(r) = reason {
+                reasons.push((at, r));
             }
         }
+        // Nodes not analysed leave the list (rare: the list is rebuilt).
+        if !reasons.is_empty() {
+            let mut reasons = reasons.into_iter().peekable();
+            let all = std::mem::take(&mut nodes);
+            nodes.reserve(all.len() - reasons.len());
+            for (i, node) in all.into_iter().enumerate() {
+                match reasons.next_if(|(at, _)| *at == i) {
+                    Some((_, r)) => unanalysed.push((node, r)),
+                    None => nodes.push(node),
+                }
+            }
+        }
+        let graph = ir::Graph {
+            folded,
+            folded_nodes,
+            outputs,
+            nodes,
+            unanalysed,
+            ..ir::Graph::default()
+        };
         (graph, folded_names)
     }
 }
@@ -367,7 +397,13 @@ impl Records for Vec<InferredNode> {
 }
 
 impl Records for Level {
-    fn reserve(&mut self, _: usize) {}
+    /// Room for `more` nodes in each list (see [`Level`]).
+    fn reserve(&mut self, more: usize) {
+        self.plain.reserve_exact(more);
+        if self.fold {
+            self.folded_nodes.reserve_exact(more);
+        }
+    }
     fn let_go(&mut self, name: &str) {
         self.made.remove(name);
     }
@@ -382,7 +418,71 @@ impl Records for Level {
 
 #[cfg(test)]
 mod tests {
-    use super::Blocks;
+    use super::*;
+
+    /// A Relu reading `input` (`known` when its shape is) into `output`.
+    fn relu(input: &str, known: bool, output: &str) -> InferredNode {
+        let fact = |k: bool| {
+            let shape = k.then(|| vec![Dim::Known(4)]);
+            Fact::tensor(Some(DType::Float32), shape)
+        };
+        InferredNode {
+            name: String::new(),
+            op: "Relu".into(),
+            domain: String::new(),
+            opset: 17,
+            attrs: Default::default(),
+            inputs: vec![Some((input.into(), fact(known)))],
+            outputs: vec![Some((output.into(), fact(known)))],
+            has_shape_fn: true,
+            bodies: Vec::new(),
+            repeats: None,
+        }
+    }
+
+    /// A level keeps the nodes that run in order, apart from those whose
+    /// shapes are unknown (with the reason) and those that fold (every
+    /// input constant); unnamed nodes are numbered among the nodes that
+    /// run, the unanalysed included, and among the folded apart.
+    #[test]
+    fn a_level_sorts_its_nodes_without_copying_their_list() {
+        let mut folded = HashSet::default();
+        folded.insert("w".to_string());
+        let mut level = Level::new(folded, true);
+        level.reserve(6);
+        for n in [
+            relu("x", true, "a"),
+            relu("w", true, "w1"),
+            relu("a", false, "b"),
+            relu("w1", true, "w2"),
+            relu("b", false, "c"),
+            relu("a", true, "d"),
+        ] {
+            level.push(n);
+        }
+        let (g, names) = level.finish(vec!["d".into()], "p/");
+        let listed = |nodes: &[ir::Node]| nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>();
+        assert_eq!(listed(&g.nodes), ["p/Relu-1", "p/Relu-4"]);
+        assert_eq!(listed(&g.folded_nodes), ["p/Relu-1", "p/Relu-2"]);
+        assert_eq!(g.folded, 2);
+        let unanalysed: Vec<_> = g
+            .unanalysed
+            .iter()
+            .map(|(n, r)| (n.name.as_str(), r.as_str()))
+            .collect();
+        assert_eq!(
+            unanalysed,
+            [
+                ("p/Relu-2", "the shape of 'a' is unknown"),
+                ("p/Relu-3", "the shape of 'b' is unknown"),
+            ]
+        );
+        // What the folded nodes made joins the constants.
+        assert!(names.contains("w1") && names.contains("w2"));
+        // The folded list was made the level's size at once, not copied
+        // (the list of those that run was rebuilt without the unanalysed).
+        assert!(g.folded_nodes.capacity() >= 6);
+    }
 
     #[test]
     fn blocks_keep_their_items_in_order_without_growing_past_a_block() {
