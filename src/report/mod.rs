@@ -798,6 +798,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         let_go(grids);
         return fit::wrap_prose(&out, opts.width);
     }
+    // The tables and a little prose around them, in one allocation (a
+    // long table's report is megabytes: growing it copies them).
+    out.reserve(grids.iter().map(markdown_room).sum::<usize>() + 4096);
     for (i, g) in grids.iter().enumerate() {
         let _ = write!(out, "### {}\n\n", g.title);
         markdown_into(&mut out, g);
@@ -883,15 +886,20 @@ fn markdown(g: &Grid) -> String {
     out
 }
 
-/// Appends `g` as a Markdown table to `out`.
-fn markdown_into(out: &mut String, g: &Grid) {
-    // Room for the table as it is when no cell needs escaping: each cell
-    // takes its text and ` | `, each row `|` and a line end.
-    let room: usize = std::iter::once(&g.header)
+/// The room `g` takes as a Markdown table when no cell needs escaping:
+/// each cell takes its text and ` | `, each row `|` and a line end, the
+/// alignment row a few bytes a column.
+fn markdown_room(g: &Grid) -> usize {
+    let cells: usize = std::iter::once(&g.header)
         .chain(&g.rows)
         .map(|r| 2 + r.iter().map(|c| c.len() + 3).sum::<usize>())
         .sum();
-    out.reserve(room + 5 * g.numeric.len() + 2);
+    cells + 5 * g.numeric.len() + 2
+}
+
+/// Appends `g` as a Markdown table to `out`.
+fn markdown_into(out: &mut String, g: &Grid) {
+    out.reserve(markdown_room(g));
     let row_line = |out: &mut String, row: &[String]| {
         out.push('|');
         for c in row {
