@@ -102,7 +102,8 @@ enum Records<'a> {
     Copied(&'a [u8]),
     /// The copy [`read::skim_aside`] made, and the main graph's node
     /// records it set aside (left encoded, [`Encoded`]); `None` when it
-    /// could not, and the copy holds them.
+    /// could not, and the copy holds them. What decoding keeps of the copy
+    /// are slices of it.
     Aside(Vec<u8>, Option<encoded::Blocks>),
 }
 
@@ -137,7 +138,11 @@ fn decode_checked(
         });
     }
     let (decoded, kept) = match records {
-        Records::Aside(b, blocks) => (model.merge(&b[..]), blocks),
+        // Decoded from shared bytes: the small payloads kept (shapes,
+        // biases) are slices of the copy, not copies of their own; the copy
+        // lives as long as they do (until the estimate lets go of the
+        // initializers).
+        Records::Aside(b, blocks) => (model.merge(Bytes::from(b)), blocks),
         Records::Shared(b) => (model.merge(b), None),
         Records::Copied(b) => (model.merge(b), None),
     };

@@ -434,10 +434,10 @@ fn skimmed<S: Source + ?Sized>(
         ahead: 0,
         aside,
     };
+    // The copy is not shrunk to its size: that would copy it again into
+    // fresh memory, and the room it does not fill is never touched.
     let mut out = Vec::new();
     input.message(Kind::Model, len, 0, &mut out)?;
-    // The copy lives through decoding: no room beyond its bytes.
-    out.shrink_to_fit();
     Ok((out, input.aside))
 }
 
