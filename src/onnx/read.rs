@@ -11,7 +11,9 @@
 //! [`SKIP_BYTES`] is jumped over by its length and replaced by a
 //! [`StoredPayload`] (where it lies) in a copy of everything else. That copy
 //! is what prost decodes (what it keeps of it copied out, so the copy is
-//! freed once decoded); then [`attach`] turns each stored payload into a
+//! freed once decoded; or, for an estimate, `skim_aside`'s, with the main
+//! graph's node records set aside and what decoding keeps sliced from the
+//! copy); then [`attach`] turns each stored payload into a
 //! slice of the file's mapping, which estimating never touches: a payload
 //! that large holds more elements than a value may have, so only copying the
 //! model (`shapes -o`, `annotate`) reads it. Smaller payloads (shapes, axes,
