@@ -284,8 +284,8 @@ impl Level {
             made,
             fold,
             folded,
-            folded_nodes,
-            plain,
+            mut folded_nodes,
+            plain: mut nodes,
             rest,
         } = self;
         // Every reader has been converted.
@@ -299,9 +299,7 @@ impl Level {
                 }
             }
         };
-        let mut folded_nodes = folded_nodes;
         name_all(&mut folded_nodes);
-        let mut nodes = plain;
         name_all(&mut nodes);
         let mut unanalysed = Vec::new();
         let mut reasons = Vec::new();

@@ -304,7 +304,6 @@ impl<'m> Walker<'m> {
             )));
         }
         let nodes = taken.as_ref().map_or(View::Protos(&g.node), Nodes::view);
-        let outputs: usize = (0..nodes.count()).map(|i| nodes.outputs(i).count()).sum();
         scope.vars.reserve(g.initializer.len());
         if let Some(r) = record.as_deref_mut() {
             r.reserve(nodes.count());
@@ -333,10 +332,11 @@ impl<'m> Walker<'m> {
         // shape and constant of the graph at its end.
         let counted = taken.is_some() && !listing;
         self.charge(0)?;
-        // One entry per node output: the scope is sized once, to what it
-        // will hold (a guess of two outputs a node doubled the table of a
-        // large graph), and only now that the taken list is let go.
-        scope.vars.reserve(outputs);
+        // One entry per node output (the readers count each): the scope is
+        // sized once, to what it will hold (a guess of two outputs a node
+        // doubled the table of a large graph), and only now that the taken
+        // list is let go.
+        scope.vars.reserve(readers.counts.len());
         std::thread::scope(|threads| {
             let mut queue = taken.map(|t| t.queue(&order, threads));
             for &i in &order {
