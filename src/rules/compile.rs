@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 
 use evalexpr::Node as Code;
@@ -252,9 +253,15 @@ pub struct SourceFile<'a> {
     /// Where the text serde parsed starts in `text`: 0 for a whole file, the
     /// block's start for a built-in rule parsed alone.
     pub base: usize,
-    /// Byte offset of every line's start, to turn offsets into line:col.
+    /// Byte offset of every line's start in `indexed`, to turn offsets
+    /// into line:col.
     lines: Arc<[usize]>,
-    /// Byte offset of every top-level key (`Conv:`), to name a rule's line.
+    /// The bytes `lines` covers: the whole file, or one built-in rule's block.
+    indexed: Range<usize>,
+    /// The 0-based number of the line `indexed` starts on.
+    first_line: usize,
+    /// Byte offset of every top-level key (`Conv:`) in `indexed`, to name a
+    /// rule's line.
     keys: Arc<HashMap<&'a str, usize>>,
 }
 
@@ -282,13 +289,38 @@ impl<'a> SourceFile<'a> {
             builtin,
             base: 0,
             lines: lines.into(),
+            indexed: 0..text.len(),
+            first_line: 0,
             keys: Arc::new(keys),
         }
     }
 
-    /// The same file, for values parsed from `text[base..]`.
-    pub fn at(self, base: usize) -> Self {
-        Self { base, ..self }
+    /// One rule's block of a built-in file, indexed alone: `block` is where
+    /// its text lies, from its key `op` on line `line` (1-based). Compiling a
+    /// built-in rule reads nothing of the file outside its block.
+    pub(crate) fn block(
+        path: &'a str,
+        text: &'a str,
+        block: Range<usize>,
+        line: usize,
+        op: &'a str,
+    ) -> Self {
+        let mut lines = vec![block.start];
+        let mut offset = block.start;
+        for l in lines_inclusive(&text[block.clone()]) {
+            offset += l.len();
+            lines.push(offset);
+        }
+        Self {
+            path,
+            text,
+            builtin: true,
+            base: block.start,
+            lines: lines.into(),
+            first_line: line.saturating_sub(1),
+            keys: Arc::new(HashMap::from([(op, block.start)])),
+            indexed: block,
+        }
     }
 
     /// Byte offset of the line that opens the top-level key `key` (0 if none).
@@ -301,12 +333,21 @@ impl SourceFile<'_> {
     /// Line and column (1-based, in characters) of a byte offset.
     pub fn line_col(&self, byte: usize) -> (usize, usize) {
         let byte = byte.min(self.text.len());
-        let idx = self
-            .lines
-            .partition_point(|&start| start <= byte)
-            .saturating_sub(1);
-        let start = self.lines[idx].min(byte);
-        (idx + 1, self.text[start..byte].chars().count() + 1)
+        let (line, start) = if self.indexed.start <= byte && byte <= self.indexed.end {
+            let idx = self
+                .lines
+                .partition_point(|&start| start <= byte)
+                .saturating_sub(1);
+            (self.first_line + idx, self.lines[idx].min(byte))
+        } else {
+            // Outside a block's index (no rule's own text is): counted.
+            let before = &self.text.as_bytes()[..byte];
+            (
+                memchr::memchr_iter(b'\n', before).count(),
+                memchr::memrchr(b'\n', before).map_or(0, |i| i + 1),
+            )
+        };
+        (line + 1, self.text[start..byte].chars().count() + 1)
     }
 
     /// Byte offset of a value's first character from serde-saphyr's location.

@@ -5,6 +5,7 @@
 //! [`crate::cost::roofline`](mod@crate::cost::roofline) and [`crate::cost::fusion`].
 
 pub mod ast;
+pub(crate) mod blocks;
 pub mod compile;
 pub mod devices;
 pub mod eval;

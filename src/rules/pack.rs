@@ -1,15 +1,15 @@
 //! The rule set in force: the built-in rules, then packs loaded over them.
 
-use std::ops::Range;
 use std::path::Path;
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use super::blocks::Block;
 use super::devices::Catalog;
 use super::fusions::Fusions;
 use super::rule::{CostRule, SourceFile};
-use super::yaml::{FILE_DOMAIN_KEY, RuleFileDef};
+use super::yaml::RuleFileDef;
 use crate::error::{Error, RuleError};
 
 /// The built-in rule files, embedded so `c3` works from any directory: one
@@ -178,8 +178,8 @@ pub struct RuleSet {
 /// are made on every run while only a few are ever compiled.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// A built-in rule's block: its file in [`BUILTIN_RULES`] and byte range.
-    block: Option<(usize, Range<usize>)>,
+    /// A built-in rule's block and its file in [`BUILTIN_RULES`].
+    block: Option<(usize, &'static Block<'static>)>,
     rule: OnceLock<Box<CostRule>>,
 }
 
@@ -193,160 +193,45 @@ impl Entry {
 
     fn rule(&self, op: &str) -> &CostRule {
         self.rule.get_or_init(|| {
-            let (file, range) = self
+            let (file, block) = self
                 .block
-                .clone()
                 .expect("a rule without a block was compiled when added");
             // Every built-in rule is compiled by the tests, so this cannot fail
             // for a build that passed them.
             Box::new(
-                compile_builtin(file, range, op)
+                compile_builtin(file, block)
                     .unwrap_or_else(|e| panic!("built-in rule {op} does not compile: {e}")),
             )
         })
     }
 }
 
-/// One top-level key of a built-in rule file, found by scanning its lines.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Block {
-    pub op: &'static str,
-    /// `""` for the default domain; the file's domain unless the rule names one.
-    pub domain: &'static str,
-    /// Whether the rule names its own domain.
-    pub own_domain: bool,
-    pub range: Range<usize>,
-}
+/// The blocks of every file in `rules/` (`rules/conv.yaml`), found by
+/// `build.rs` with [`super::blocks::scan_blocks`] when c3 was built.
+static BUILTIN_BLOCKS: &[(&str, &[Block<'static>])] =
+    &include!(concat!(env!("OUT_DIR"), "/builtin_blocks.rs"));
 
-/// The blocks of every built-in rule file, scanned once per process.
-fn builtin_blocks() -> &'static [Vec<Block>] {
-    static BLOCKS: OnceLock<Vec<Vec<Block>>> = OnceLock::new();
-    BLOCKS.get_or_init(|| BUILTIN_RULES.iter().map(|(_, t)| scan_blocks(t)).collect())
-}
-
-/// Splits a rule file at its top-level keys (`Conv:` at column 0) without
-/// parsing the YAML, and reads each block's `domain:` line. The built-in files
-/// are ours; a test checks that this agrees with a full parse of each.
-pub(crate) fn scan_blocks(text: &'static str) -> Vec<Block> {
-    let mut blocks: Vec<Block> = Vec::new();
-    let mut file_domain = "";
-    // Whether the last top-level key opened a rule (not the file's domain).
-    let mut open = false;
-    // The indentation of the open block's own keys, once seen.
-    let mut indent = None;
-    let mut offset = 0;
-    for line in super::compile::lines_inclusive(text) {
-        let at = offset;
-        offset += line.len();
-        // Most lines are a rule's indented body: only a `domain:` at the
-        // block's own indentation matters there, checked without trimming.
-        if let (true, Some(indent)) = (open && line.starts_with(' '), indent) {
-            let bytes = line.as_bytes();
-            if bytes.len() > indent
-                && bytes[indent] != b' '
-                && bytes[..indent].iter().all(|&b| b == b' ')
-                && let Some(value) = line[indent..].strip_prefix("domain:")
-                && let Some(b) = blocks.last_mut()
-            {
-                b.domain = domain_value(value);
-                b.own_domain = true;
-            }
-            continue;
-        }
-        let body = line.trim_start_matches(' ');
-        if body.trim().is_empty() || body.starts_with('#') {
-            continue;
-        }
-        let depth = line.len() - body.len();
-        if depth == 0 {
-            if let Some((key, value)) =
-                memchr::memchr(b':', line.as_bytes()).map(|i| (&line[..i], &line[i + 1..]))
-                && !key.is_empty()
-                && !line.starts_with(['\t', '-'])
-            {
-                if let Some(b) = blocks.last_mut() {
-                    b.range.end = at;
-                }
-                if key == FILE_DOMAIN_KEY {
-                    file_domain = domain_value(value);
-                    // Rules above the file's domain take it too.
-                    for b in &mut blocks {
-                        if !b.own_domain {
-                            b.domain = file_domain;
-                        }
-                    }
-                    open = false;
-                    continue;
-                }
-                blocks.push(Block {
-                    op: key.trim().trim_matches(['"', '\'']),
-                    domain: file_domain,
-                    own_domain: false,
-                    range: at..text.len(),
-                });
-                open = true;
-                indent = None;
-            }
-            continue;
-        }
-        if !open {
-            continue;
-        }
-        let Some(b) = blocks.last_mut() else { continue };
-        let indent = *indent.get_or_insert(depth);
-        if depth == indent
-            && let Some(value) = body.strip_prefix("domain:")
-        {
-            b.domain = domain_value(value);
-            b.own_domain = true;
-        }
-    }
-    blocks
-}
-
-/// A `domain:` line's value, `""` for the default domain.
-fn domain_value(value: &'static str) -> &'static str {
-    let value = value.split(" #").next().unwrap_or("").trim();
-    crate::ir::domain_key(value.trim_matches(['"', '\'']))
-}
-
-/// The file-level `domain:` of a built-in rule file, `""` if it has none.
-fn file_domain(text: &'static str) -> &'static str {
-    // The first line that starts with the key and a colon, found without
-    // walking the lines before it.
-    let key = [FILE_DOMAIN_KEY, ":"].concat();
-    let at = if text.starts_with(&key) {
-        Some(0)
-    } else {
-        memchr::memmem::find(text.as_bytes(), ["\n", &key].concat().as_bytes()).map(|i| i + 1)
-    };
-    at.map_or("", |i| {
-        domain_value(text[i + key.len()..].split('\n').next().unwrap_or(""))
-    })
-}
-
-/// A built-in rule file with its line index, made once per process and
-/// only for the files whose rules a run compiles.
-fn builtin_source(file: usize) -> &'static SourceFile<'static> {
-    static SOURCES: [OnceLock<SourceFile<'static>>; BUILTIN_RULES.len()] =
-        [const { OnceLock::new() }; BUILTIN_RULES.len()];
-    SOURCES[file].get_or_init(|| {
-        let (path, text) = BUILTIN_RULES[file];
-        SourceFile::new(path, text, true)
-    })
+/// The blocks of a built-in rule file, in the order they are written.
+fn builtin_blocks(path: &str) -> &'static [Block<'static>] {
+    BUILTIN_BLOCKS
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map_or(&[], |(_, blocks)| blocks)
 }
 
 /// Compiles one built-in rule from its block alone.
-fn compile_builtin(file: usize, range: Range<usize>, op: &str) -> Result<CostRule, RuleError> {
-    let text = BUILTIN_RULES[file].1;
-    let src = builtin_source(file).clone().at(range.start);
+fn compile_builtin(file: usize, block: &Block<'static>) -> Result<CostRule, RuleError> {
+    let (path, text) = BUILTIN_RULES[file];
+    let op = block.op;
+    let src = SourceFile::block(path, text, block.range.clone(), block.line, op);
     let mut def: RuleFileDef =
-        serde_saphyr::from_str(&text[range]).map_err(|e| yaml_error(&src, &e))?;
+        serde_saphyr::from_str(&text[block.range.clone()]).map_err(|e| yaml_error(&src, &e))?;
     // The block alone does not hold the file's `domain:` key.
-    let domain = file_domain(text);
-    for (_, rule_def) in &mut def.0 {
-        if rule_def.domain.is_none() && !domain.is_empty() {
-            rule_def.domain = Some(domain.to_string());
+    if !block.own_domain && !block.domain.is_empty() {
+        for (_, rule_def) in &mut def.0 {
+            rule_def
+                .domain
+                .get_or_insert_with(|| block.domain.to_string());
         }
     }
     match def.0.as_slice() {
@@ -369,15 +254,15 @@ impl RuleSet {
     pub fn builtin() -> Result<Self, RuleError> {
         let mut set = Self::empty();
         set.devices = Catalog::builtin()?;
-        for (file, blocks) in builtin_blocks().iter().enumerate() {
-            for b in blocks {
+        for (file, (path, _)) in BUILTIN_RULES.iter().enumerate() {
+            for b in builtin_blocks(path) {
                 set.rules
                     .entry(crate::ir::domain_lookup_key(b.domain).to_string())
                     .or_default()
                     .insert(
                         b.op.to_string(),
                         Entry {
-                            block: Some((file, b.range.clone())),
+                            block: Some((file, b)),
                             rule: OnceLock::new(),
                         },
                     );
@@ -741,6 +626,7 @@ fn no_pack(place: &str, what: &str) -> Error {
 
 #[cfg(test)]
 mod tests {
+    use super::super::blocks::scan_blocks;
     use super::*;
     use crate::ir::{AttrValue, DType};
     use crate::rules::CountOptions;
@@ -769,9 +655,31 @@ mod tests {
                 .iter()
                 .map(|(op, d)| (op.as_str(), domain_of(d)))
                 .collect();
-            let got: Vec<(&str, &str)> =
-                scan_blocks(text).iter().map(|b| (b.op, b.domain)).collect();
+            let got: Vec<(&str, &str)> = scan_blocks(text)
+                .iter()
+                .map(|b| (b.op, crate::ir::domain_key(b.domain)))
+                .collect();
             assert_eq!(got, want, "{path}");
+        }
+    }
+
+    /// The index `build.rs` made is the scan of the files compiled in, and
+    /// each block's line is where its key is.
+    #[test]
+    fn the_built_index_is_the_scan_of_each_builtin_file() {
+        for (path, text) in BUILTIN_RULES {
+            let blocks = builtin_blocks(path);
+            assert!(!blocks.is_empty(), "{path}");
+            assert_eq!(blocks, scan_blocks(text).as_slice(), "{path}");
+            for b in blocks {
+                let line = text[b.range.clone()].lines().next().unwrap();
+                assert!(line.starts_with(b.op), "{path}: {line}");
+                assert_eq!(text.lines().nth(b.line - 1), Some(line), "{path}");
+                assert_eq!(
+                    SourceFile::new(path, text, true).line_col(b.range.start),
+                    (b.line, 1)
+                );
+            }
         }
     }
 
@@ -886,8 +794,20 @@ mod tests {
             )
             .into_boxed_str(),
         );
-        let got: Vec<(&str, &str)> = scan_blocks(text).iter().map(|b| (b.op, b.domain)).collect();
-        assert_eq!(got, [("Fused", "com.microsoft"), ("Plain", "")]);
+        let got: Vec<(&str, &str, usize)> = scan_blocks(text)
+            .iter()
+            .map(|b| (b.op, b.domain, b.line))
+            .collect();
+        // Plain's key follows Fused's lines and a blank one. Domains are as
+        // written: `ai.onnx` becomes the default domain's key when compiled.
+        let lines = rule_text("Fused", None).lines().count() + 1;
+        assert_eq!(
+            got,
+            [
+                ("Fused", "com.microsoft", 5),
+                ("Plain", "ai.onnx", 5 + lines)
+            ]
+        );
         // The built-in com.microsoft rules come from their own family's file.
         let set = RuleSet::builtin().unwrap();
         let a = set.get("com.microsoft", "Attention").unwrap();

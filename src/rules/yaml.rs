@@ -119,8 +119,7 @@ pub struct RuleDef {
 #[derive(Debug, Default)]
 pub struct RuleFileDef(pub Vec<(String, RuleDef)>);
 
-/// The key of a rule file's own domain (no ONNX operator has this name).
-pub const FILE_DOMAIN_KEY: &str = "domain";
+pub use super::blocks::FILE_DOMAIN_KEY;
 
 impl<'de> Deserialize<'de> for RuleFileDef {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn every_operator_has_its_rule_and_its_shape_function_in_one_family() {
-        use crate::rules::pack::{BUILTIN_RULES, scan_blocks};
+        use crate::rules::{BUILTIN_RULES, blocks::scan_blocks};
         use std::collections::BTreeMap;
         // (domain, op) -> the family of the rule file that defines it.
         let mut rule_family = BTreeMap::new();
@@ -140,7 +140,7 @@ mod tests {
                 .and_then(|p| p.strip_suffix(".yaml"))
                 .unwrap_or(path);
             for b in scan_blocks(text) {
-                rule_family.insert((b.domain, b.op), stem);
+                rule_family.insert((crate::ir::domain_key(b.domain), b.op), stem);
             }
         }
         let shape_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/shape");
