@@ -12,17 +12,20 @@
 # Each row: median wall time, median CPU time (user + sys), the largest peak
 # RSS (mapped file pages included) and, on a cold page cache (the file's
 # pages dropped with posix_fadvise(DONTNEED) before one more run), the bytes
-# read from disk. Then callgrind's instruction counts of c3 on the 11k and
-# 111k graphs (which do not vary from run to run) and their ratio.
+# read from disk, each process timed by scripts/timed.py (wait4, to the
+# microsecond). Then start-up: CPU and wall time of `c3 estimate` on a 4 KB
+# model (medians of 200 runs) and its instructions; callgrind's instruction
+# counts of c3 on the 11k and 111k graphs (which do not vary from run to
+# run) and their ratio.
 #
 # Needs Python with `onnx`, `numpy` and `onnx-tool` (pip install onnx numpy
-# onnx-tool), GNU time (/usr/bin/time) and, for the instruction counts,
-# valgrind.
+# onnx-tool) and, for the instruction counts, valgrind.
 #   scripts/bench.sh                  # the full report (Markdown)
 #   RUNS=7 TOOL_RUNS=1 scripts/bench.sh
 #   MODELS="gpt_100000" scripts/bench.sh
 #   C3=/path/to/c3 scripts/bench.sh  # time another build
 #   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
+#   STARTUP=0 | STARTUP_RUNS=1000 scripts/bench.sh
 #   ONNX_TOOL_ALL=1 scripts/bench.sh  # onnx-tool on gpt_100000 too (hours)
 # Wall time on a shared machine includes waiting for a core; CPU time does
 # not, and instruction counts do not depend on load at all. Pages another
@@ -53,26 +56,20 @@ os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
 measure() {
   local label=$1 model=$2 n=$3
   shift 3
-  local walls=() cpus=() max_rss=0 cold="" out
-  for _ in $(seq "$n"); do
-    if ! /usr/bin/time -f '%e %U %S %M %I' -o "$tmp/t" "$@" >/dev/null 2>"$tmp/err"; then
-      printf '| %s | %s | failed: %s | | | |\n' "$model" "$label" "$(tail -1 "$tmp/err" | cut -c1-80)"
-      return
-    fi
-    read -r wall user sys rss _ <"$tmp/t"
-    walls+=("$wall")
-    cpus+=("$(echo "$user + $sys" | bc -l)")
-    if [ "$rss" -gt "$max_rss" ]; then max_rss=$rss; fi
-  done
+  local cold=""
+  if ! "$python" scripts/timed.py "$n" "$@" >"$tmp/t" 2>"$tmp/err"; then
+    printf '| %s | %s | failed: %s | | | |\n' "$model" "$label" "$(tail -1 "$tmp/err" | cut -c1-80)"
+    return
+  fi
   if [ "${COLD:-1}" != 0 ]; then
     drop_cache "$dir/$model.onnx"
-    /usr/bin/time -f '%e %U %S %M %I' -o "$tmp/t" "$@" >/dev/null 2>&1 || true
-    read -r _ _ _ _ blocks <"$tmp/t"
-    cold=$(echo "$blocks * 512 / 1000000" | bc -l | xargs printf '%.1f')
+    "$python" scripts/timed.py 1 "$@" >"$tmp/cold" 2>/dev/null || true
+    cold=$(awk '{ printf "%.1f", $5 * 512 / 1000000 }' "$tmp/cold")
   fi
-  local wall cpu
-  wall=$(printf '%s\n' "${walls[@]}" | median)
-  cpu=$(printf '%s\n' "${cpus[@]}" | median)
+  local wall cpu max_rss
+  wall=$(awk '{ print $1 }' "$tmp/t" | median)
+  cpu=$(awk '{ print $2 + $3 }' "$tmp/t" | median)
+  max_rss=$(awk '$4 > m { m = $4 } END { print m }' "$tmp/t")
   printf '| %s | %s | %.3f | %.3f | %.0f | %s |\n' "$model" "$label" "$wall" "$cpu" \
     "$(echo "$max_rss / 1024" | bc -l)" "$cold"
   echo "$model $label $wall" >>"$tmp/walls"
@@ -104,18 +101,30 @@ for m in $models; do
   o=$(awk -v m="$m" '$1 == m && $3 == "infer_shapes_path" { print $NF }' "$tmp/walls")
   t=$(awk -v m="$m" '$1 == m && $2 == "onnx_tool.model_profile" { print $NF }' "$tmp/walls")
   if [ -n "$c" ] && [ -n "$o" ]; then
-    # GNU time counts in hundredths: a run under 5 ms reads 0.00, so the
-    # ratio is a lower bound taken at 0.01 s.
-    at_least=""
-    if [ "$(echo "$c < 0.005" | bc -l)" = 1 ]; then
-      c=0.01
-      at_least="over "
-    fi
-    printf '%s: c3 estimate --format json is %s%.0fx faster than infer_shapes_path' "$m" "$at_least" "$(echo "$o / $c" | bc -l)"
-    if [ -n "$t" ]; then printf ', %s%.0fx faster than onnx-tool' "$at_least" "$(echo "$t / $c" | bc -l)"; fi
+    printf '%s: c3 estimate --format json is %.0fx faster than infer_shapes_path' "$m" "$(echo "$o / $c" | bc -l)"
+    if [ -n "$t" ]; then printf ', %.0fx faster than onnx-tool' "$(echo "$t / $c" | bc -l)"; fi
     echo
   fi
 done
+
+# Start-up: a whole estimate of a 4 KB model, where the fixed costs
+# (loading, the allocator, compiling the few rules it uses) are all there is.
+if [ "${STARTUP:-1}" != 0 ]; then
+  small=examples/onnx/light_bvlc_alexnet.onnx
+  n=${STARTUP_RUNS:-200}
+  "$python" scripts/timed.py "$n" "$c3" estimate "$small" >"$tmp/s"
+  cpu=$(awk '{ print ($2 + $3) * 1000 }' "$tmp/s" | median)
+  wall=$(awk '{ print $1 * 1000 }' "$tmp/s" | median)
+  rss=$(awk '$4 > m { m = $4 } END { print m / 1024 }' "$tmp/s")
+  echo
+  printf 'start-up, c3 estimate %s (%s bytes), %s runs: CPU %.2f ms, wall %.2f ms (medians), peak RSS %.0f MB' \
+    "$small" "$(wc -c <"$small")" "$n" "$cpu" "$wall" "$rss"
+  if [ "${CALLGRIND:-1}" != 0 ]; then
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$c3" estimate "$small" >/dev/null 2>"$tmp/cg" || true
+    printf ', %s instructions' "$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/cg")"
+  fi
+  echo
+fi
 
 if [ "${CALLGRIND:-1}" != 0 ]; then
   echo
