@@ -27,8 +27,8 @@ pub const MAX_RECURSIVE_OPERATORS: usize = 4 * MAX_NESTING;
 fn rule_name(rule: &Rule) -> String {
     match rule {
         Rule::EOI => "end of formula",
-        Rule::expr | Rule::or_expr | Rule::and_expr | Rule::cmp_expr => "an expression",
-        Rule::add_expr | Rule::mul_expr | Rule::unary | Rule::postfix => "an expression",
+        Rule::expr | Rule::or_expr | Rule::cmp_expr => "an expression",
+        Rule::add_expr | Rule::unary | Rule::postfix => "an expression",
         Rule::int => "a number",
         Rule::string => "a string",
         Rule::size => "|tensor|",
@@ -147,6 +147,43 @@ fn join(a: Span, b: Span) -> Span {
     }
 }
 
+fn binary(op: BinOp, left: Expr, right: Expr) -> Expr {
+    let span = join(left.span, right.span);
+    Expr::new(ExprKind::Binary(op, Box::new(left), Box::new(right)), span)
+}
+
+/// Whether `op` binds tighter than the other operators of its rule: `&&`
+/// within `||`, and `*`, `/`, `%` within `+` and `-`.
+fn binds_tighter(op: BinOp) -> bool {
+    matches!(op, BinOp::And | BinOp::Mul | BinOp::Div | BinOp::Rem)
+}
+
+/// `first op operand op operand ...` as a tree: the tighter operators
+/// first, every operator left-associative, as one grammar rule per level
+/// would have nested them.
+fn fold_two_levels(first: Expr, rest: Vec<(BinOp, Expr)>) -> Expr {
+    // The operands and looser operators folded so far, and the operator
+    // that joins them to the run of tighter ones being folded in `run`.
+    let mut done: Option<(Expr, BinOp)> = None;
+    let mut run = first;
+    for (op, operand) in rest {
+        if binds_tighter(op) {
+            run = binary(op, run, operand);
+        } else {
+            let left = match done.take() {
+                Some((left, loose)) => binary(loose, left, run),
+                None => run,
+            };
+            done = Some((left, op));
+            run = operand;
+        }
+    }
+    match done {
+        Some((left, loose)) => binary(loose, left, run),
+        None => run,
+    }
+}
+
 fn build_expr(pair: Pair<Rule>) -> Result<Expr, SyntaxError> {
     let span = span_of(&pair);
     match pair.as_rule() {
@@ -164,17 +201,17 @@ fn build_expr(pair: Pair<Rule>) -> Result<Expr, SyntaxError> {
                 span,
             ))
         }
-        Rule::or_expr | Rule::and_expr | Rule::cmp_expr | Rule::add_expr | Rule::mul_expr => {
+        Rule::or_expr | Rule::cmp_expr | Rule::add_expr => {
             let mut inner = pair.into_inner();
-            let mut left = build_expr(inner.next().expect("grammar: operand"))?;
+            let first = build_expr(inner.next().expect("grammar: operand"))?;
+            let mut rest = Vec::new();
             while let Some(op) = inner.next() {
                 let op = BinOp::from_symbol(op.as_str()).expect("grammar: operator symbol");
                 let right =
                     build_expr(inner.next().expect("grammar: operator has a right operand"))?;
-                let span = join(left.span, right.span);
-                left = Expr::new(ExprKind::Binary(op, Box::new(left), Box::new(right)), span);
+                rest.push((op, right));
             }
-            Ok(left)
+            Ok(fold_two_levels(first, rest))
         }
         Rule::unary => {
             let mut ops = Vec::new();
@@ -339,6 +376,40 @@ mod tests {
             }
             other => panic!("unexpected tree {other:?}"),
         }
+    }
+
+    /// `&&` and `||` share a grammar rule, as do `*` and `+`: the tree still
+    /// nests them by precedence, left to right within a level, each node
+    /// spanning its operands.
+    #[test]
+    fn two_levels_in_one_rule_nest_by_precedence() {
+        let show = |e: &Expr| -> String {
+            fn go(e: &Expr, text: &str, out: &mut String) {
+                match &e.kind {
+                    ExprKind::Binary(op, l, r) => {
+                        out.push('(');
+                        go(l, text, out);
+                        out.push_str(op.symbol());
+                        go(r, text, out);
+                        out.push(')');
+                    }
+                    _ => out.push_str(&text[e.span.start..e.span.end]),
+                }
+            }
+            let mut out = String::new();
+            go(e, "a+b*c-d/e%f||g&&h&&i||j", &mut out);
+            out
+        };
+        let e = parse_formula("a+b*c-d/e%f||g&&h&&i||j").unwrap();
+        assert_eq!(show(&e), "((((a+(b*c))-((d/e)%f))||((g&&h)&&i))||j)");
+        assert_eq!((e.span.start, e.span.end), (0, 23));
+        let ExprKind::Binary(_, l, _) = &e.kind else {
+            panic!("a binary tree")
+        };
+        // `a+b*c-d/e%f||g&&h&&i`: everything but `||j`.
+        assert_eq!((l.span.start, l.span.end), (0, 20));
+        // Comparisons still do not chain.
+        assert_eq!(parse_formula("a < b < c").unwrap_err().offset, 6);
     }
 
     #[test]
