@@ -268,6 +268,23 @@ pub(super) fn take(v: &TensorValue, pos: &[usize]) -> Option<TensorValue> {
     })
 }
 
+/// `n` copies of the first entry of `v`: `take(v, &[0; n])` without the
+/// positions (ConstantOfShape fills up to `MAX_VALUE_ELEMENTS` this way,
+/// each bias of a weight-stripped model).
+pub(super) fn repeat_first(v: &TensorValue, n: usize) -> Option<TensorValue> {
+    fn copies<T: Clone>(x: &[T], n: usize) -> Option<Vec<T>> {
+        if n == 0 {
+            return Some(Vec::new());
+        }
+        Some(vec![x.first()?.clone(); n])
+    }
+    Some(match v {
+        TensorValue::Ints(x) => TensorValue::Ints(copies(x, n)?),
+        TensorValue::Floats(x) => TensorValue::Floats(copies(x, n)?),
+        TensorValue::Strings(x) => TensorValue::Strings(copies(x, n)?),
+    })
+}
+
 /// Rearranges input 0's data (when known) by a map from output multi-index
 /// to input multi-index; `out` must be fully known.
 pub(super) fn fold_map(
@@ -307,4 +324,30 @@ pub(super) fn same_data(ctx: &InferCtx, shape: &Option<Vec<Dim>>) -> Option<Tens
 
 pub(super) fn to_dim(v: &SymInt, what: &str) -> Result<Dim> {
     Dim::from_symint(v).ok_or_else(|| ShapeError(format!("{what} {v} is negative")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ConstantOfShape's fill: the same value `take` gives at `n` zeros,
+    /// for each kind of value, an empty one included (no entry to copy).
+    #[test]
+    fn repeat_first_is_take_at_zeros() {
+        let values = [
+            TensorValue::Ints(vec![SymInt::from(7), SymInt::from(9)]),
+            TensorValue::Floats(vec![0.5]),
+            TensorValue::Strings(vec!["a".into()]),
+            TensorValue::Floats(Vec::new()),
+        ];
+        for v in &values {
+            for n in [0, 1, 3, 4096] {
+                assert_eq!(repeat_first(v, n), take(v, &vec![0; n]), "{v:?} x {n}");
+            }
+        }
+        assert_eq!(
+            repeat_first(&values[1], 3),
+            Some(TensorValue::Floats(vec![0.5; 3]))
+        );
+    }
 }

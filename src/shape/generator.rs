@@ -1,7 +1,7 @@
 //! Generators: Constant, ConstantOfShape, Range and EyeLike.
 
 use super::ctx::{InferCtx, Result, ShapeError, dim, dtype_code, err};
-use super::dims::{fresh_dims, out_fact, product, shape_len, take, to_dim};
+use super::dims::{fresh_dims, out_fact, product, repeat_first, shape_len, to_dim};
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::math::{integral, is_integer, non_negative};
 use super::{InferFn, OpEntry};
@@ -78,7 +78,7 @@ fn constant_of_shape(ctx: &mut InferCtx) -> Result<()> {
         if n > MAX_VALUE_ELEMENTS {
             return None;
         }
-        take(fill.as_ref()?, &vec![0; n])
+        repeat_first(fill.as_ref()?, n)
     });
     ctx.set(0, out_fact(dtype, shape, value));
     Ok(())
