@@ -2,12 +2,12 @@
 //! formulas compiled once to evalexpr, giving a [`CostRule`]. Evaluating it
 //! on a node is [`super::eval`].
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
 use evalexpr::Node as Code;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::ast::{DimPat, Expr, ExprKind, TensorPat};
 use super::eval::*;
@@ -123,7 +123,7 @@ impl Keys {
 
     /// Records which keys the compiled formulas read.
     fn mark_read<'f>(&mut self, formulas: impl Iterator<Item = &'f Formula>) {
-        let mut read: HashSet<&str> = HashSet::new();
+        let mut read: FxHashSet<&str> = FxHashSet::default();
         for f in formulas {
             read.extend(f.code.iter_variable_identifiers());
         }
@@ -262,14 +262,14 @@ pub struct SourceFile<'a> {
     first_line: usize,
     /// Byte offset of every top-level key (`Conv:`) in `indexed`, to name a
     /// rule's line.
-    keys: Arc<HashMap<&'a str, usize>>,
+    keys: Arc<FxHashMap<&'a str, usize>>,
 }
 
 impl<'a> SourceFile<'a> {
     /// Indexes the file's lines and top-level keys once.
     pub fn new(path: &'a str, text: &'a str, builtin: bool) -> Self {
         let mut lines = vec![0];
-        let mut keys = HashMap::new();
+        let mut keys = FxHashMap::default();
         let mut offset = 0;
         for line in lines_inclusive(text) {
             // Only lines at column 0 can be keys: look for the colon there alone.
@@ -318,7 +318,7 @@ impl<'a> SourceFile<'a> {
             base: block.start,
             lines: lines.into(),
             first_line: line.saturating_sub(1),
-            keys: Arc::new(HashMap::from([(op, block.start)])),
+            keys: Arc::new(FxHashMap::from_iter([(op, block.start)])),
             indexed: block,
         }
     }
@@ -408,7 +408,7 @@ impl SourceFile<'_> {
 /// What each name of a rule stands for, as the rule is compiled.
 #[derive(Default)]
 pub(crate) struct RuleScope {
-    names: HashMap<String, NameKind>,
+    names: FxHashMap<String, NameKind>,
 }
 
 impl Scope for RuleScope {
