@@ -881,7 +881,7 @@ fn push_md_cell(out: &mut String, cell: &str) {
 }
 
 fn markdown(g: &Grid) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(markdown_room(g));
     markdown_into(&mut out, g);
     out
 }
@@ -897,9 +897,9 @@ fn markdown_room(g: &Grid) -> usize {
     cells + 5 * g.numeric.len() + 2
 }
 
-/// Appends `g` as a Markdown table to `out`.
+/// Appends `g` as a Markdown table to `out` (the caller makes the room:
+/// `render` for all its tables at once).
 fn markdown_into(out: &mut String, g: &Grid) {
-    out.reserve(markdown_room(g));
     let row_line = |out: &mut String, row: &[String]| {
         out.push('|');
         for c in row {

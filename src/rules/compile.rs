@@ -223,8 +223,9 @@ impl fmt::Debug for Memo {
 }
 
 /// The lines of `text`, each with its line break, as
-/// `str::split_inclusive('\n')` gives them, found with memchr: the
-/// built-in rule files are indexed on every run.
+/// `str::split_inclusive('\n')` gives them, found with memchr: a compiled
+/// rule's source (a pack's file, a built-in rule's block) is indexed by
+/// them.
 pub(crate) fn lines_inclusive(text: &str) -> impl Iterator<Item = &str> {
     let mut start = 0;
     let mut breaks = memchr::memchr_iter(b'\n', text.as_bytes());
