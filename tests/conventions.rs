@@ -441,6 +441,72 @@ fn the_graph_built_during_inference_is_the_one_built_after_it() {
     }
 }
 
+/// A graph of 4,096 nodes and more is recorded on a second thread while
+/// inference goes on: its graph is still the one built from the whole
+/// inference afterwards (folded nodes, values read three nodes after they
+/// are made and let go after their last reader), and a node's input made
+/// by another node is that node's output, shared.
+#[test]
+fn a_large_graph_recorded_apart_is_the_one_built_after_inference() {
+    use c3::onnx::build::{FLOAT, GraphBuilder, node, sized_value, untyped, zeros};
+    use c3::onnx::infer::{InferOptions, Taken, infer, infer_graph, to_graph_with};
+    let n = 6000;
+    let mut g = GraphBuilder::new()
+        .input(sized_value("v0", FLOAT, &[4, 8]))
+        .initializer(zeros("w", &[4, 8]));
+    for i in 0..n {
+        let (x, y) = (format!("v{i}"), format!("v{}", i + 1));
+        g = match i % 3 {
+            // A Relu of the weight folds away (its one input is constant).
+            0 => {
+                let c = format!("c{i}");
+                g.node(node("Relu", &["w"], &[&c]))
+                    .node(node("Add", &[&x, &c], &[&y]))
+            }
+            1 if i > 3 => g.node(node("Mul", &[&x, &format!("v{}", i - 3)], &[&y])),
+            _ => g.node(node("Relu", &[&x], &[&y])),
+        };
+    }
+    let m = g.output(untyped(&format!("v{n}"))).model(17);
+    let dir = crate::common::cli::scratch("conventions", "recorded_apart");
+    let path = dir.join("chain.onnx");
+    std::fs::write(&path, c3::onnx::build::encode(&m)).unwrap();
+    let model = c3::onnx::load(path.to_str().unwrap()).unwrap();
+    let opts = InferOptions {
+        nodes_only: true,
+        ..InferOptions::default()
+    };
+    for fold in [true, false] {
+        let after = to_graph_with(infer(&model, &opts).unwrap(), fold);
+        // The nodes taken out of the model, as an estimate does: each
+        // value is then let go after its last reader.
+        let mut bare = c3::onnx::load(path.to_str().unwrap()).unwrap();
+        let nodes = std::mem::take(&mut bare.model.graph.as_mut().unwrap().node);
+        let during = infer_graph(&bare, Some(Taken::Nodes(nodes)), &opts, fold).unwrap();
+        // 8,000 nodes (2,000 of them Relus of the weight), of which the
+        // 2,000 fold away when folding.
+        let folded = if fold { 2000 } else { 0 };
+        assert_eq!(during.nodes.len(), 8000 - folded, "fold={fold}");
+        assert_eq!(during.folded, folded);
+        assert_eq!(during, after, "fold={fold}");
+        let mut made = std::collections::HashMap::new();
+        for t in during.nodes.iter().flat_map(|n| n.outputs.iter().flatten()) {
+            made.insert(t.name.clone().unwrap(), t);
+        }
+        let mut shared = 0;
+        for t in during.nodes.iter().flat_map(|n| n.inputs.iter().flatten()) {
+            if let Some(p) = made.get(t.name.as_ref().unwrap()) {
+                assert!(std::sync::Arc::ptr_eq(&t.shape, &p.shape), "{:?}", t.name);
+                shared += 1;
+            }
+        }
+        // Each of the 6,000 chain nodes reads the one before it but the
+        // first, each Mul (i = 4, 7, ... 5998: 1,999) one more, and when
+        // not folding each Add reads its Relu of the weight (2,000).
+        assert_eq!(shared, 5999 + 1999 + if fold { 0 } else { 2000 });
+    }
+}
+
 /// A layer's tensor lists are its node's, shared, not copies (a 111k-node
 /// graph's layers held 20 MB of copies); the main level's layers follow
 /// the nodes they cost, in order.

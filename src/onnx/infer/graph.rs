@@ -378,11 +378,121 @@ pub fn infer_graph(
 
 /// Where a walk puts the nodes it infers: a list, or a graph level built
 /// as they come.
-pub(super) trait Records {
+pub(super) trait Records: Send {
     fn reserve(&mut self, more: usize);
     fn record(&mut self, node: InferredNode);
     /// `name`'s last reader has been recorded: nothing reads it again.
     fn let_go(&mut self, _name: &str) {}
+}
+
+/// What a walk records, on its way to its [`Records`]: straight there, or,
+/// for a large graph on two cores, in batches to a thread that records
+/// them while the walk infers the next nodes (converting a node for the
+/// cost stage is a fifth of a large graph's walk).
+pub(super) enum Recorder<'r> {
+    Here(Option<&'r mut dyn Records>),
+    Ahead {
+        batch: Batch,
+        sender: std::sync::mpsc::SyncSender<Batch>,
+    },
+}
+
+/// Nodes recorded in order, then the names let go after them: a name is
+/// let go after its last reader, so letting it go a few nodes later
+/// changes nothing recorded.
+#[derive(Default)]
+pub(super) struct Batch {
+    nodes: Vec<InferredNode>,
+    /// The names let go, end to end; `ends` holds where each ends.
+    names: String,
+    ends: Vec<usize>,
+}
+
+/// Graphs of fewer nodes are recorded on the walk's thread.
+const RECORD_APART_FROM: usize = 4096;
+/// Nodes handed to the recording thread at a time.
+const RECORD_BATCH: usize = 256;
+
+impl<'r> Recorder<'r> {
+    /// A recorder for a walk of `nodes` nodes; `threads` runs the
+    /// recording thread, if there is one.
+    pub(super) fn new<'s>(
+        records: Option<&'r mut dyn Records>,
+        nodes: usize,
+        threads: &'s std::thread::Scope<'s, '_>,
+    ) -> Recorder<'r>
+    where
+        'r: 's,
+    {
+        let records = match records {
+            Some(r) if nodes >= RECORD_APART_FROM && crate::two_cores() => r,
+            records => return Recorder::Here(records),
+        };
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(4);
+        threads.spawn(move || {
+            for batch in receiver {
+                for node in batch.nodes {
+                    records.record(node);
+                }
+                let mut start = 0;
+                for &end in &batch.ends {
+                    records.let_go(&batch.names[start..end]);
+                    start = end;
+                }
+            }
+        });
+        Recorder::Ahead {
+            batch: Batch::default(),
+            sender,
+        }
+    }
+
+    pub(super) fn record(&mut self, node: InferredNode) {
+        match self {
+            Recorder::Here(records) => {
+                if let Some(r) = records {
+                    r.record(node);
+                }
+            }
+            Recorder::Ahead { batch, .. } => {
+                batch.nodes.push(node);
+                if batch.nodes.len() == RECORD_BATCH {
+                    self.send();
+                }
+            }
+        }
+    }
+
+    pub(super) fn let_go(&mut self, name: &str) {
+        match self {
+            Recorder::Here(records) => {
+                if let Some(r) = records {
+                    r.let_go(name);
+                }
+            }
+            Recorder::Ahead { batch, .. } => {
+                batch.names.push_str(name);
+                batch.ends.push(batch.names.len());
+            }
+        }
+    }
+
+    /// Hands the batch so far to the recording thread.
+    fn send(&mut self) {
+        if let Recorder::Ahead { batch, sender } = self {
+            let full = std::mem::take(batch);
+            // Refused only when the thread has stopped, by a panic that
+            // the scope's end passes on.
+            let _ = sender.send(full);
+        }
+    }
+}
+
+impl Drop for Recorder<'_> {
+    /// The last batch goes; the channel then closes and the thread ends.
+    fn drop(&mut self) {
+        self.send();
+    }
 }
 
 impl Records for Vec<InferredNode> {

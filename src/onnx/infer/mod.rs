@@ -12,7 +12,7 @@ use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
 };
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
-use graph::Records;
+use graph::{Recorder, Records};
 pub use graph::{infer_graph, to_graph, to_graph_with};
 pub use order::Taken;
 use order::{NodeList, Nodes, View, expanded_nodes, node_label, node_uses, topo_order};
@@ -339,6 +339,7 @@ impl<'m> Walker<'m> {
         scope.vars.reserve(readers.counts.len());
         std::thread::scope(|threads| {
             let mut queue = taken.map(|t| t.queue(&order, threads));
+            let mut records = Recorder::new(record, order.len(), threads);
             for &i in &order {
                 let mut owned = None;
                 let n = match &mut queue {
@@ -355,17 +356,11 @@ impl<'m> Walker<'m> {
                             order_names.push(name.clone());
                         }
                     }
-                    if let Some(list) = record.as_deref_mut() {
-                        list.record(r);
-                    }
+                    records.record(r);
                 }
                 if counted {
                     let start = readers.starts[i] as usize;
-                    let mut let_go = |name: &str| {
-                        if let Some(list) = record.as_deref_mut() {
-                            list.let_go(name);
-                        }
-                    };
+                    let mut let_go = |name: &str| records.let_go(name);
                     for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
                         if scope.vars.track(name, readers.counts[start + k]) {
                             let_go(name);
