@@ -26,8 +26,12 @@ fn described(f: &Fact) -> Option<(DType, &[Dim])> {
 /// for fusion. A tensor `made` holds (one of the level's node outputs,
 /// converted when its node was) is shared with it, name and dimensions,
 /// when it is the same.
+///
+/// The list is read, not consumed: a name or shape moved into its shared
+/// form is copied all the same, and the list can then be freed by the
+/// thread that made it ([`Spent`]).
 fn tensors_of(
-    list: Vec<Option<(String, Fact)>>,
+    list: &[Option<(String, Fact)>],
     folded: &HashSet<String>,
     made: &Made,
 ) -> std::result::Result<ir::Tensors, String> {
@@ -36,28 +40,32 @@ fn tensors_of(
     }
     // Collected straight into the shared list: one allocation of its size.
     Ok(list
-        .into_iter()
+        .iter()
         .map(|t| {
-            t.and_then(|(name, f)| {
-                let (dtype, shape) = described(&f)?;
-                let constant = f.constant.is_some() || f.value.is_some() || folded.contains(&name);
-                if let Some(t) = made
-                    .get(name.as_str())
-                    .filter(|t| t.dtype == dtype && t.constant == constant && *t.shape == *shape)
-                {
-                    return Some(t.clone());
-                }
-                Some(TensorFact {
-                    dtype,
-                    shape: f.shape.unwrap_or_default().into(),
-                    constant,
-                    name: Some(name.into()),
-                    nonzeros: None,
-                })
+            let (name, f) = t.as_ref()?;
+            let (dtype, shape) = described(f)?;
+            let constant = f.constant.is_some() || f.value.is_some() || folded.contains(name);
+            if let Some(t) = made
+                .get(name.as_str())
+                .filter(|t| t.dtype == dtype && t.constant == constant && *t.shape == *shape)
+            {
+                return Some(t.clone());
+            }
+            Some(TensorFact {
+                dtype,
+                shape: shape.into(),
+                constant,
+                name: Some(name.as_str().into()),
+                nonzeros: None,
             })
         })
         .collect())
 }
+
+/// What recording a node leaves of it: its input and output lists, which
+/// the walk's thread made and frees (a block freed by another thread costs
+/// its maker a collection pass).
+pub(super) type Spent = [Vec<Option<(String, Fact)>>; 2];
 
 /// The tensors a level's nodes made so far, by name, as converted for the
 /// cost graph: a reader's copy of one shares its name and dimensions
@@ -226,7 +234,8 @@ impl Level {
     }
 
     /// Adds the next node: folded away (all inputs constant) or kept.
-    pub(crate) fn push(&mut self, n: InferredNode) {
+    /// Returns its value lists, read.
+    pub(crate) fn push(&mut self, n: InferredNode) -> Spent {
         // What folded nodes produce (weights built by ConstantOfShape, say)
         // is a constant of the model too.
         let folds_away = self.fold && folds(&n, &self.folded_names);
@@ -246,8 +255,8 @@ impl Level {
             bodies: Vec::new(),
         };
         let reason = match (
-            tensors_of(n.inputs, folded_names, &self.made),
-            tensors_of(n.outputs, folded_names, &Made::default()),
+            tensors_of(&n.inputs, folded_names, &self.made),
+            tensors_of(&n.outputs, folded_names, &Made::default()),
         ) {
             (Ok(inputs), Ok(outputs)) => {
                 for t in outputs.iter().flatten() {
@@ -261,18 +270,20 @@ impl Level {
             }
             (Err(reason), _) | (_, Err(reason)) => Some(reason),
         };
+        let spent = [n.inputs, n.outputs];
         if folds_away {
             self.folded += 1;
             if reason.is_none() {
                 self.folded_nodes.push(node);
             }
-            return;
+            return spent;
         }
         if reason.is_some() || !n.bodies.is_empty() {
             self.rest
                 .push((self.plain.len(), reason, n.bodies, n.repeats));
         }
         self.plain.push(node);
+        spent
     }
 
     /// The level's graph, its nodes named (unnamed ones numbered in
@@ -380,7 +391,8 @@ pub fn infer_graph(
 /// as they come.
 pub(super) trait Records: Send {
     fn reserve(&mut self, more: usize);
-    fn record(&mut self, node: InferredNode);
+    /// Records `node`; returns what it did not keep of it.
+    fn record(&mut self, node: InferredNode) -> Option<Spent>;
     /// `name`'s last reader has been recorded: nothing reads it again.
     fn let_go(&mut self, _name: &str) {}
 }
@@ -394,6 +406,8 @@ pub(super) enum Recorder<'r> {
     Ahead {
         batch: Batch,
         sender: std::sync::mpsc::SyncSender<Batch>,
+        /// What the thread did not keep, coming back to be freed here.
+        given_back: std::sync::mpsc::Receiver<Vec<Spent>>,
     },
 }
 
@@ -429,21 +443,27 @@ impl<'r> Recorder<'r> {
             records => return Recorder::Here(records),
         };
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(4);
+        let (spent, given_back) = std::sync::mpsc::channel();
         threads.spawn(move || {
             for batch in receiver {
-                for node in batch.nodes {
-                    records.record(node);
-                }
+                let left: Vec<Spent> = batch
+                    .nodes
+                    .into_iter()
+                    .filter_map(|node| records.record(node))
+                    .collect();
                 let mut start = 0;
                 for &end in &batch.ends {
                     records.let_go(&batch.names[start..end]);
                     start = end;
                 }
+                // The walk has ended when nobody takes them: freed here.
+                let _ = spent.send(left);
             }
         });
         Recorder::Ahead {
             batch: Batch::default(),
             sender,
+            given_back,
         }
     }
 
@@ -479,11 +499,17 @@ impl<'r> Recorder<'r> {
 
     /// Hands the batch so far to the recording thread.
     fn send(&mut self) {
-        if let Recorder::Ahead { batch, sender } = self {
+        if let Recorder::Ahead {
+            batch,
+            sender,
+            given_back,
+        } = self
+        {
             let full = std::mem::take(batch);
             // Refused only when the thread has stopped, by a panic that
             // the scope's end passes on.
             let _ = sender.send(full);
+            given_back.try_iter().for_each(drop);
         }
     }
 }
@@ -499,8 +525,9 @@ impl Records for Vec<InferredNode> {
     fn reserve(&mut self, more: usize) {
         Vec::reserve(self, more);
     }
-    fn record(&mut self, node: InferredNode) {
+    fn record(&mut self, node: InferredNode) -> Option<Spent> {
         self.push(node);
+        None
     }
 }
 
@@ -517,10 +544,8 @@ impl Records for Level {
     }
     /// The pass-through records of function calls define values, not
     /// layers: the graph never holds them.
-    fn record(&mut self, node: InferredNode) {
-        if node.op != FUNCTION_OUTPUTS {
-            self.push(node);
-        }
+    fn record(&mut self, node: InferredNode) -> Option<Spent> {
+        (node.op != FUNCTION_OUTPUTS).then(|| self.push(node))
     }
 }
 
