@@ -467,13 +467,11 @@ impl<'r> Recorder<'r> {
         }
     }
 
+    /// [`Records::record`], now or with the batch.
     pub(super) fn record(&mut self, node: InferredNode) {
         match self {
-            Recorder::Here(records) => {
-                if let Some(r) = records {
-                    r.record(node);
-                }
-            }
+            Recorder::Here(Some(r)) => drop(r.record(node)),
+            Recorder::Here(None) => {}
             Recorder::Ahead { batch, .. } => {
                 batch.nodes.push(node);
                 if batch.nodes.len() == RECORD_BATCH {
@@ -483,13 +481,11 @@ impl<'r> Recorder<'r> {
         }
     }
 
+    /// [`Records::let_go`], now or after the batch's nodes.
     pub(super) fn let_go(&mut self, name: &str) {
         match self {
-            Recorder::Here(records) => {
-                if let Some(r) = records {
-                    r.let_go(name);
-                }
-            }
+            Recorder::Here(Some(r)) => r.let_go(name),
+            Recorder::Here(None) => {}
             Recorder::Ahead { batch, .. } => {
                 batch.names.push_str(name);
                 batch.ends.push(batch.names.len());
