@@ -5,7 +5,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use super::proto::{
@@ -99,23 +99,31 @@ pub struct Inferred {
 /// An initializer (or Constant tensor) whose data is read only when needed.
 struct LazyTensor {
     tensor: TensorProto,
+    /// Shared by every constant of the walk (one count, not a copy of the
+    /// folder's path each).
+    loads: Arc<Loads>,
+}
+
+/// Where a walk's constants load from and report to.
+struct Loads {
+    /// The model's folder: external data must stay inside it.
     dir: PathBuf,
     /// Where data that cannot be read is reported: shape functions take a
     /// failed load as an unknown value, but a missing external file is a
     /// broken model and must end inference with its own message.
-    unreadable: Arc<Mutex<Option<String>>>,
+    unreadable: Mutex<Option<String>>,
 }
 
 impl ConstantData for LazyTensor {
     fn load(&self) -> std::result::Result<TensorValue, String> {
-        tensor::decode(&self.tensor, &self.dir).map_err(|e| match e {
+        tensor::decode(&self.tensor, &self.loads.dir).map_err(|e| match e {
             tensor::DecodeError::NotCarried(m) => m,
             tensor::DecodeError::Unreadable(m) => {
                 let m = format!(
                     "tensor '{}': {m}",
                     self.tensor.name.as_deref().unwrap_or("")
                 );
-                if let Ok(mut slot) = self.unreadable.lock() {
+                if let Ok(mut slot) = self.loads.unreadable.lock() {
                     slot.get_or_insert_with(|| m.clone());
                 }
                 m
@@ -124,11 +132,7 @@ impl ConstantData for LazyTensor {
     }
 }
 
-fn tensor_fact(
-    t: &TensorProto,
-    dir: &Path,
-    unreadable: &Arc<Mutex<Option<String>>>,
-) -> std::result::Result<Fact, String> {
+fn tensor_fact(t: &TensorProto, loads: &Arc<Loads>) -> std::result::Result<Fact, String> {
     let dtype = tensor::dtype_of(t)?;
     let shape = t
         .dims
@@ -142,8 +146,7 @@ fn tensor_fact(
     Ok(Fact {
         constant: Some(Arc::new(LazyTensor {
             tensor: t.clone(),
-            dir: dir.to_path_buf(),
-            unreadable: Arc::clone(unreadable),
+            loads: Arc::clone(loads),
         })),
         ..Fact::new(dtype, shape)
     })
@@ -177,8 +180,9 @@ struct Walker<'m> {
     /// cannot be read). Kept here so that no caller (an If that falls back
     /// on its other branch) can swallow it.
     limit: RefCell<Option<String>>,
-    /// Constants' data that could not be read, as [`LazyTensor`] reports it.
-    unreadable: Arc<Mutex<Option<String>>>,
+    /// The constants' folder, and their data that could not be read, as
+    /// [`LazyTensor`] reports it.
+    loads: Arc<Loads>,
 }
 
 /// An attribute as a rule reads it; graphs, tensors and types are not values
@@ -313,8 +317,8 @@ impl<'m> Walker<'m> {
         let mut order_names: Vec<String> = Vec::new();
         for t in &g.initializer {
             let name = t.name.clone().unwrap_or_default();
-            let f = tensor_fact(t, &self.model.dir, &self.unreadable)
-                .map_err(|m| format!("initializer '{name}': {m}"))?;
+            let f =
+                tensor_fact(t, &self.loads).map_err(|m| format!("initializer '{name}': {m}"))?;
             if listing {
                 order_names.push(name.clone());
             }
@@ -453,7 +457,7 @@ impl<'m> Walker<'m> {
                 &self.symbols,
             );
             let inferred = infer(&mut ctx).map_err(|e| e.0);
-            let unreadable = self.unreadable.lock().ok().and_then(|mut m| m.take());
+            let unreadable = self.loads.unreadable.lock().ok().and_then(|mut m| m.take());
             if let Some(m) = unreadable {
                 // The walk adds the node's label to what is returned.
                 self.over_limit(format!("{}: {m}", node_label(n)));
@@ -846,7 +850,7 @@ impl SubgraphInfer for SubWalker<'_, '_> {
 
 impl TensorDecoder for SubWalker<'_, '_> {
     fn fact_of(&self, t: &TensorProto) -> std::result::Result<Fact, ShapeError> {
-        tensor_fact(t, &self.walker.model.dir, &self.walker.unreadable).map_err(ShapeError)
+        tensor_fact(t, &self.walker.loads).map_err(ShapeError)
     }
 }
 
@@ -914,7 +918,10 @@ fn infer_nodes(
         visits: Cell::new(0),
         max_visits: NODE_VISITS_BASE.saturating_add(NODE_VISITS_PER_NODE.saturating_mul(expanded)),
         limit: RefCell::new(None),
-        unreadable: Arc::default(),
+        loads: Arc::new(Loads {
+            dir: model.dir.clone(),
+            unreadable: Mutex::default(),
+        }),
     };
     let initializers: HashSet<&str> = g
         .initializer
