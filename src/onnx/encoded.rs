@@ -165,14 +165,56 @@ impl Encoded {
 
     /// Every node's names, read in place; `Ok(None)` when a record is not
     /// plainly readable but decodes (the caller then decodes them all).
+    /// A large graph's second half is read on a second thread; the first
+    /// half's answer stands when it is not an outline (as when read in
+    /// turn, the first record in file order that is not plainly readable
+    /// decides).
     pub fn outline(&self) -> Result<Option<Outline>, String> {
+        let n = self.ranges.len();
+        if n < OUTLINE_APART_FROM || !crate::two_cores() {
+            return self.outline_of(0..n);
+        }
+        let mid = n / 2;
+        let (first, second) = std::thread::scope(|threads| {
+            let second = threads.spawn(|| self.outline_of(mid..n));
+            let first = self.outline_of(0..mid);
+            let second = second
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (first, second)
+        });
+        let Some(mut o) = first? else {
+            return Ok(None);
+        };
+        let Some(rest) = second? else {
+            return Ok(None);
+        };
+        // The second half's names follow the first's.
+        let Ok(shift) = u32::try_from(o.names.len()) else {
+            return Ok(None);
+        };
+        o.briefs.reserve_exact(rest.briefs.len());
+        for mut b in rest.briefs {
+            let Some(start) = b.start.checked_add(shift) else {
+                return Ok(None);
+            };
+            b.start = start;
+            o.briefs.push(b);
+        }
+        o.names.extend_from_slice(&rest.names);
+        o.whole.extend(rest.whole);
+        Ok(Some(o))
+    }
+
+    /// [`Encoded::outline`] of the nodes in `range`.
+    fn outline_of(&self, range: std::ops::Range<usize>) -> Result<Option<Outline>, String> {
         let mut o = Outline {
-            briefs: Vec::with_capacity(self.ranges.len()),
-            names: Vec::with_capacity(self.ranges.len() * 3),
+            briefs: Vec::with_capacity(range.len()),
+            names: Vec::with_capacity(range.len() * 3),
             whole: Vec::new(),
         };
         let mut outputs: Vec<(u32, u32)> = Vec::new();
-        for i in 0..self.ranges.len() {
+        for i in range {
             let rec = self.record(i);
             let start = o.names.len();
             outputs.clear();
@@ -221,6 +263,9 @@ impl Encoded {
             .map(move |&span| self.text(i, span))
     }
 }
+
+/// Graphs of fewer nodes are outlined on one thread.
+const OUTLINE_APART_FROM: usize = 4096;
 
 /// What ordering reads of a node left encoded: where its texts lie in its
 /// record.
@@ -357,6 +402,78 @@ mod tests {
         assert!(e.blocks[0].is_some());
         e.take(0).unwrap();
         assert!(e.blocks[0].is_none());
+    }
+
+    /// A graph of 4,096 nodes and more is outlined in two halves on two
+    /// threads: the same names as the decoder reads, node by node, and
+    /// the first record in file order that is not plainly readable still
+    /// decides.
+    #[test]
+    fn a_large_graph_is_outlined_in_halves_as_in_turn() {
+        let n = 5000;
+        let records: Vec<Vec<u8>> = (0..n)
+            .map(|i| {
+                let x = format!("v{i}");
+                let node = match i % 3 {
+                    0 => build::node("Add", &[&x, "w"], &[&format!("v{}", i + 1)]),
+                    // An If holds graphs: decoded whole by the outline.
+                    1 if i == 3001 => {
+                        let mut n = build::node("If", &[&x], &[&format!("v{}", i + 1)]);
+                        n.attribute.push(build::graph_attr(
+                            "then_branch",
+                            build::GraphBuilder::new().build(),
+                        ));
+                        n
+                    }
+                    _ => build::node("Relu", &[&x], &[&format!("v{}", i + 1), "", "t"]),
+                };
+                node.encode_to_vec()
+            })
+            .collect();
+        let encoded = |records: &[Vec<u8>]| {
+            let mut blocks = Blocks::default();
+            for r in records {
+                blocks.push(r).unwrap();
+            }
+            Encoded::new(blocks, Bytes::new(), PathBuf::from("."))
+        };
+        let e = encoded(&records);
+        let o = e.outline().unwrap().unwrap();
+        assert_eq!(o.len(), n);
+        for i in 0..n {
+            let d = e.decode(i).unwrap();
+            assert_eq!(e.inputs(&o, i).collect::<Vec<_>>(), d.input, "{i}");
+            assert_eq!(e.outputs(&o, i).collect::<Vec<_>>(), d.output, "{i}");
+            assert_eq!(e.op(&o, i).0, d.op_type.as_deref().unwrap_or(""), "{i}");
+        }
+        assert_eq!(o.whole.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [3001]);
+        assert_eq!(o.graphs(3001).count(), 1);
+        // A record the plain reader does not take (an unknown field held
+        // as a group) and one nothing takes (a name longer than the
+        // record): whichever comes first in the file decides, in either
+        // half.
+        let mut grouped = build::node("Relu", &["a"], &["b"]).encode_to_vec();
+        grouped.extend([9 << 3 | 3, 9 << 3 | 4]);
+        let broken = vec![0x0a, 0x05, b'a'];
+        for (early, late, whole) in [(&grouped, &broken, false), (&broken, &grouped, true)] {
+            let mut list = records.clone();
+            list[1000] = early.clone();
+            list[4000] = late.clone();
+            let got = encoded(&list).outline();
+            if whole {
+                assert!(got.is_err());
+            } else {
+                assert!(got.unwrap().is_none());
+            }
+            let mut list = records.clone();
+            list[4000] = early.clone();
+            let got = encoded(&list).outline();
+            if whole {
+                assert!(got.is_err());
+            } else {
+                assert!(got.unwrap().is_none());
+            }
+        }
     }
 
     #[test]
