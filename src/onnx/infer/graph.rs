@@ -142,12 +142,12 @@ pub(super) fn graph_of(
     folded_names: &mut HashSet<String>,
     fold: bool,
 ) -> ir::Graph {
-    let mut level = Level::new(std::mem::take(folded_names), fold);
+    let mut level = Level::new(std::mem::take(folded_names), fold, prefix);
     level.reserve(nodes.len());
     for n in nodes {
         level.push(n);
     }
-    let (graph, names) = level.finish(outputs, prefix);
+    let (graph, names) = level.finish(outputs);
     *folded_names = names;
     graph
 }
@@ -172,6 +172,12 @@ pub(crate) struct Level {
     /// For the nodes in `plain` not analysed or with bodies (few): the
     /// node's place, why it is not analysed, its bodies and their runs.
     rest: Vec<Rest>,
+    /// What goes before each node's name (`loop/body/`).
+    prefix: String,
+    /// Each list's nodes are named as they come: unnamed ones numbered
+    /// by type in execution order, the folded apart from those that run
+    /// (where the nodes are made, not in a pass over them all later).
+    namers: [ir::Namer; 2],
 }
 
 /// What [`Level::finish`] still does with a node of `plain`: its place,
@@ -221,7 +227,8 @@ impl<T> Blocks<T> {
 }
 
 impl Level {
-    pub(crate) fn new(folded_names: HashSet<String>, fold: bool) -> Level {
+    /// A level whose node names get `prefix`.
+    pub(crate) fn new(folded_names: HashSet<String>, fold: bool, prefix: &str) -> Level {
         Level {
             folded_names,
             made: Made::default(),
@@ -230,6 +237,16 @@ impl Level {
             folded_nodes: Vec::new(),
             plain: Vec::new(),
             rest: Vec::new(),
+            prefix: prefix.to_string(),
+            namers: Default::default(),
+        }
+    }
+
+    /// Names `node` as the `list`th list's next (0 folded, 1 plain).
+    fn name(&mut self, node: &mut ir::Node, list: usize) {
+        self.namers[list].name(node);
+        if !self.prefix.is_empty() {
+            node.name = format!("{}{}", self.prefix, node.name);
         }
     }
 
@@ -274,6 +291,7 @@ impl Level {
         if folds_away {
             self.folded += 1;
             if reason.is_none() {
+                self.name(&mut node, 0);
                 self.folded_nodes.push(node);
             }
             return spent;
@@ -282,36 +300,26 @@ impl Level {
             self.rest
                 .push((self.plain.len(), reason, n.bodies, n.repeats));
         }
+        self.name(&mut node, 1);
         self.plain.push(node);
         spent
     }
 
-    /// The level's graph, its nodes named (unnamed ones numbered in
-    /// execution order, `prefix` before each) and their bodies built; and
-    /// what folded nodes produce, this level's included.
-    pub(crate) fn finish(self, outputs: Vec<String>, prefix: &str) -> (ir::Graph, HashSet<String>) {
+    /// The level's graph, its nodes' bodies built; and what folded nodes
+    /// produce, this level's included.
+    pub(crate) fn finish(self, outputs: Vec<String>) -> (ir::Graph, HashSet<String>) {
         let Level {
             mut folded_names,
             made,
             fold,
             folded,
-            mut folded_nodes,
+            folded_nodes,
             plain: mut nodes,
             rest,
+            ..
         } = self;
         // Every reader has been converted.
         drop(made);
-        let name_all = |nodes: &mut [ir::Node]| {
-            let mut namer = ir::Namer::default();
-            for node in nodes {
-                namer.name(node);
-                if !prefix.is_empty() {
-                    node.name = format!("{prefix}{}", node.name);
-                }
-            }
-        };
-        name_all(&mut folded_nodes);
-        name_all(&mut nodes);
         let mut unanalysed = Vec::new();
         let mut reasons = Vec::new();
         for (at, reason, bodies, repeats) in rest {
@@ -378,9 +386,9 @@ pub fn infer_graph(
     opts: &InferOptions,
     fold: bool,
 ) -> Result<ir::Graph> {
-    let mut level = Level::new(HashSet::default(), fold);
+    let mut level = Level::new(HashSet::default(), fold, "");
     let inferred = infer_nodes(model, taken, opts, Some(&mut level))?;
-    let (mut graph, _) = level.finish(inferred.outputs, "");
+    let (mut graph, _) = level.finish(inferred.outputs);
     graph.bounds = inferred.bounds;
     graph.input_symbols = inferred.input_symbols;
     graph.bound_symbols = inferred.bound_symbols;
@@ -577,7 +585,7 @@ mod tests {
     fn a_level_sorts_its_nodes_without_copying_their_list() {
         let mut folded = HashSet::default();
         folded.insert("w".to_string());
-        let mut level = Level::new(folded, true);
+        let mut level = Level::new(folded, true, "p/");
         level.reserve(6);
         for n in [
             relu("x", true, "a"),
@@ -589,7 +597,7 @@ mod tests {
         ] {
             level.push(n);
         }
-        let (g, names) = level.finish(vec!["d".into()], "p/");
+        let (g, names) = level.finish(vec!["d".into()]);
         let listed = |nodes: &[ir::Node]| nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>();
         assert_eq!(listed(&g.nodes), ["p/Relu-1", "p/Relu-4"]);
         assert_eq!(listed(&g.folded_nodes), ["p/Relu-1", "p/Relu-2"]);
