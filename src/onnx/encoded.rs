@@ -455,23 +455,17 @@ mod tests {
         let mut grouped = build::node("Relu", &["a"], &["b"]).encode_to_vec();
         grouped.extend([9 << 3 | 3, 9 << 3 | 4]);
         let broken = vec![0x0a, 0x05, b'a'];
-        for (early, late, whole) in [(&grouped, &broken, false), (&broken, &grouped, true)] {
-            let mut list = records.clone();
-            list[1000] = early.clone();
-            list[4000] = late.clone();
-            let got = encoded(&list).outline();
-            if whole {
-                assert!(got.is_err());
-            } else {
-                assert!(got.unwrap().is_none());
-            }
-            let mut list = records.clone();
-            list[4000] = early.clone();
-            let got = encoded(&list).outline();
-            if whole {
-                assert!(got.is_err());
-            } else {
-                assert!(got.unwrap().is_none());
+        for (early, late, refused) in [(&grouped, &broken, false), (&broken, &grouped, true)] {
+            // One in each half, then both in the second.
+            for at in [[1000, 4000], [4000, 4001]] {
+                let mut list = records.clone();
+                list[at[0]] = early.clone();
+                list[at[1]] = late.clone();
+                let got = encoded(&list).outline();
+                assert_eq!(got.is_err(), refused, "{at:?}");
+                if let Ok(o) = got {
+                    assert!(o.is_none(), "{at:?}");
+                }
             }
         }
     }
