@@ -171,7 +171,7 @@ impl Encoded {
     /// decides).
     pub fn outline(&self) -> Result<Option<Outline>, String> {
         let n = self.ranges.len();
-        if n < OUTLINE_APART_FROM || !crate::two_cores() {
+        if !super::second_thread(n) {
             return self.outline_of(0..n);
         }
         let mid = n / 2;
@@ -263,9 +263,6 @@ impl Encoded {
             .map(move |&span| self.text(i, span))
     }
 }
-
-/// Graphs of fewer nodes are outlined on one thread.
-const OUTLINE_APART_FROM: usize = 4096;
 
 /// What ordering reads of a node left encoded: where its texts lie in its
 /// record.

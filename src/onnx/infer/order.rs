@@ -56,7 +56,7 @@ impl Nodes {
             Nodes::Decoded(list) => Queue::Decoded(Box::new(in_running_order(list, order))),
             Nodes::Encoded(mut nodes, o) => {
                 let mut whole = o.whole;
-                if order.len() < AHEAD_FROM || !crate::two_cores() {
+                if !crate::onnx::second_thread(order.len()) {
                     return Queue::Encoded { nodes, whole };
                 }
                 let (batches, receiver) = std::sync::mpsc::sync_channel(4);
@@ -88,8 +88,6 @@ impl Nodes {
     }
 }
 
-/// Graphs of fewer nodes are decoded in turn on the walk's thread.
-const AHEAD_FROM: usize = 4096;
 /// Nodes decoded ahead are handed over this many at a time.
 const AHEAD_BATCH: usize = 256;
 
