@@ -177,7 +177,16 @@ pub(crate) struct Level {
     /// Each list's nodes are named as they come: unnamed ones numbered
     /// by type in execution order, the folded apart from those that run
     /// (where the nodes are made, not in a pass over them all later).
-    namers: [ir::Namer; 2],
+    folded_namer: ir::Namer,
+    plain_namer: ir::Namer,
+}
+
+/// Names `node` as `namer`'s next, `prefix` before the name.
+fn named(namer: &mut ir::Namer, prefix: &str, node: &mut ir::Node) {
+    namer.name(node);
+    if !prefix.is_empty() {
+        node.name = format!("{prefix}{}", node.name);
+    }
 }
 
 /// What [`Level::finish`] still does with a node of `plain`: its place,
@@ -238,15 +247,8 @@ impl Level {
             plain: Vec::new(),
             rest: Vec::new(),
             prefix: prefix.to_string(),
-            namers: Default::default(),
-        }
-    }
-
-    /// Names `node` as the `list`th list's next (0 folded, 1 plain).
-    fn name(&mut self, node: &mut ir::Node, list: usize) {
-        self.namers[list].name(node);
-        if !self.prefix.is_empty() {
-            node.name = format!("{}{}", self.prefix, node.name);
+            folded_namer: ir::Namer::default(),
+            plain_namer: ir::Namer::default(),
         }
     }
 
@@ -291,7 +293,7 @@ impl Level {
         if folds_away {
             self.folded += 1;
             if reason.is_none() {
-                self.name(&mut node, 0);
+                named(&mut self.folded_namer, &self.prefix, &mut node);
                 self.folded_nodes.push(node);
             }
             return spent;
@@ -300,7 +302,7 @@ impl Level {
             self.rest
                 .push((self.plain.len(), reason, n.bodies, n.repeats));
         }
-        self.name(&mut node, 1);
+        named(&mut self.plain_namer, &self.prefix, &mut node);
         self.plain.push(node);
         spent
     }
@@ -430,8 +432,6 @@ pub(super) struct Batch {
     ends: Vec<usize>,
 }
 
-/// Graphs of fewer nodes are recorded on the walk's thread.
-const RECORD_APART_FROM: usize = 4096;
 /// Nodes handed to the recording thread at a time.
 const RECORD_BATCH: usize = 256;
 
@@ -447,7 +447,7 @@ impl<'r> Recorder<'r> {
         'r: 's,
     {
         let records = match records {
-            Some(r) if nodes >= RECORD_APART_FROM && crate::two_cores() => r,
+            Some(r) if crate::onnx::second_thread(nodes) => r,
             records => return Recorder::Here(records),
         };
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(4);
