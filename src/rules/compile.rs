@@ -13,7 +13,7 @@ use super::ast::{DimPat, Expr, ExprKind, TensorPat};
 use super::eval::*;
 use super::lower::{self, NameKind, Scope, Units};
 use super::parse::{parse_formula, parse_patterns};
-use super::yaml::{RuleDef, Text};
+use super::yaml::{Place, RuleDef, Text, Tree};
 use crate::error::RuleError;
 use crate::ir::qualified;
 
@@ -353,11 +353,10 @@ impl SourceFile<'_> {
 
     /// Byte offset of a value's first character from serde-saphyr's location.
     pub fn start_of(&self, t: &Text) -> usize {
-        let loc = &t.referenced;
-        if let Some(b) = loc.span().byte_offset() {
-            return (self.base + b as usize).min(self.text.len());
+        match t.at {
+            Place::Byte(b) => (self.base + b).min(self.text.len()),
+            Place::LineCol(line, col) => self.byte_of(line, col),
         }
-        self.byte_of(loc.line() as usize, loc.column() as usize)
     }
 
     /// Byte offset of a line and column of the parsed text (from `base`).
@@ -454,13 +453,16 @@ pub(crate) fn compile_formula(
 ) -> Result<Formula, RuleError> {
     let text = t.value.0.clone();
     let start = src.start_of(t);
-    let ast = parse_formula(&text).map_err(|e| {
-        src.error_at(
-            src.locate(start, &text, e.offset),
-            format!("syntax error: {}", e.message),
-            Some(&text),
-        )
-    })?;
+    let ast = match &t.tree {
+        Some(Tree::Formula(ast)) => ast.clone(),
+        _ => parse_formula(&text).map_err(|e| {
+            src.error_at(
+                src.locate(start, &text, e.offset),
+                format!("syntax error: {}", e.message),
+                Some(&text),
+            )
+        })?,
+    };
     let code_text = lower::lower(&ast, scope, units).map_err(|e| {
         src.error_at(
             src.locate(start, &text, e.span.start),
@@ -524,13 +526,16 @@ impl CostRule {
         for t in [&def.inputs, &def.outputs] {
             let text = &t.value.0;
             let start = src.start_of(t);
-            let pats = parse_patterns(text).map_err(|e| {
-                src.error_at(
-                    src.locate(start, text, e.offset),
-                    format!("pattern syntax error: {}", e.message),
-                    Some(text),
-                )
-            })?;
+            let pats = match &t.tree {
+                Some(Tree::Patterns(pats)) => pats.clone(),
+                _ => parse_patterns(text).map_err(|e| {
+                    src.error_at(
+                        src.locate(start, text, e.offset),
+                        format!("pattern syntax error: {}", e.message),
+                        Some(text),
+                    )
+                })?,
+            };
             for (i, p) in pats.iter().enumerate() {
                 let at = |msg: String| {
                     src.error_at(

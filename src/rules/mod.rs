@@ -12,6 +12,7 @@ pub mod eval;
 pub mod fusions;
 pub mod lower;
 pub mod pack;
+pub mod packed;
 pub mod parse;
 pub mod render;
 pub mod rule;

@@ -171,6 +171,15 @@ pub struct RuleSet {
     pub fusions: Fusions,
 }
 
+/// A built-in rule's place: its file in [`BUILTIN_RULES`], its block, and
+/// its definition as `build.rs` read it (see [`super::packed`]).
+#[derive(Debug, Clone, Copy)]
+struct Builtin {
+    file: usize,
+    block: &'static Block<'static>,
+    packed: Option<&'static [u8]>,
+}
+
 /// One rule of a set. A built-in rule is compiled the first time it is looked
 /// up, so a run pays only for the operators its model uses (compiling all 244
 /// took about 30 ms, most of a small model's run). The rule is boxed: a
@@ -178,8 +187,8 @@ pub struct RuleSet {
 /// are made on every run while only a few are ever compiled.
 #[derive(Debug, Clone)]
 struct Entry {
-    /// A built-in rule's block and its file in [`BUILTIN_RULES`].
-    block: Option<(usize, &'static Block<'static>)>,
+    /// Where a built-in rule not compiled yet is read from.
+    block: Option<Builtin>,
     rule: OnceLock<Box<CostRule>>,
 }
 
@@ -193,39 +202,62 @@ impl Entry {
 
     fn rule(&self, op: &str) -> &CostRule {
         self.rule.get_or_init(|| {
-            let (file, block) = self
+            let builtin = self
                 .block
                 .expect("a rule without a block was compiled when added");
             // Every built-in rule is compiled by the tests, so this cannot fail
             // for a build that passed them.
             Box::new(
-                compile_builtin(file, block)
+                compile_builtin(builtin)
                     .unwrap_or_else(|e| panic!("built-in rule {op} does not compile: {e}")),
             )
         })
     }
 }
 
-/// The blocks of every file in `rules/` (`rules/conv.yaml`), found by
-/// `build.rs` with [`super::blocks::scan_blocks`] when c3 was built.
-static BUILTIN_BLOCKS: &[(&str, &[Block<'static>])] =
-    &include!(concat!(env!("OUT_DIR"), "/builtin_blocks.rs"));
+/// Each built-in block's definition and parsed texts, written by `build.rs`
+/// with [`super::packed::write_def`].
+static BUILTIN_PACKED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/builtin_rules.bin"));
 
-/// The blocks of a built-in rule file, in the order they are written.
-fn builtin_blocks(path: &str) -> &'static [Block<'static>] {
-    BUILTIN_BLOCKS
-        .iter()
-        .find(|(p, _)| *p == path)
-        .map_or(&[], |(_, blocks)| blocks)
+/// The blocks of every file in `rules/` (`rules/conv.yaml`), found by
+/// `build.rs` with [`super::blocks::scan_blocks`] when c3 was built, and
+/// where each block's definition lies in [`BUILTIN_PACKED`] (`None` for a
+/// block the build could not read: a run reads its YAML and reports why).
+type BuiltinFile = (
+    &'static str,
+    &'static [Block<'static>],
+    &'static [Option<(usize, usize)>],
+);
+static BUILTIN_BLOCKS: &[BuiltinFile] = &include!(concat!(env!("OUT_DIR"), "/builtin_blocks.rs"));
+
+/// A built-in rule file's blocks, in the order they are written.
+fn builtin_file(path: &str) -> Option<&'static BuiltinFile> {
+    BUILTIN_BLOCKS.iter().find(|(p, ..)| *p == path)
 }
 
-/// Compiles one built-in rule from its block alone.
-fn compile_builtin(file: usize, block: &Block<'static>) -> Result<CostRule, RuleError> {
+/// The blocks of a built-in rule file, in the order they are written.
+#[cfg(test)]
+fn builtin_blocks(path: &str) -> &'static [Block<'static>] {
+    builtin_file(path).map_or(&[], |(_, blocks, _)| blocks)
+}
+
+/// Compiles one built-in rule from its block alone: from the definition
+/// `build.rs` read, or from the block's YAML when it read none.
+fn compile_builtin(builtin: Builtin) -> Result<CostRule, RuleError> {
+    let Builtin {
+        file,
+        block,
+        packed,
+    } = builtin;
     let (path, text) = BUILTIN_RULES[file];
     let op = block.op;
     let src = SourceFile::block(path, text, block.range.clone(), block.line, op);
-    let mut def: RuleFileDef =
-        serde_saphyr::from_str(&text[block.range.clone()]).map_err(|e| yaml_error(&src, &e))?;
+    let mut def = match packed.and_then(super::packed::read_def) {
+        Some(def) => RuleFileDef(vec![(op.to_string(), def)]),
+        None => {
+            serde_saphyr::from_str(&text[block.range.clone()]).map_err(|e| yaml_error(&src, &e))?
+        }
+    };
     // The block alone does not hold the file's `domain:` key.
     if !block.own_domain && !block.domain.is_empty() {
         for (_, rule_def) in &mut def.0 {
@@ -255,14 +287,21 @@ impl RuleSet {
         let mut set = Self::empty();
         set.devices = Catalog::builtin()?;
         for (file, (path, _)) in BUILTIN_RULES.iter().enumerate() {
-            for b in builtin_blocks(path) {
+            let Some((_, blocks, packed)) = builtin_file(path) else {
+                continue;
+            };
+            for (block, packed) in blocks.iter().zip(*packed) {
                 set.rules
-                    .entry(crate::ir::domain_lookup_key(b.domain).to_string())
+                    .entry(crate::ir::domain_lookup_key(block.domain).to_string())
                     .or_default()
                     .insert(
-                        b.op.to_string(),
+                        block.op.to_string(),
                         Entry {
-                            block: Some((file, b)),
+                            block: Some(Builtin {
+                                file,
+                                block,
+                                packed: packed.map(|(start, end)| &BUILTIN_PACKED[start..end]),
+                            }),
                             rule: OnceLock::new(),
                         },
                     );
@@ -681,6 +720,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Every built-in rule was read when c3 was built, each of its texts
+    /// parsed, and what the build wrote reads back as the run's own
+    /// reading of the block's YAML and parsing of its texts.
+    #[test]
+    fn every_builtin_rule_was_read_when_built_as_a_run_reads_it() {
+        let mut rules = 0;
+        for (path, text) in BUILTIN_RULES {
+            let (_, blocks, packed) = builtin_file(path).unwrap();
+            assert_eq!(blocks.len(), packed.len(), "{path}");
+            for (b, range) in blocks.iter().zip(*packed) {
+                let (start, end) =
+                    range.unwrap_or_else(|| panic!("{path}: {} was not read when built", b.op));
+                let got = super::super::packed::read_def(&BUILTIN_PACKED[start..end]).unwrap();
+                let mut file: RuleFileDef = serde_saphyr::from_str(&text[b.range.clone()]).unwrap();
+                let (op, mut want) = file.0.pop().unwrap();
+                assert_eq!(op, b.op);
+                super::super::packed::parse_texts(&mut want);
+                let got = format!("{got:?}");
+                assert_eq!(got, format!("{want:?}"), "{path}: {op}");
+                assert!(!got.contains("tree: None"), "{path}: {op}: {got}");
+                rules += 1;
+            }
+        }
+        assert_eq!(rules, RuleSet::builtin().unwrap().len());
     }
 
     #[test]

@@ -8,6 +8,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_saphyr::Spanned;
 
+use super::ast::{Expr, TensorPat};
+
 /// A YAML mapping that keeps its keys in file order.
 #[derive(Debug, Clone)]
 pub struct OrderedMap<V>(pub Vec<(String, V)>);
@@ -81,7 +83,48 @@ impl<'de> Deserialize<'de> for Scalar {
     }
 }
 
-pub type Text = Spanned<Scalar>;
+/// A formula or pattern list as written, with where it starts and, for a
+/// built-in rule read when c3 was built, its syntax tree.
+#[derive(Debug, Clone)]
+pub struct Text {
+    pub value: Scalar,
+    pub at: Place,
+    /// The parsed text, when `build.rs` parsed it already (`None` when read
+    /// from YAML at run time, or when the build could not parse it: the
+    /// run then parses it and reports the error).
+    pub tree: Option<Tree>,
+}
+
+/// Where a value starts in the text serde read: its byte offset, or its
+/// line and column (1-based) when the parser gave no offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    Byte(usize),
+    LineCol(usize, usize),
+}
+
+/// A value's syntax tree: a formula, or an `inputs:`/`outputs:` list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tree {
+    Formula(Expr),
+    Patterns(Vec<TensorPat>),
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Spanned::<Scalar>::deserialize(d)?;
+        let loc = &s.referenced;
+        let at = match loc.span().byte_offset() {
+            Some(b) => Place::Byte(b as usize),
+            None => Place::LineCol(loc.line() as usize, loc.column() as usize),
+        };
+        Ok(Text {
+            value: s.value,
+            at,
+            tree: None,
+        })
+    }
+}
 
 /// One operator's rule as written in a rule file.
 #[derive(Debug, Deserialize)]
