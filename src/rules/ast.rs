@@ -2,6 +2,11 @@
 //!
 //! This tree is the single source of truth for a formula: it is rendered to
 //! plain text (`c3 explain`), to LaTeX (DETAILS.md) and lowered to evalexpr.
+//!
+//! `build.rs` includes this file to read the built-in rules when c3 is
+//! built (see [`super::packed`]): of the crate, it uses only the rule
+//! modules `build.rs` includes with it (`ast`, `blocks`, `packed`,
+//! `parse`, `yaml`).
 
 use std::fmt;
 

@@ -1,4 +1,9 @@
 //! Parsing formula and pattern text (grammar/formula.pest) into the syntax tree.
+//!
+//! `build.rs` includes this file to read the built-in rules when c3 is
+//! built (see [`super::packed`]): of the crate, it uses only the rule
+//! modules `build.rs` includes with it (`ast`, `blocks`, `packed`,
+//! `parse`, `yaml`).
 
 use pest::Parser;
 use pest::iterators::Pair;

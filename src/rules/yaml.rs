@@ -1,5 +1,10 @@
 //! The shape of a rule file as serde reads it (through serde-saphyr, which
 //! keeps every value's line and column).
+//!
+//! `build.rs` includes this file to read the built-in rules when c3 is
+//! built (see [`super::packed`]): of the crate, it uses only the rule
+//! modules `build.rs` includes with it (`ast`, `blocks`, `packed`,
+//! `parse`, `yaml`).
 
 use std::fmt;
 use std::marker::PhantomData;
