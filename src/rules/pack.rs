@@ -1,5 +1,6 @@
 //! The rule set in force: the built-in rules, then packs loaded over them.
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -165,8 +166,9 @@ fn read_rule_file(path: &Path, shown: &str) -> Result<String, Error> {
 #[derive(Debug, Clone, Default)]
 pub struct RuleSet {
     /// Rules by domain ([`crate::ir::domain_lookup_key`]), then op: looked
-    /// up without allocating.
-    rules: FxHashMap<String, FxHashMap<String, Entry>>,
+    /// up without allocating. A built-in rule's names are the index's own
+    /// (`'static`), so making the set allocates no name.
+    rules: FxHashMap<Cow<'static, str>, FxHashMap<Cow<'static, str>, Entry>>,
     pub devices: Catalog,
     pub fusions: Fusions,
 }
@@ -292,10 +294,10 @@ impl RuleSet {
             };
             for (block, packed) in blocks.iter().zip(*packed) {
                 set.rules
-                    .entry(crate::ir::domain_lookup_key(block.domain).to_string())
+                    .entry(Cow::Borrowed(crate::ir::domain_lookup_key(block.domain)))
                     .or_default()
                     .insert(
-                        block.op.to_string(),
+                        Cow::Borrowed(block.op),
                         Entry {
                             block: Some(Builtin {
                                 file,
@@ -342,9 +344,11 @@ impl RuleSet {
         for rule in rules {
             ops.push(rule.qualified_name());
             self.rules
-                .entry(crate::ir::domain_lookup_key(&rule.domain).to_string())
+                .entry(Cow::Owned(
+                    crate::ir::domain_lookup_key(&rule.domain).to_string(),
+                ))
                 .or_default()
-                .insert(rule.op.clone(), Entry::compiled(rule));
+                .insert(Cow::Owned(rule.op.clone()), Entry::compiled(rule));
         }
         ops
     }
@@ -521,7 +525,7 @@ impl RuleSet {
             .iter()
             .flat_map(|(d, ops)| {
                 let d = crate::ir::domain_key(d);
-                ops.iter().map(move |(o, e)| (d, o.as_str(), e))
+                ops.iter().map(move |(o, e)| (d, o.as_ref(), e))
             })
             .collect();
         all.sort_unstable_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
