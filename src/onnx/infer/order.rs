@@ -3,6 +3,8 @@
 //! every producer before its consumers.
 
 use super::*;
+use std::ops::Range;
+
 use crate::onnx::{Encoded, Outline};
 
 /// The main graph's nodes, taken out of the model by the caller: decoded,
@@ -438,7 +440,7 @@ pub(super) fn in_running_order(
 /// file's order wherever it is already valid (the ready node earliest in the
 /// file goes first), so reports list layers as Netron and profilers do.
 pub(super) fn topo_order(
-    nodes: &(impl NodeList + ?Sized),
+    nodes: &(impl NodeList + Sync + ?Sized),
     scope: &Scope,
     depth: usize,
     work: &Cell<u64>,
@@ -478,12 +480,8 @@ pub(super) fn topo_order(
     // Most files list their nodes in an order that runs: then that order
     // is the answer (the earliest ready node is always the next one), found
     // without building the dependency lists.
-    let mut in_order = true;
     let work_before = work.get();
-    each_read(nodes, &producer, scope, depth, work, |i, p, slot| {
-        in_order &= p < i;
-        readers.counts[slot] += 1;
-    })?;
+    let in_order = count_reads(nodes, &producer, scope, depth, work, &mut readers.counts)?;
     if in_order {
         return Ok(((0..len).collect(), readers));
     }
@@ -491,7 +489,7 @@ pub(super) fn topo_order(
     work.set(work_before);
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); len];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); len];
-    each_read(nodes, &producer, scope, depth, work, |i, p, _| {
+    each_read(nodes, 0..len, &producer, scope, depth, work, |i, p, _| {
         deps[i].push(p);
         users[p].push(i);
     })?;
@@ -520,18 +518,82 @@ pub(super) fn topo_order(
     Ok((order, readers))
 }
 
-/// Calls `read(i, p, slot)` for each value node `i` reads that node `p`
-/// makes (its output `slot` of all the graph's outputs); a value nothing
-/// makes, here or in an enclosing scope, is an error naming its reader.
+/// Counts each node output's readers into `counts` (one slot an output);
+/// whether every node reads only outputs of nodes before it in the file.
+/// A large graph's nodes are read in two halves on two threads, each
+/// counting apart: the sums, the answer and the first error in file order
+/// are those of one pass.
+fn count_reads(
+    nodes: &(impl NodeList + Sync + ?Sized),
+    producer: &HashMap<&str, (u32, u32)>,
+    scope: &Scope,
+    depth: usize,
+    work: &Cell<u64>,
+    counts: &mut [u32],
+) -> std::result::Result<bool, String> {
+    let len = nodes.count();
+    let halves = crate::onnx::second_thread(len).then_some(len / 2);
+    count_reads_at(nodes, producer, scope, depth, work, counts, halves)
+}
+
+/// [`count_reads`], in one pass or in halves split at `mid`.
+fn count_reads_at(
+    nodes: &(impl NodeList + Sync + ?Sized),
+    producer: &HashMap<&str, (u32, u32)>,
+    scope: &Scope,
+    depth: usize,
+    work: &Cell<u64>,
+    counts: &mut [u32],
+    mid: Option<usize>,
+) -> std::result::Result<bool, String> {
+    let count = |range: Range<usize>, counts: &mut [u32], work: &Cell<u64>| {
+        let mut in_order = true;
+        each_read(nodes, range, producer, scope, depth, work, |i, p, slot| {
+            in_order &= p < i;
+            counts[slot] += 1;
+        })
+        .map(|()| in_order)
+    };
+    let len = nodes.count();
+    let Some(mid) = mid else {
+        return count(0..len, counts, work);
+    };
+    let slots = counts.len();
+    let (first, (second, second_counts, second_work)) = std::thread::scope(|threads| {
+        let side = threads.spawn(|| {
+            let work = Cell::new(0);
+            let mut counts = vec![0u32; slots];
+            let in_order = count(mid..len, &mut counts, &work);
+            (in_order, counts, work.get())
+        });
+        let first = count(0..mid, counts, work);
+        let second = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (first, second)
+    });
+    // The first half's error first, as one pass would have met it.
+    let first = first?;
+    let second = second?;
+    for (total, more) in counts.iter_mut().zip(second_counts) {
+        *total += more;
+    }
+    work.set(work.get() + second_work);
+    Ok(first && second)
+}
+
+/// Calls `read(i, p, slot)` for each value node `i` (of `range`) reads
+/// that node `p` makes (its output `slot` of all the graph's outputs); a
+/// value nothing makes, here or in an enclosing scope, is an error naming
+/// its reader.
 fn each_read(
     nodes: &(impl NodeList + ?Sized),
+    range: Range<usize>,
     producer: &HashMap<&str, (u32, u32)>,
     scope: &Scope,
     depth: usize,
     work: &Cell<u64>,
     mut read: impl FnMut(usize, usize, usize),
 ) -> std::result::Result<(), String> {
-    for i in 0..nodes.count() {
+    for i in range {
         uses(nodes, i, depth, work, |name| {
             if name.is_empty() {
                 return Ok(());
@@ -555,6 +617,126 @@ fn each_read(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reading a large graph's nodes in two halves counts what one pass
+    /// counts: the readers of every output, whether the file's order runs,
+    /// the subgraph work, and the first error in file order, wherever the
+    /// split falls.
+    #[test]
+    fn reads_counted_in_halves_are_those_of_one_pass() {
+        const N: usize = 6000;
+        let chain = |i: usize| NodeProto {
+            name: Some(format!("n{i}")),
+            op_type: Some("Add".into()),
+            // Node i reads the one before it, the one 50 before, and `w`.
+            input: vec![
+                if i == 0 {
+                    "x".into()
+                } else {
+                    format!("v{}", i - 1)
+                },
+                if i < 50 {
+                    "x".into()
+                } else {
+                    format!("v{}", i - 50)
+                },
+                "w".into(),
+            ],
+            output: vec![format!("v{i}"), String::new()],
+            ..NodeProto::default()
+        };
+        let base: Vec<NodeProto> = (0..N).map(chain).collect();
+        // A node with a body that reads `v10` from outside (work is
+        // charged for the body's nodes).
+        let with_body = |mut nodes: Vec<NodeProto>, at: usize| {
+            nodes[at].attribute.push(AttributeProto {
+                name: Some("then_branch".into()),
+                g: Some(Box::new(GraphProto {
+                    node: vec![NodeProto {
+                        input: vec!["v10".into()],
+                        output: vec!["inner".into()],
+                        ..NodeProto::default()
+                    }],
+                    ..GraphProto::default()
+                })),
+                ..AttributeProto::default()
+            });
+            nodes
+        };
+        let reading = |mut nodes: Vec<NodeProto>, at: usize, name: &str| {
+            nodes[at].input[2] = name.into();
+            nodes
+        };
+        let cases: Vec<(&str, Vec<NodeProto>)> = vec![
+            ("in file order", with_body(base.clone(), 4000)),
+            // Node 4500 reads what node 5000 makes: the order must be made.
+            (
+                "out of order in the second half",
+                reading(base.clone(), 4500, "v5000"),
+            ),
+            (
+                "out of order in the first half",
+                reading(base.clone(), 100, "v200"),
+            ),
+            (
+                "an unknown value in the second half",
+                reading(base.clone(), 5000, "nothing"),
+            ),
+            (
+                "unknown values in both halves",
+                reading(reading(base.clone(), 5000, "nothing"), 20, "none"),
+            ),
+        ];
+        let mut vars = Vars::default();
+        vars.insert("x".into(), crate::shape::Fact::unknown());
+        vars.insert("w".into(), crate::shape::Fact::unknown());
+        let scope = Scope { vars, parent: None };
+        for (what, nodes) in &cases {
+            let nodes = &nodes[..];
+            let mut producer: HashMap<&str, (u32, u32)> = HashMap::default();
+            for (i, n) in nodes.iter().enumerate() {
+                producer.insert(&n.output[0], (i as u32, 2 * i as u32));
+            }
+            let run = |mid: Option<usize>| {
+                let work = Cell::new(7);
+                let mut counts = vec![0u32; 2 * N];
+                let r = count_reads_at(nodes, &producer, &scope, 0, &work, &mut counts, mid);
+                (r, counts, work.get())
+            };
+            let one = run(None);
+            for mid in [1, N / 2, 4999, N - 1] {
+                let (answer, counts, work) = run(Some(mid));
+                assert_eq!(answer, one.0, "{what}, split at {mid}");
+                // After an error nothing else is used (one pass stops there).
+                if answer.is_ok() {
+                    assert!(counts == one.1, "{what}, split at {mid}: counts differ");
+                    assert_eq!(work, one.2, "{what}, split at {mid}");
+                }
+            }
+            match *what {
+                "in file order" => {
+                    assert_eq!(one.0, Ok(true));
+                    // v10: read by node 11, by node 60, and by the body.
+                    assert_eq!(one.1[20], 3);
+                    // The body's one node, on top of the 7 before.
+                    assert_eq!(one.2, 8);
+                }
+                "an unknown value in the second half" => {
+                    assert_eq!(
+                        one.0,
+                        Err("node 'n5000' (Add) reads 'nothing', which nothing produces".into())
+                    );
+                }
+                "unknown values in both halves" => {
+                    assert_eq!(
+                        one.0,
+                        Err("node 'n20' (Add) reads 'none', which nothing produces".into())
+                    );
+                }
+                _ => assert_eq!(one.0, Ok(false), "{what}"),
+            }
+        }
+    }
 
     #[test]
     fn taken_nodes_are_handed_out_in_running_order() {
