@@ -70,6 +70,21 @@ pub(crate) fn two_cores() -> bool {
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
+/// Runs `here` on this thread and `there` on a second one, and returns
+/// both results (a panic on the second thread goes on here): how a large
+/// model splits one piece of work in two when [`two_cores`] says so.
+pub(crate) fn both<A, B: Send>(
+    here: impl FnOnce() -> A,
+    there: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    std::thread::scope(|threads| {
+        let side = threads.spawn(there);
+        let a = here();
+        let b = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (a, b)
+    })
+}
+
 /// Set when the process ends with the command it runs (the binary).
 static EXITS_AFTER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

@@ -182,19 +182,20 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
     // so are the live bytes, when no branch can be left out (no subgraph).
     if graph.folded_nodes.len() >= 1024 && crate::two_cores() {
         let flat = graph.nodes.iter().all(|n| n.bodies.is_empty());
-        return std::thread::scope(|s| {
-            let side = s.spawn(|| (folded(), flat.then(|| memory::rows(graph, &[]))));
-            let main = level_costs(graph, rules, opts)
-                .and_then(|main| finish(graph, &producers, main, Vec::new()));
-            let (folded, rows) = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            let mut report = main?;
-            report.peak = match rows {
-                Some(rows) => memory::assign(&rows?, &mut report.layers),
-                None => memory::apply(graph, &report.skipped, &mut report.layers)?,
-            };
-            report.folded = folded?;
-            Ok(report)
-        });
+        let (main, (folded, rows)) = crate::both(
+            || {
+                level_costs(graph, rules, opts)
+                    .and_then(|main| finish(graph, &producers, main, Vec::new()))
+            },
+            || (folded(), flat.then(|| memory::rows(graph, &[]))),
+        );
+        let mut report = main?;
+        report.peak = match rows {
+            Some(rows) => memory::assign(&rows?, &mut report.layers),
+            None => memory::apply(graph, &report.skipped, &mut report.layers)?,
+        };
+        report.folded = folded?;
+        return Ok(report);
     }
     let main = level_costs(graph, rules, opts)?;
     let mut report = finish(graph, &producers, main, folded()?)?;

@@ -175,14 +175,7 @@ impl Encoded {
             return self.outline_of(0..n);
         }
         let mid = n / 2;
-        let (first, second) = std::thread::scope(|threads| {
-            let second = threads.spawn(|| self.outline_of(mid..n));
-            let first = self.outline_of(0..mid);
-            let second = second
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (first, second)
-        });
+        let (first, second) = crate::both(|| self.outline_of(0..mid), || self.outline_of(mid..n));
         let Some(mut o) = first? else {
             return Ok(None);
         };

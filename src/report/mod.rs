@@ -484,12 +484,12 @@ fn layer_grid(
     // Scaler of its own (same numbers: its cache only saves work).
     let mut rows = if shown.len() >= SHARED_ROWS && crate::two_cores() {
         let (first, second) = shown.split_at(shown.len() / 2);
-        std::thread::scope(|scope| {
-            let side = scope.spawn(|| rows_of(&Scaler::new(opts, &report.total), second));
-            let mut rows = rows_of(s, first);
-            rows.extend(side.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            rows
-        })
+        let (mut rows, more) = crate::both(
+            || rows_of(s, first),
+            || rows_of(&Scaler::new(opts, &report.total), second),
+        );
+        rows.extend(more);
+        rows
     } else {
         rows_of(s, &shown)
     };

@@ -481,7 +481,17 @@ pub(super) fn topo_order(
     // is the answer (the earliest ready node is always the next one), found
     // without building the dependency lists.
     let work_before = work.get();
-    let in_order = count_reads(nodes, &producer, scope, depth, work, &mut readers.counts)?;
+    // A large graph's nodes are read in two halves.
+    let halves = crate::onnx::second_thread(len).then_some(len / 2);
+    let in_order = count_reads(
+        nodes,
+        &producer,
+        scope,
+        depth,
+        work,
+        &mut readers.counts,
+        halves,
+    )?;
     if in_order {
         return Ok(((0..len).collect(), readers));
     }
@@ -520,24 +530,10 @@ pub(super) fn topo_order(
 
 /// Counts each node output's readers into `counts` (one slot an output);
 /// whether every node reads only outputs of nodes before it in the file.
-/// A large graph's nodes are read in two halves on two threads, each
+/// In one pass, or in two halves split at `mid` on two threads, each
 /// counting apart: the sums, the answer and the first error in file order
 /// are those of one pass.
 fn count_reads(
-    nodes: &(impl NodeList + Sync + ?Sized),
-    producer: &HashMap<&str, (u32, u32)>,
-    scope: &Scope,
-    depth: usize,
-    work: &Cell<u64>,
-    counts: &mut [u32],
-) -> std::result::Result<bool, String> {
-    let len = nodes.count();
-    let halves = crate::onnx::second_thread(len).then_some(len / 2);
-    count_reads_at(nodes, producer, scope, depth, work, counts, halves)
-}
-
-/// [`count_reads`], in one pass or in halves split at `mid`.
-fn count_reads_at(
     nodes: &(impl NodeList + Sync + ?Sized),
     producer: &HashMap<&str, (u32, u32)>,
     scope: &Scope,
@@ -559,17 +555,15 @@ fn count_reads_at(
         return count(0..len, counts, work);
     };
     let slots = counts.len();
-    let (first, (second, second_counts, second_work)) = std::thread::scope(|threads| {
-        let side = threads.spawn(|| {
+    let (first, (second, second_counts, second_work)) = crate::both(
+        || count(0..mid, counts, work),
+        || {
             let work = Cell::new(0);
             let mut counts = vec![0u32; slots];
             let in_order = count(mid..len, &mut counts, &work);
             (in_order, counts, work.get())
-        });
-        let first = count(0..mid, counts, work);
-        let second = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        (first, second)
-    });
+        },
+    );
     // The first half's error first, as one pass would have met it.
     let first = first?;
     let second = second?;
@@ -700,7 +694,7 @@ mod tests {
             let run = |mid: Option<usize>| {
                 let work = Cell::new(7);
                 let mut counts = vec![0u32; 2 * N];
-                let r = count_reads_at(nodes, &producer, &scope, 0, &work, &mut counts, mid);
+                let r = count_reads(nodes, &producer, &scope, 0, &work, &mut counts, mid);
                 (r, counts, work.get())
             };
             let one = run(None);
