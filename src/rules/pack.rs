@@ -255,27 +255,27 @@ fn compile_builtin(builtin: Builtin) -> Result<CostRule, RuleError> {
     let op = block.op;
     let src = SourceFile::block(path, text, block.range.clone(), block.line, op);
     let mut def = match packed.and_then(super::packed::read_def) {
-        Some(def) => RuleFileDef(vec![(op.to_string(), def)]),
+        Some(def) => def,
         None => {
-            serde_saphyr::from_str(&text[block.range.clone()]).map_err(|e| yaml_error(&src, &e))?
+            let file: RuleFileDef = serde_saphyr::from_str(&text[block.range.clone()])
+                .map_err(|e| yaml_error(&src, &e))?;
+            match <[_; 1]>::try_from(file.0) {
+                Ok([(name, def)]) if name == op => def,
+                _ => {
+                    return Err(src.error_at(
+                        src.base,
+                        format!("the block of {op} holds other keys"),
+                        None,
+                    ));
+                }
+            }
         }
     };
     // The block alone does not hold the file's `domain:` key.
     if !block.own_domain && !block.domain.is_empty() {
-        for (_, rule_def) in &mut def.0 {
-            rule_def
-                .domain
-                .get_or_insert_with(|| block.domain.to_string());
-        }
+        def.domain.get_or_insert_with(|| block.domain.to_string());
     }
-    match def.0.as_slice() {
-        [(name, rule_def)] if name == op => CostRule::compile(op, rule_def, &src),
-        _ => Err(src.error_at(
-            src.base,
-            format!("the block of {op} holds other keys"),
-            None,
-        )),
-    }
+    CostRule::compile(op, &def, &src)
 }
 
 impl RuleSet {
