@@ -11,8 +11,14 @@
 //! the records into blocks of [`BLOCK`] nodes as it reads them (the rest of
 //! the model is all it copies into one buffer), and each block is freed
 //! once its nodes are decoded.
+//!
+//! In a large file, each block the skim fills is looked at on a second
+//! thread while the skim reads on ([`look`]): its records are counted for
+//! the wire check and outlined there, in file order, so neither pass is
+//! left for after the skim.
 
 use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, Sender};
 
 use bytes::Bytes;
 use prost::Message;
@@ -38,6 +44,8 @@ pub struct Encoded {
     file: Bytes,
     /// The model's folder: external data must stay inside it.
     dir: PathBuf,
+    /// The outline [`look`] made while the skim read on, until asked for.
+    ahead: Option<Box<Ahead>>,
 }
 
 /// The main graph's node records, copied out of the skimmed model as the
@@ -49,9 +57,104 @@ pub(super) struct Blocks {
     ranges: Vec<(u32, u32)>,
     /// The block being filled.
     last: Vec<u8>,
+    /// Where filled blocks go to be looked at while the skim reads on
+    /// ([`look`]); they come back with [`Blocks::looked_at`].
+    look: Option<Sender<Filled>>,
+    /// What [`look`] made of the records, once they are back.
+    looked: Option<Box<Looked>>,
+}
+
+/// A filled block on its way to [`look`]: its bytes and its records'
+/// places in them.
+pub(super) type Filled = (Box<[u8]>, Vec<(u32, u32)>);
+
+/// What [`look`] made of the main graph's node records, in file order.
+pub(super) struct Looked {
+    /// Their counts for the wire check, or its error at the first record
+    /// that breaks a limit.
+    pub(super) counted: Result<super::wire::Counted, String>,
+    outline: Ahead,
+}
+
+/// The outline made by [`look`]: [`Outline`]'s briefs and names up to the
+/// first record the plain reader does not take, and which records hold
+/// graphs (decoded whole when the outline is asked for, as then).
+#[derive(Default)]
+struct Ahead {
+    briefs: Vec<Brief>,
+    names: Vec<(u32, u32)>,
+    graphs: Vec<usize>,
+    /// The first record not plainly readable.
+    stop: Option<usize>,
+    /// Set when the outline grew larger than the records it reads (tiny
+    /// records, as a hostile file holds): [`Encoded::outline`] then makes
+    /// it in its turn, after the wire check has had its say, as it would
+    /// without a look ahead.
+    gave_up: bool,
+}
+
+/// Counts and outlines the records of the blocks sent, in the order sent,
+/// as the wire check and [`Encoded::outline`] would one after the other;
+/// returns the blocks in that order with what it made of them.
+pub(super) fn look(blocks: Receiver<Filled>) -> (Vec<Box<[u8]>>, Looked) {
+    let mut back = Vec::new();
+    let mut counted = Ok(super::wire::Counted::default());
+    let mut ahead = Ahead::default();
+    let mut outputs = Vec::new();
+    let mut i = 0;
+    // The records' bytes so far, their keys and lengths counted as two.
+    let mut read = 0usize;
+    for (block, ranges) in blocks {
+        for &(s, e) in &ranges {
+            let rec = &block[s as usize..e as usize];
+            read += rec.len() + 2;
+            if let Ok(c) = &mut counted
+                && let Err(m) = super::wire::count_node(rec, c)
+            {
+                counted = Err(m);
+            }
+            if ahead.stop.is_none() && !ahead.gave_up {
+                let start = ahead.names.len();
+                outputs.clear();
+                match brief(rec, start, &mut ahead.names, &mut outputs) {
+                    Some((b, graphs)) => {
+                        ahead.names.extend_from_slice(&outputs);
+                        ahead.briefs.push(b);
+                        if graphs {
+                            ahead.graphs.push(i);
+                        }
+                    }
+                    None => ahead.stop = Some(i),
+                }
+            }
+            i += 1;
+        }
+        back.push(block);
+        let held = ahead.briefs.len() * std::mem::size_of::<Brief>()
+            + ahead.names.len() * std::mem::size_of::<(u32, u32)>();
+        if held > read {
+            ahead = Ahead {
+                gave_up: true,
+                ..Ahead::default()
+            };
+        }
+    }
+    let looked = Looked {
+        counted,
+        outline: ahead,
+    };
+    (back, looked)
 }
 
 impl Blocks {
+    /// Blocks that go to `look` as they fill.
+    pub(super) fn looked_at_by(look: Sender<Filled>) -> Blocks {
+        Blocks {
+            look: Some(look),
+            ..Blocks::default()
+        }
+    }
+
     /// Adds a record (a node's bytes, without its key and length); `None`
     /// when a block would outgrow the positions it can hold.
     pub(super) fn push(&mut self, record: &[u8]) -> Option<()> {
@@ -61,13 +164,60 @@ impl Blocks {
             // (growing copies it and takes fresh memory twice its size).
             let next = Vec::with_capacity(self.last.len() + self.last.len() / 8);
             let full = std::mem::replace(&mut self.last, next);
-            self.blocks.push(full.into_boxed_slice());
+            self.seal(full);
         }
         let start = u32::try_from(self.last.len()).ok()?;
         self.last.extend_from_slice(record);
         self.ranges
             .push((start, u32::try_from(self.last.len()).ok()?));
         Some(())
+    }
+
+    /// Files a filled block: sent to be looked at, or kept here.
+    fn seal(&mut self, full: Vec<u8>) {
+        let full = full.into_boxed_slice();
+        let Some(look) = &self.look else {
+            self.blocks.push(full);
+            return;
+        };
+        let at = self.blocks.len() * BLOCK;
+        let ranges = self.ranges[at..(at + BLOCK).min(self.ranges.len())].to_vec();
+        // Its place is held until it comes back. A looker that is gone
+        // panicked, which joining it raises.
+        match look.send((full, ranges)) {
+            Ok(()) => self.blocks.push(Box::default()),
+            Err(std::sync::mpsc::SendError((full, _))) => self.blocks.push(full),
+        }
+    }
+
+    /// Sends the last block too and tells the looker there is no more;
+    /// `join` then gives back its answer, whose blocks take their places.
+    pub(super) fn looked_at(&mut self, join: impl FnOnce() -> (Vec<Box<[u8]>>, Looked)) {
+        if self.look.is_none() {
+            return;
+        }
+        if self.ranges.len() > self.blocks.len() * BLOCK {
+            let last = std::mem::take(&mut self.last);
+            self.seal(last);
+        }
+        self.look = None;
+        // Every block was sent (a send fails only when the looker is gone,
+        // and joining it then raises its panic), and comes back in order.
+        let (blocks, looked) = join();
+        debug_assert_eq!(blocks.len(), self.blocks.len());
+        self.blocks = blocks;
+        self.looked = Some(Box::new(looked));
+    }
+
+    /// Whether [`look`] gave its outline up (`None`: it did not look).
+    #[cfg(test)]
+    pub(super) fn outline_given_up(&self) -> Option<bool> {
+        self.looked.as_ref().map(|l| l.outline.gave_up)
+    }
+
+    /// The wire counts [`look`] made, if it looked.
+    pub(super) fn counted(&self) -> Option<&Result<super::wire::Counted, String>> {
+        self.looked.as_ref().map(|l| &l.counted)
     }
 
     /// The records in order.
@@ -98,6 +248,7 @@ impl Encoded {
             ranges: records.ranges,
             file,
             dir,
+            ahead: records.looked.map(|l| Box::new(l.outline)),
         }
     }
 
@@ -169,7 +320,26 @@ impl Encoded {
     /// half's answer stands when it is not an outline (as when read in
     /// turn, the first record in file order that is not plainly readable
     /// decides).
-    pub fn outline(&self) -> Result<Option<Outline>, String> {
+    pub fn outline(&mut self) -> Result<Option<Outline>, String> {
+        if let Some(a) = self.ahead.take().filter(|a| !a.gave_up) {
+            // As `outline_of` would have met them: the nodes that hold
+            // graphs decoded in order, then the first record not plainly
+            // readable (which comes after them all) left to the decoder.
+            let a = *a;
+            let mut o = Outline {
+                briefs: a.briefs,
+                names: a.names,
+                whole: Vec::with_capacity(a.graphs.len()),
+            };
+            for i in a.graphs {
+                o.whole.push((i, self.decode(i)?));
+            }
+            if let Some(i) = a.stop {
+                self.decode(i)?;
+                return Ok(None);
+            }
+            return Ok(Some(o));
+        }
         let n = self.ranges.len();
         if !super::second_thread(n) {
             return self.outline_of(0..n);
@@ -427,7 +597,7 @@ mod tests {
             }
             Encoded::new(blocks, Bytes::new(), PathBuf::from("."))
         };
-        let e = encoded(&records);
+        let mut e = encoded(&records);
         let o = e.outline().unwrap().unwrap();
         assert_eq!(o.len(), n);
         for i in 0..n {
@@ -493,7 +663,7 @@ mod tests {
         assert!(brief(&grouped, 0, &mut Vec::new(), &mut Vec::new()).is_none());
         let mut blocks = Blocks::default();
         blocks.push(&grouped).unwrap();
-        let e = Encoded::new(blocks, Bytes::new(), PathBuf::from("."));
+        let mut e = Encoded::new(blocks, Bytes::new(), PathBuf::from("."));
         assert!(e.outline().unwrap().is_none());
         assert_eq!(e.decode(0).unwrap().op_type.as_deref(), Some("Relu"));
     }

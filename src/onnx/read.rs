@@ -409,12 +409,50 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
 /// then holds no node). The copy holds everything else, so it is small,
 /// and each record is copied once. Without blocks when the model or its
 /// main graph is not plainly readable: the copy then holds the records.
+/// A file of [`LOOK_FROM`] bytes and more has its records looked at on a
+/// second thread as the skim reads on ([`super::encoded::look`]).
 pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Vec<u8>, Option<Blocks>)> {
-    let aside = Aside {
-        blocks: Blocks::default(),
-        plain: true,
+    let look = src.size() >= LOOK_FROM && crate::two_cores();
+    skim_aside_looking(src, look)
+}
+
+/// Files smaller than this are skimmed on one thread: a second one would
+/// cost more than the few records it could look at.
+const LOOK_FROM: u64 = 1 << 20;
+
+/// [`skim_aside`], with the records looked at on a second thread or not.
+pub(super) fn skim_aside_looking<S: Source + ?Sized>(
+    src: &S,
+    look: bool,
+) -> io::Result<(Vec<u8>, Option<Blocks>)> {
+    let skimmed = if look {
+        std::thread::scope(|threads| {
+            let (sender, filled) = std::sync::mpsc::channel();
+            let looker = threads.spawn(move || super::encoded::look(filled));
+            let aside = Aside {
+                blocks: Blocks::looked_at_by(sender),
+                plain: true,
+            };
+            // On an error the blocks (and their sender) are dropped, and
+            // the looker ends with what it was sent.
+            let mut skimmed = skimmed(src, Some(aside))?;
+            if let Some(a) = &mut skimmed.1 {
+                a.blocks.looked_at(|| {
+                    looker
+                        .join()
+                        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                });
+            }
+            Ok::<_, io::Error>(skimmed)
+        })?
+    } else {
+        let aside = Aside {
+            blocks: Blocks::default(),
+            plain: true,
+        };
+        skimmed(src, Some(aside))?
     };
-    match skimmed(src, Some(aside))? {
+    match skimmed {
         (out, Some(a)) if a.plain => Ok((out, Some(a.blocks))),
         // Read again with the records in place, for the decoder to name
         // the fault where it lies.
@@ -794,6 +832,164 @@ mod tests {
         assert_eq!(records, all);
         let back = ModelProto::decode(&rest[..]).unwrap();
         assert_eq!(back.graph.unwrap().initializer.len(), 2);
+    }
+
+    /// What the looker makes of the records beside the skim (their wire
+    /// counts and their outline) is what the wire check and the outline
+    /// make of them after it, on a graph of four blocks: plain, with a
+    /// node holding a graph, with limits broken in two blocks (the first
+    /// in file order is named), with a record the plain reader does not
+    /// take before a node holding a graph, and with one nothing takes.
+    #[test]
+    fn records_looked_at_beside_the_skim_are_read_as_after_it() {
+        use super::super::encoded::Encoded;
+        let n = 3_500;
+        let wide = |m: &mut ModelProto, at: usize| {
+            let node = &mut m.graph.as_mut().unwrap().node[at];
+            node.name = Some(format!("wide{at}"));
+            node.attribute = (0..=crate::ir::MAX_NODE_ATTRIBUTES)
+                .map(|i| crate::proto::AttributeProto {
+                    name: Some(format!("a{i}")),
+                    i: Some(1),
+                    ..Default::default()
+                })
+                .collect();
+        };
+        let holds_graph = |m: &mut ModelProto, at: usize| {
+            let node = &mut m.graph.as_mut().unwrap().node[at];
+            node.attribute.push(crate::proto::AttributeProto {
+                name: Some("body".into()),
+                g: Some(Box::new(GraphProto::default())),
+                ..Default::default()
+            });
+        };
+        // Each record replaced after encoding: (position, bytes).
+        let grouped = {
+            let mut r = chain(2, 10).graph.unwrap().node[1].encode_to_vec();
+            r.extend([9 << 3 | 3, 9 << 3 | 4]);
+            r
+        };
+        let broken = vec![0x0a, 0x05, b'a'];
+        // Records named as exporters name them: longer than their outline.
+        let chain = |n: usize, payload: usize| {
+            let mut m = chain(n, payload);
+            for (i, node) in m.graph.as_mut().unwrap().node.iter_mut().enumerate() {
+                node.name = Some(format!("/model/layers.{i}/mlp/activation/Relu"));
+            }
+            m
+        };
+        type Case = (ModelProto, Vec<(usize, Vec<u8>)>);
+        let mut cases: Vec<Case> = vec![(chain(n, 40_000), vec![])];
+        let mut m = chain(n, 40_000);
+        holds_graph(&mut m, 2_500);
+        cases.push((m, vec![]));
+        let mut m = chain(n, 40_000);
+        wide(&mut m, 1_500);
+        wide(&mut m, 3_000);
+        cases.push((m, vec![]));
+        let mut m = chain(n, 40_000);
+        holds_graph(&mut m, 900);
+        holds_graph(&mut m, 2_500);
+        cases.push((m.clone(), vec![(2_100, grouped)]));
+        cases.push((m, vec![(1_200, broken)]));
+        // Records of 18 bytes: an outline larger than they are is given up
+        // and made in its turn.
+        let tiny = |i: usize| NodeProto {
+            op_type: Some("Relu".into()),
+            input: vec![format!("{:04}", i)],
+            output: vec![format!("{:04}", i + 1)],
+            ..Default::default()
+        };
+        let mut m = chain(1, 10);
+        m.graph.as_mut().unwrap().node = (0..n).map(tiny).collect();
+        cases.push((m, vec![]));
+        let outline = |blocks: Blocks, file: &Bytes| {
+            let mut e = Encoded::new(blocks, file.clone(), ".".into());
+            e.outline().map(|o| {
+                o.map(|o| {
+                    let nodes: Vec<(Vec<String>, Vec<String>, String)> = (0..o.len())
+                        .map(|i| {
+                            let names = |it: &mut dyn Iterator<Item = &str>| {
+                                it.map(str::to_string).collect::<Vec<_>>()
+                            };
+                            (
+                                names(&mut e.inputs(&o, i)),
+                                names(&mut e.outputs(&o, i)),
+                                e.op(&o, i).0.to_string(),
+                            )
+                        })
+                        .collect();
+                    let whole: Vec<usize> = o.whole.iter().map(|(i, _)| *i).collect();
+                    (nodes, whole)
+                })
+            })
+        };
+        let mut seen = Vec::new();
+        let mut gave_up = Vec::new();
+        for (m, replaced) in cases {
+            let mut g = m.graph.clone().unwrap();
+            let mut records: Vec<Vec<u8>> = g.node.iter().map(|n| n.encode_to_vec()).collect();
+            for (at, r) in replaced {
+                records[at] = r;
+            }
+            // The graph written by hand around the records, as a writer
+            // puts them: nodes first.
+            g.node.clear();
+            let mut graph = Vec::new();
+            for r in &records {
+                put_varint(&mut graph, (1 << 3) | 2);
+                put_varint(&mut graph, r.len() as u64);
+                graph.extend_from_slice(r);
+            }
+            g.encode_raw(&mut graph);
+            let mut bytes = Vec::new();
+            put_varint(&mut bytes, (7 << 3) | 2);
+            put_varint(&mut bytes, graph.len() as u64);
+            bytes.extend_from_slice(&graph);
+            let bytes = Bytes::from(bytes);
+            let read = [false, true].map(|look| {
+                let (rest, blocks) = skim_aside_looking(&bytes[..], look).unwrap();
+                let blocks = blocks.unwrap();
+                assert_eq!(blocks.counted().is_some(), look);
+                gave_up.push(blocks.outline_given_up());
+                let copies: Vec<Vec<u8>> = blocks.records().map(<[u8]>::to_vec).collect();
+                assert_eq!(copies.len(), n);
+                let checked = super::super::wire::check(&rest, Some(&blocks), bytes.len());
+                (rest, copies, checked, blocks)
+            });
+            let [
+                (rest0, copies0, checked0, blocks0),
+                (rest1, copies1, checked1, blocks1),
+            ] = read;
+            assert_eq!((rest0, copies0), (rest1, copies1));
+            assert_eq!(checked0, checked1);
+            let got = match checked0 {
+                Err(m) => Err(m),
+                Ok(_) => {
+                    let (a, b) = (outline(blocks0, &bytes), outline(blocks1, &bytes));
+                    assert_eq!(a, b);
+                    a.map(|o| o.map(|(nodes, whole)| (nodes.len(), whole)))
+                }
+            };
+            seen.push(got);
+        }
+        // What each case comes to, so that none compares two failures of
+        // the same kind by accident.
+        assert_eq!(seen[0], Ok(Some((n, vec![]))));
+        assert_eq!(seen[1], Ok(Some((n, vec![2_500]))));
+        assert!(
+            seen[2]
+                .as_ref()
+                .unwrap_err()
+                .starts_with("node 'wide1500' (Relu) has 1025 attributes")
+        );
+        assert_eq!(seen[3], Ok(None));
+        assert!(seen[4].is_err());
+        assert_eq!(seen[5], Ok(Some((n, vec![]))));
+        // Looked at in every case, the outline given up only on the last.
+        let given_up = [false, false, false, false, false, true];
+        let expected: Vec<Option<bool>> = given_up.iter().flat_map(|&g| [None, Some(g)]).collect();
+        assert_eq!(gave_up, expected);
     }
 
     #[test]

@@ -84,7 +84,7 @@ fn field(kind: Kind, f: u64) -> Field {
 
 /// Totals over the whole model.
 #[derive(Default)]
-struct Totals<'a> {
+pub(super) struct Totals<'a> {
     /// The main graph's node records when the skim set them aside
     /// ([`super::read::skim_aside`]): counted where the main graph is
     /// entered, before its other fields, where a writer puts them.
@@ -99,6 +99,25 @@ struct Totals<'a> {
     items: usize,
     /// What decoding allocates, estimated from the records' sizes.
     decoded: usize,
+}
+
+/// The main graph's node records' share of the totals, counted on their
+/// own ([`count_node`]) while the skim reads on.
+pub(super) type Counted = Totals<'static>;
+
+impl Totals<'_> {
+    /// Adds counts made apart (by [`count_node`]).
+    fn absorb(&mut self, c: &Counted) {
+        self.nodes += c.nodes;
+        self.main.nodes += c.main.nodes;
+        self.main.initializers += c.main.initializers;
+        self.tensors += c.tensors;
+        self.value_infos += c.value_infos;
+        self.dims += c.dims;
+        self.strings += c.strings;
+        self.items += c.items;
+        self.decoded += c.decoded;
+    }
 }
 
 /// Bytes a decoded record of `kind` takes (its struct; names and lists are
@@ -307,16 +326,27 @@ impl<'a> Iterator for Fields<'a> {
     }
 }
 
-/// Counts the main graph's node records set aside, once.
+/// Counts the main graph's node records set aside, once (or adds what was
+/// counted of them while the skim read on).
 fn main_nodes(t: &mut Totals) -> Result<(), String> {
     let Some(blocks) = t.aside.take() else {
         return Ok(());
     };
+    if let Some(counted) = blocks.counted() {
+        t.absorb(counted.as_ref().map_err(String::clone)?);
+        return Ok(());
+    }
     for record in blocks.records() {
-        enter(t, Kind::Graph, 1, Kind::Node, 1);
-        scan(record, Kind::Node, 2, t)?;
+        count_node(record, t)?;
     }
     Ok(())
+}
+
+/// Counts one of the main graph's node records (without its key and
+/// length) into `t`.
+pub(super) fn count_node(record: &[u8], t: &mut Totals) -> Result<(), String> {
+    enter(t, Kind::Graph, 1, Kind::Node, 1);
+    scan(record, Kind::Node, 2, t)
 }
 
 /// Counts a message of kind `child` in field `f` of a `kind` message at

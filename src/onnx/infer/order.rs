@@ -25,7 +25,7 @@ impl Nodes {
     /// `taken`, outlined when left encoded; decoded all at once when a
     /// record is not plainly readable.
     pub(super) fn of(taken: Taken) -> std::result::Result<Nodes, String> {
-        let e = match taken {
+        let mut e = match taken {
             Taken::Nodes(list) => return Ok(Nodes::Decoded(list)),
             Taken::Encoded(e) => e,
         };
