@@ -480,8 +480,14 @@ fn brief(
     outputs: &mut Vec<(u32, u32)>,
 ) -> Option<(Brief, bool)> {
     let base = rec.as_ptr() as usize;
+    // A record of ASCII bytes alone (most are: names, and keys, lengths
+    // and numbers under 128) holds UTF-8 texts only; checking it at once
+    // is quicker than checking each text.
+    let ascii = rec.is_ascii();
     let text = |b: &[u8]| -> Option<(u32, u32)> {
-        std::str::from_utf8(b).ok()?;
+        if !ascii {
+            std::str::from_utf8(b).ok()?;
+        }
         let s = b.as_ptr() as usize - base;
         Some((u32::try_from(s).ok()?, u32::try_from(s + b.len()).ok()?))
     };
@@ -655,6 +661,17 @@ mod tests {
         // Not UTF-8: left to the decoder.
         let bad = [0x0a, 0x01, 0xff];
         assert!(brief(&bad, 0, &mut Vec::new(), &mut Vec::new()).is_none());
+        // A record that is not all ASCII has each text checked: UTF-8
+        // beyond ASCII is read, bytes that are not UTF-8 are not, whatever
+        // the other texts are.
+        let accented = build::node("Add", &["naïve", "b"], &["c"]).encode_to_vec();
+        let mut names = Vec::new();
+        assert!(brief(&accented, 0, &mut names, &mut Vec::new()).is_some());
+        let (s, e) = names[0];
+        assert_eq!(&accented[s as usize..e as usize], "naïve".as_bytes());
+        let mut mixed = build::node("Add", &["naïve"], &["c"]).encode_to_vec();
+        mixed.extend([0x0a, 0x01, 0xff]);
+        assert!(brief(&mixed, 0, &mut Vec::new(), &mut Vec::new()).is_none());
         // An unknown field held as a group (field 9, start and end): the
         // decoder skips it, the plain reader does not, so the outline
         // leaves every node to the decoder.
