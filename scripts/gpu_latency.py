@@ -23,11 +23,18 @@ same architectures: the torchvision ones exported with
 ``torch.onnx.export(model, x, path, dynamo=False, dynamic_axes=...)`` (a
 ``batch`` axis), the decoder from the shipped file with ``--dim``.
 
+With ``--shipped`` it times the shipped ``examples/onnx/light_*.onnx``
+files themselves instead, at the batch size of 1 they fix, run through
+``scripts/onnx_torch.py`` (one PyTorch call per ONNX node, the weights
+made from their shapes as c3 reads them); c3 costs the same files with
+``c3 estimate examples/onnx/light_NAME.onnx --device DEVICE``.
+
 How to run
 ----------
 On a machine with a CUDA GPU and torch + torchvision installed::
 
     python3 scripts/gpu_latency.py            # prints one JSON line per run
+    python3 scripts/gpu_latency.py --shipped  # the shipped light_*.onnx
 """
 
 from __future__ import annotations
@@ -98,6 +105,24 @@ def models():
     ]
 
 
+def shipped_models():
+    """(name, constructor, input maker) for each shipped light model."""
+    import onnx_torch
+
+    def entry(path):
+        def image(batch: int) -> torch.Tensor:
+            # Each takes one [1, 3, 224, 224] image (examples/onnx/README.md).
+            return torch.randn(batch, 3, 224, 224)
+
+        def make():
+            return onnx_torch.OnnxModule(path)
+
+        name = os.path.basename(path)[: -len(".onnx")]
+        return (name, make, image)
+
+    return [entry(p) for p in onnx_torch.shipped()]
+
+
 def main() -> None:
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
@@ -105,12 +130,14 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.device("cuda")
     gpu = torch.cuda.get_device_name(0)
-    for name, make, sample in models():
+    shipped = "--shipped" in sys.argv[1:]
+    for name, make, sample in shipped_models() if shipped else models():
         for precision in ("fp32", "fp16"):
             model = make().eval().to(device)
             if precision == "fp16":
                 model = model.half()
-            for batch in (1, 32):
+            # The light models fix their batch at 1.
+            for batch in (1,) if shipped else (1, 32):
                 x = sample(batch).to(device)
                 if precision == "fp16" and x.is_floating_point():
                     x = x.half()
