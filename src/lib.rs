@@ -77,10 +77,33 @@ pub(crate) fn both<A, B: Send>(
     here: impl FnOnce() -> A,
     there: impl FnOnce() -> B + Send,
 ) -> (A, B) {
+    both_with(std::thread::Builder::new(), here, there)
+}
+
+/// [`both`], its second thread made by `builder`. When the system refuses
+/// a thread, `there` runs on this one after `here`: the same answer, later.
+fn both_with<A, B: Send>(
+    builder: std::thread::Builder,
+    here: impl FnOnce() -> A,
+    there: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    let slot = std::sync::Mutex::new(Some(there));
+    let take = || {
+        slot.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    };
     std::thread::scope(|threads| {
-        let side = threads.spawn(there);
+        let side = builder.spawn_scoped(threads, || take().map(|f| f()));
         let a = here();
-        let b = side.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let b = match side {
+            Ok(side) => side.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(_) => None,
+        };
+        // A thread that started took `there`; otherwise it is still here.
+        let b = b
+            .or_else(|| take().map(|f| f()))
+            .expect("`there` runs on one thread or the other");
         (a, b)
     })
 }
@@ -140,4 +163,27 @@ pub fn exit(code: i32) -> ! {
 /// message the binary prints.
 pub fn run_args(args: Vec<String>) -> Result<String> {
     cli::run_args(args)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    /// A second thread the system refuses (here, one that asks for an
+    /// exbibyte of stack) leaves `there` to this thread: the same answers.
+    #[test]
+    fn both_answers_on_one_thread_when_a_second_is_refused() {
+        let me = std::thread::current().id();
+        let refused = std::thread::Builder::new().stack_size(1 << 60);
+        let (a, (b, at)) = super::both_with(
+            refused,
+            || 6 * 7,
+            || (6 * 7 + 1, std::thread::current().id()),
+        );
+        assert_eq!((a, b, at), (42, 43, me));
+        let (_, at) = super::both_with(
+            std::thread::Builder::new(),
+            || (),
+            || std::thread::current().id(),
+        );
+        assert_ne!(at, me);
+    }
 }

@@ -413,22 +413,30 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
 /// second thread as the skim reads on ([`super::encoded::look`]).
 pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Vec<u8>, Option<Blocks>)> {
     let look = src.size() >= LOOK_FROM && crate::two_cores();
-    skim_aside_looking(src, look)
+    skim_aside_looking(src, look.then(std::thread::Builder::new))
 }
 
 /// Files smaller than this are skimmed on one thread: a second one would
 /// cost more than the few records it could look at.
 const LOOK_FROM: u64 = 1 << 20;
 
-/// [`skim_aside`], with the records looked at on a second thread or not.
+/// [`skim_aside`], with the records looked at on a second thread made by
+/// `look`, or not (nor when the system refuses the thread).
 pub(super) fn skim_aside_looking<S: Source + ?Sized>(
     src: &S,
-    look: bool,
+    look: Option<std::thread::Builder>,
 ) -> io::Result<(Vec<u8>, Option<Blocks>)> {
-    let skimmed = if look {
+    let alone = || Aside {
+        blocks: Blocks::default(),
+        plain: true,
+    };
+    let skimmed = if let Some(builder) = look {
         std::thread::scope(|threads| {
             let (sender, filled) = std::sync::mpsc::channel();
-            let looker = threads.spawn(move || super::encoded::look(filled));
+            let Ok(looker) = builder.spawn_scoped(threads, move || super::encoded::look(filled))
+            else {
+                return skimmed(src, Some(alone()));
+            };
             let aside = Aside {
                 blocks: Blocks::looked_at_by(sender),
                 plain: true,
@@ -446,11 +454,7 @@ pub(super) fn skim_aside_looking<S: Source + ?Sized>(
             Ok::<_, io::Error>(skimmed)
         })?
     } else {
-        let aside = Aside {
-            blocks: Blocks::default(),
-            plain: true,
-        };
-        skimmed(src, Some(aside))?
+        skimmed(src, Some(alone()))?
     };
     match skimmed {
         (out, Some(a)) if a.plain => Ok((out, Some(a.blocks))),
@@ -948,7 +952,8 @@ mod tests {
             bytes.extend_from_slice(&graph);
             let bytes = Bytes::from(bytes);
             let read = [false, true].map(|look| {
-                let (rest, blocks) = skim_aside_looking(&bytes[..], look).unwrap();
+                let builder = look.then(std::thread::Builder::new);
+                let (rest, blocks) = skim_aside_looking(&bytes[..], builder).unwrap();
                 let blocks = blocks.unwrap();
                 assert_eq!(blocks.counted().is_some(), look);
                 gave_up.push(blocks.outline_given_up());
@@ -987,6 +992,18 @@ mod tests {
         assert!(seen[4].is_err());
         assert_eq!(seen[5], Ok(Some((n, vec![]))));
         // Looked at in every case, the outline given up only on the last.
+        // A looker the system refuses (Linux refuses an exbibyte of
+        // stack) leaves the skim as it is alone.
+        if cfg!(target_os = "linux") {
+            let m = chain(n, 40_000).encode_to_vec();
+            let refused = std::thread::Builder::new().stack_size(1 << 60);
+            let (rest, blocks) = skim_aside_looking(&m[..], Some(refused)).unwrap();
+            let blocks = blocks.unwrap();
+            assert!(blocks.counted().is_none());
+            let (alone, by_one) = skim_aside_looking(&m[..], None).unwrap();
+            assert_eq!(rest, alone);
+            assert!(blocks.records().eq(by_one.unwrap().records()));
+        }
         let given_up = [false, false, false, false, false, true];
         let expected: Vec<Option<bool>> = given_up.iter().flat_map(|&g| [None, Some(g)]).collect();
         assert_eq!(gave_up, expected);
