@@ -77,7 +77,7 @@ pub(crate) fn both<A, B: Send>(
     here: impl FnOnce() -> A,
     there: impl FnOnce() -> B + Send,
 ) -> (A, B) {
-    both_with(std::thread::Builder::new(), here, there)
+    both_with(helper(), here, there)
 }
 
 /// [`both`], its second thread made by `builder`. When the system refuses
@@ -87,25 +87,70 @@ fn both_with<A, B: Send>(
     here: impl FnOnce() -> A,
     there: impl FnOnce() -> B + Send,
 ) -> (A, B) {
-    let slot = std::sync::Mutex::new(Some(there));
-    let take = || {
-        slot.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    };
     std::thread::scope(|threads| {
-        let side = builder.spawn_scoped(threads, || take().map(|f| f()));
+        let side = spawn_with(builder, threads, there, |there| there());
         let a = here();
         let b = match side {
-            Ok(side) => side.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-            Err(_) => None,
+            Ok(side) => side
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                .expect("a thread that started was handed its work"),
+            Err(there) => there(),
         };
-        // A thread that started took `there`; otherwise it is still here.
-        let b = b
-            .or_else(|| take().map(|f| f()))
-            .expect("`there` runs on one thread or the other");
         (a, b)
     })
+}
+
+/// Starts `work(with)` on a new thread of `threads` made by `builder`, or
+/// gives `with` back when the system refuses the thread (the caller then
+/// does the work itself). The thread answers `None` only when `with` went
+/// back.
+pub(crate) fn spawn_with<'s, T: Send + 's, R: Send + 's>(
+    builder: std::thread::Builder,
+    threads: &'s std::thread::Scope<'s, '_>,
+    with: T,
+    work: impl FnOnce(T) -> R + Send + 's,
+) -> Result<std::thread::ScopedJoinHandle<'s, Option<R>>, T> {
+    let (hand, handed) = std::sync::mpsc::sync_channel::<T>(1);
+    // The thread waits for what it works on, which stays here until the
+    // thread exists.
+    let started = builder.spawn_scoped(threads, move || handed.recv().ok().map(work));
+    match started {
+        Ok(thread) => match hand.send(with) {
+            Ok(()) => {
+                #[cfg(test)]
+                STARTED.with(|n| n.set(n.get() + 1));
+                Ok(thread)
+            }
+            Err(std::sync::mpsc::SendError(with)) => Err(with),
+        },
+        Err(_) => Err(with),
+    }
+}
+
+/// A builder for the threads that share a large model's work. Tests can
+/// have the system refuse them ([`refuse_threads`]).
+pub(crate) fn helper() -> std::thread::Builder {
+    #[cfg(test)]
+    if REFUSE_THREADS.with(std::cell::Cell::get) {
+        // Linux refuses a thread that asks for an exbibyte of stack.
+        return std::thread::Builder::new().stack_size(1 << 60);
+    }
+    std::thread::Builder::new()
+}
+
+#[cfg(test)]
+thread_local! {
+    static REFUSE_THREADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Helper threads this thread started.
+    static STARTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Makes the system refuse every helper thread this thread asks for, or no
+/// longer.
+#[cfg(test)]
+pub(crate) fn refuse_threads(refuse: bool) {
+    REFUSE_THREADS.with(|r| r.set(refuse));
 }
 
 /// Set when the process ends with the command it runs (the binary).
@@ -185,5 +230,64 @@ mod tests {
             || std::thread::current().id(),
         );
         assert_ne!(at, me);
+    }
+
+    /// A large model (5,000 nodes, 2 MB: every helper thread wanted) is
+    /// estimated the same when the system refuses every helper thread: the
+    /// skim's looker, the outline and ordering halves, the decoding ahead,
+    /// the recorder, the costing and the Markdown rows all run on this one.
+    #[test]
+    fn a_large_model_is_estimated_the_same_on_one_thread() {
+        use crate::onnx::build::{self, FLOAT, GraphBuilder, node, sized_value, untyped};
+        let n = 5_000;
+        let mut g = GraphBuilder::new()
+            .input(sized_value("v0", FLOAT, &[1, 512]))
+            .initializer(build::raw_tensor(
+                "w",
+                FLOAT,
+                &[512, 1024],
+                Some(vec![0; 512 * 1024 * 4]),
+            ))
+            .node(node("MatMul", &["v0", "w"], &["m"]))
+            .node(node("Relu", &["m"], &["v1"]));
+        for i in 1..n {
+            let (x, y) = (format!("v{i}"), format!("v{}", i + 1));
+            let op = if i % 2 == 0 { "Relu" } else { "Sigmoid" };
+            g = g.node(node(op, &[&x], &[&y]));
+        }
+        let m = g.output(untyped(&format!("v{n}"))).model(17);
+        let dir = std::env::temp_dir().join(format!("c3-one-thread-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("large.onnx");
+        std::fs::write(&path, build::encode(&m)).unwrap();
+        let path = path.to_str().unwrap();
+        let opts = crate::EstimateOptions::default();
+        let md = crate::report::ReportOptions {
+            format: crate::report::Format::Md,
+            ..crate::report::ReportOptions::default()
+        };
+        let run = |refuse: bool| {
+            crate::refuse_threads(refuse);
+            let before = super::STARTED.with(std::cell::Cell::get);
+            let e = crate::Model::estimate_file(path, &opts).unwrap();
+            let mut text = Vec::new();
+            e.write(&md, &mut text).unwrap();
+            crate::refuse_threads(false);
+            let started = super::STARTED.with(std::cell::Cell::get) - before;
+            (e.to_json(), text, started)
+        };
+        let (json, text, started) = run(false);
+        assert!(
+            json.contains("\"layers\": 5001"),
+            "{}",
+            &json[..json.len().min(400)]
+        );
+        // The looker, the outline's and the ordering's second halves, the
+        // decoder and the recorder (when the machine has two cores).
+        if crate::two_cores() {
+            assert_eq!(started, 5);
+        }
+        assert_eq!(run(true), (json, text, 0));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -413,7 +413,7 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
 /// second thread as the skim reads on ([`super::encoded::look`]).
 pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Vec<u8>, Option<Blocks>)> {
     let look = src.size() >= LOOK_FROM && crate::two_cores();
-    skim_aside_looking(src, look.then(std::thread::Builder::new))
+    skim_aside_looking(src, look.then(crate::helper))
 }
 
 /// Files smaller than this are skimmed on one thread: a second one would
@@ -433,7 +433,7 @@ pub(super) fn skim_aside_looking<S: Source + ?Sized>(
     let skimmed = if let Some(builder) = look {
         std::thread::scope(|threads| {
             let (sender, filled) = std::sync::mpsc::channel();
-            let Ok(looker) = builder.spawn_scoped(threads, move || super::encoded::look(filled))
+            let Ok(looker) = crate::spawn_with(builder, threads, filled, super::encoded::look)
             else {
                 return skimmed(src, Some(alone()));
             };
@@ -449,6 +449,7 @@ pub(super) fn skim_aside_looking<S: Source + ?Sized>(
                     looker
                         .join()
                         .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                        .expect("a looker that started was handed its blocks")
                 });
             }
             Ok::<_, io::Error>(skimmed)

@@ -452,7 +452,8 @@ impl<'r> Recorder<'r> {
         };
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(4);
         let (spent, given_back) = std::sync::mpsc::channel();
-        threads.spawn(move || {
+        // A thread the system refuses leaves the records to this one.
+        let started = crate::spawn_with(crate::helper(), threads, records, move |records| {
             for batch in receiver {
                 let left: Vec<Spent> = batch
                     .nodes
@@ -468,6 +469,9 @@ impl<'r> Recorder<'r> {
                 let _ = spent.send(left);
             }
         });
+        if let Err(records) = started {
+            return Recorder::Here(Some(records));
+        }
         Recorder::Ahead {
             batch: Batch::default(),
             sender,

@@ -56,8 +56,8 @@ impl Nodes {
     ) -> Queue {
         match self {
             Nodes::Decoded(list) => Queue::Decoded(Box::new(in_running_order(list, order))),
-            Nodes::Encoded(mut nodes, o) => {
-                let mut whole = o.whole;
+            Nodes::Encoded(nodes, o) => {
+                let whole = o.whole;
                 if !crate::onnx::second_thread(order.len()) {
                     return Queue::Encoded { nodes, whole };
                 }
@@ -65,7 +65,7 @@ impl Nodes {
                 // The walk hands the nodes back to be freed here, where
                 // they were made (a free from another thread costs more).
                 let (spent, given_back) = std::sync::mpsc::channel::<Vec<NodeProto>>();
-                threads.spawn(move || {
+                let ahead = move |(mut nodes, mut whole): (Encoded, Vec<_>)| {
                     for run in order.chunks(AHEAD_BATCH) {
                         let batch: Vec<_> =
                             run.iter().map(|&i| nodes.next(&mut whole, i)).collect();
@@ -78,7 +78,14 @@ impl Nodes {
                     }
                     drop(batches);
                     given_back.iter().for_each(drop);
-                });
+                };
+                // A thread the system refuses leaves each node to be
+                // decoded in its turn.
+                if let Err((nodes, whole)) =
+                    crate::spawn_with(crate::helper(), threads, (nodes, whole), ahead)
+                {
+                    return Queue::Encoded { nodes, whole };
+                }
                 Queue::Ahead {
                     batches: receiver,
                     batch: Vec::new().into_iter(),
