@@ -166,12 +166,14 @@ fn exit_after_command() {
 /// Lets go of a large result. Freeing a large model's graph and report
 /// piece by piece costs more than writing them (a tenth of an estimate's
 /// work): a process about to exit leaves that to the system; otherwise
-/// another thread does it, and the caller does not wait.
+/// another thread does it, and the caller does not wait (or, when the
+/// system refuses the thread, the caller does it).
 pub(crate) fn release<T: Send + 'static>(result: T) {
     if EXITS_AFTER.load(std::sync::atomic::Ordering::Relaxed) {
         std::mem::forget(result);
     } else {
-        std::thread::spawn(move || drop(result));
+        // A refused thread's closure, `result` with it, is dropped here.
+        let _ = std::thread::Builder::new().spawn(move || drop(result));
     }
 }
 
