@@ -76,13 +76,12 @@ pub(super) struct Looked {
     outline: Ahead,
 }
 
-/// The outline made by [`look`]: [`Outline`]'s briefs and names up to the
-/// first record the plain reader does not take, and which records hold
+/// The outline made by [`look`]: up to the first record the plain reader
+/// does not take, with none decoded whole yet, and which records hold
 /// graphs (decoded whole when the outline is asked for, as then).
 #[derive(Default)]
 struct Ahead {
-    briefs: Vec<Brief>,
-    names: Vec<(u32, u32)>,
+    outline: Outline,
     graphs: Vec<usize>,
     /// The first record not plainly readable.
     stop: Option<usize>,
@@ -114,24 +113,17 @@ pub(super) fn look(blocks: Receiver<Filled>) -> (Vec<Box<[u8]>>, Looked) {
                 counted = Err(m);
             }
             if ahead.stop.is_none() && !ahead.gave_up {
-                let start = ahead.names.len();
-                outputs.clear();
-                match brief(rec, start, &mut ahead.names, &mut outputs) {
-                    Some((b, graphs)) => {
-                        ahead.names.extend_from_slice(&outputs);
-                        ahead.briefs.push(b);
-                        if graphs {
-                            ahead.graphs.push(i);
-                        }
-                    }
+                match ahead.outline.read(rec, &mut outputs) {
+                    Some(true) => ahead.graphs.push(i),
+                    Some(false) => {}
                     None => ahead.stop = Some(i),
                 }
             }
             i += 1;
         }
         back.push(block);
-        let held = ahead.briefs.len() * std::mem::size_of::<Brief>()
-            + ahead.names.len() * std::mem::size_of::<(u32, u32)>();
+        let held = ahead.outline.briefs.len() * std::mem::size_of::<Brief>()
+            + ahead.outline.names.len() * std::mem::size_of::<(u32, u32)>();
         if held > read {
             ahead = Ahead {
                 gave_up: true,
@@ -326,11 +318,8 @@ impl Encoded {
             // graphs decoded in order, then the first record not plainly
             // readable (which comes after them all) left to the decoder.
             let a = *a;
-            let mut o = Outline {
-                briefs: a.briefs,
-                names: a.names,
-                whole: Vec::with_capacity(a.graphs.len()),
-            };
+            let mut o = a.outline;
+            o.whole.reserve_exact(a.graphs.len());
             for i in a.graphs {
                 o.whole.push((i, self.decode(i)?));
             }
@@ -378,17 +367,12 @@ impl Encoded {
         };
         let mut outputs: Vec<(u32, u32)> = Vec::new();
         for i in range {
-            let rec = self.record(i);
-            let start = o.names.len();
-            outputs.clear();
-            let Some((brief, graphs)) = brief(rec, start, &mut o.names, &mut outputs) else {
+            let Some(graphs) = o.read(self.record(i), &mut outputs) else {
                 // The decoder names the fault; a record it takes that the
                 // plain reader does not is left to the decoder, with all.
                 self.decode(i)?;
                 return Ok(None);
             };
-            o.names.extend_from_slice(&outputs);
-            o.briefs.push(brief);
             if graphs {
                 o.whole.push((i, self.decode(i)?));
             }
@@ -440,6 +424,7 @@ pub struct Brief {
 }
 
 /// The main graph's nodes as ordering reads them: spans of their records.
+#[derive(Default)]
 pub struct Outline {
     briefs: Vec<Brief>,
     names: Vec<(u32, u32)>,
@@ -448,6 +433,21 @@ pub struct Outline {
 }
 
 impl Outline {
+    /// Adds the next node's record: whether its attributes hold graphs, or
+    /// `None` when it is not plainly readable (then nothing is added).
+    /// `outputs` is room for its outputs' spans, reused between records.
+    fn read(&mut self, rec: &[u8], outputs: &mut Vec<(u32, u32)>) -> Option<bool> {
+        let start = self.names.len();
+        outputs.clear();
+        let Some((b, graphs)) = brief(rec, start, &mut self.names, outputs) else {
+            self.names.truncate(start);
+            return None;
+        };
+        self.names.extend_from_slice(outputs);
+        self.briefs.push(b);
+        Some(graphs)
+    }
+
     pub fn len(&self) -> usize {
         self.briefs.len()
     }
