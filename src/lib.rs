@@ -77,24 +77,13 @@ pub(crate) fn both<A, B: Send>(
     here: impl FnOnce() -> A,
     there: impl FnOnce() -> B + Send,
 ) -> (A, B) {
-    both_with(helper(), here, there)
-}
-
-/// [`both`], its second thread made by `builder`. When the system refuses
-/// a thread, `there` runs on this one after `here`: the same answer, later.
-fn both_with<A, B: Send>(
-    builder: std::thread::Builder,
-    here: impl FnOnce() -> A,
-    there: impl FnOnce() -> B + Send,
-) -> (A, B) {
+    // When the system refuses a thread, `there` runs here after `here`:
+    // the same answer, later.
     std::thread::scope(|threads| {
-        let side = spawn_with(builder, threads, there, |there| there());
+        let side = spawn_with(helper(), threads, there, |there| there());
         let a = here();
         let b = match side {
-            Ok(side) => side
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p))
-                .expect("a thread that started was handed its work"),
+            Ok(side) => joined(side),
             Err(there) => there(),
         };
         (a, b)
@@ -126,6 +115,14 @@ pub(crate) fn spawn_with<'s, T: Send + 's, R: Send + 's>(
         },
         Err(_) => Err(with),
     }
+}
+
+/// What a thread [`spawn_with`] started answered (its panic goes on here).
+pub(crate) fn joined<R>(thread: std::thread::ScopedJoinHandle<'_, Option<R>>) -> R {
+    thread
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        .expect("a thread that started was handed its work")
 }
 
 /// A builder for the threads that share a large model's work. Tests can
@@ -219,18 +216,11 @@ mod tests {
     #[test]
     fn both_answers_on_one_thread_when_a_second_is_refused() {
         let me = std::thread::current().id();
-        let refused = std::thread::Builder::new().stack_size(1 << 60);
-        let (a, (b, at)) = super::both_with(
-            refused,
-            || 6 * 7,
-            || (6 * 7 + 1, std::thread::current().id()),
-        );
+        crate::refuse_threads(true);
+        let (a, (b, at)) = crate::both(|| 6 * 7, || (6 * 7 + 1, std::thread::current().id()));
+        crate::refuse_threads(false);
         assert_eq!((a, b, at), (42, 43, me));
-        let (_, at) = super::both_with(
-            std::thread::Builder::new(),
-            || (),
-            || std::thread::current().id(),
-        );
+        let (_, at) = crate::both(|| (), || std::thread::current().id());
         assert_ne!(at, me);
     }
 

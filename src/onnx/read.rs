@@ -412,28 +412,28 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
 /// A file of [`LOOK_FROM`] bytes and more has its records looked at on a
 /// second thread as the skim reads on ([`super::encoded::look`]).
 pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Vec<u8>, Option<Blocks>)> {
-    let look = src.size() >= LOOK_FROM && crate::two_cores();
-    skim_aside_looking(src, look.then(crate::helper))
+    skim_aside_looking(src, src.size() >= LOOK_FROM && crate::two_cores())
 }
 
 /// Files smaller than this are skimmed on one thread: a second one would
 /// cost more than the few records it could look at.
 const LOOK_FROM: u64 = 1 << 20;
 
-/// [`skim_aside`], with the records looked at on a second thread made by
-/// `look`, or not (nor when the system refuses the thread).
+/// [`skim_aside`], with the records looked at on a second thread or not
+/// (nor when the system refuses the thread).
 pub(super) fn skim_aside_looking<S: Source + ?Sized>(
     src: &S,
-    look: Option<std::thread::Builder>,
+    look: bool,
 ) -> io::Result<(Vec<u8>, Option<Blocks>)> {
     let alone = || Aside {
         blocks: Blocks::default(),
         plain: true,
     };
-    let skimmed = if let Some(builder) = look {
+    let skimmed = if look {
         std::thread::scope(|threads| {
             let (sender, filled) = std::sync::mpsc::channel();
-            let Ok(looker) = crate::spawn_with(builder, threads, filled, super::encoded::look)
+            let Ok(looker) =
+                crate::spawn_with(crate::helper(), threads, filled, super::encoded::look)
             else {
                 return skimmed(src, Some(alone()));
             };
@@ -445,12 +445,7 @@ pub(super) fn skim_aside_looking<S: Source + ?Sized>(
             // the looker ends with what it was sent.
             let mut skimmed = skimmed(src, Some(aside))?;
             if let Some(a) = &mut skimmed.1 {
-                a.blocks.looked_at(|| {
-                    looker
-                        .join()
-                        .unwrap_or_else(|p| std::panic::resume_unwind(p))
-                        .expect("a looker that started was handed its blocks")
-                });
+                a.blocks.looked_at(|| crate::joined(looker));
             }
             Ok::<_, io::Error>(skimmed)
         })?
@@ -773,20 +768,26 @@ mod tests {
         }
     }
 
-    /// A node over a limit is named the same whether its record was set
-    /// aside or checked in place.
-    #[test]
-    fn a_node_set_aside_is_checked_as_in_place() {
-        let mut m = chain(3, 10);
-        let n = &mut m.graph.as_mut().unwrap().node[2];
-        n.name = Some("wide".into());
-        n.attribute = (0..=crate::ir::MAX_NODE_ATTRIBUTES)
+    /// Names node `at` of `m` and gives it one attribute more than a node
+    /// may hold.
+    fn widen(m: &mut ModelProto, at: usize, name: &str) {
+        let node = &mut m.graph.as_mut().unwrap().node[at];
+        node.name = Some(name.into());
+        node.attribute = (0..=crate::ir::MAX_NODE_ATTRIBUTES)
             .map(|i| crate::proto::AttributeProto {
                 name: Some(format!("a{i}")),
                 i: Some(1),
                 ..Default::default()
             })
             .collect();
+    }
+
+    /// A node over a limit is named the same whether its record was set
+    /// aside or checked in place.
+    #[test]
+    fn a_node_set_aside_is_checked_as_in_place() {
+        let mut m = chain(3, 10);
+        widen(&mut m, 2, "wide");
         let bytes = m.encode_to_vec();
         let (rest, blocks) = skim_aside(&bytes[..]).unwrap();
         let aside = super::super::wire::check(&rest, blocks.as_ref(), bytes.len());
@@ -849,17 +850,6 @@ mod tests {
     fn records_looked_at_beside_the_skim_are_read_as_after_it() {
         use super::super::encoded::Encoded;
         let n = 3_500;
-        let wide = |m: &mut ModelProto, at: usize| {
-            let node = &mut m.graph.as_mut().unwrap().node[at];
-            node.name = Some(format!("wide{at}"));
-            node.attribute = (0..=crate::ir::MAX_NODE_ATTRIBUTES)
-                .map(|i| crate::proto::AttributeProto {
-                    name: Some(format!("a{i}")),
-                    i: Some(1),
-                    ..Default::default()
-                })
-                .collect();
-        };
         let holds_graph = |m: &mut ModelProto, at: usize| {
             let node = &mut m.graph.as_mut().unwrap().node[at];
             node.attribute.push(crate::proto::AttributeProto {
@@ -889,8 +879,8 @@ mod tests {
         holds_graph(&mut m, 2_500);
         cases.push((m, vec![]));
         let mut m = chain(n, 40_000);
-        wide(&mut m, 1_500);
-        wide(&mut m, 3_000);
+        widen(&mut m, 1_500, "wide1500");
+        widen(&mut m, 3_000, "wide3000");
         cases.push((m, vec![]));
         let mut m = chain(n, 40_000);
         holds_graph(&mut m, 900);
@@ -953,8 +943,7 @@ mod tests {
             bytes.extend_from_slice(&graph);
             let bytes = Bytes::from(bytes);
             let read = [false, true].map(|look| {
-                let builder = look.then(std::thread::Builder::new);
-                let (rest, blocks) = skim_aside_looking(&bytes[..], builder).unwrap();
+                let (rest, blocks) = skim_aside_looking(&bytes[..], look).unwrap();
                 let blocks = blocks.unwrap();
                 assert_eq!(blocks.counted().is_some(), look);
                 gave_up.push(blocks.outline_given_up());
@@ -997,11 +986,13 @@ mod tests {
         // stack) leaves the skim as it is alone.
         if cfg!(target_os = "linux") {
             let m = chain(n, 40_000).encode_to_vec();
-            let refused = std::thread::Builder::new().stack_size(1 << 60);
-            let (rest, blocks) = skim_aside_looking(&m[..], Some(refused)).unwrap();
+            crate::refuse_threads(true);
+            let refused = skim_aside_looking(&m[..], true);
+            crate::refuse_threads(false);
+            let (rest, blocks) = refused.unwrap();
             let blocks = blocks.unwrap();
             assert!(blocks.counted().is_none());
-            let (alone, by_one) = skim_aside_looking(&m[..], None).unwrap();
+            let (alone, by_one) = skim_aside_looking(&m[..], false).unwrap();
             assert_eq!(rest, alone);
             assert!(blocks.records().eq(by_one.unwrap().records()));
         }
