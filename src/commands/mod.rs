@@ -221,7 +221,7 @@ pub fn shapes(
         ));
     }
     let Some(path) = &target.path else {
-        let shapes = Model::open_onnx(model)?.shapes_listed(dims, inputs)?;
+        let shapes = Model::shapes_listed_file(model, dims, inputs)?;
         let format = format.unwrap_or(ListFormat::Table);
         return Ok(report::shapes::shapes(
             &shapes.inferred,

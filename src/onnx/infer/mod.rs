@@ -860,14 +860,11 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
 }
 
 /// [`infer`] over the main graph's nodes taken out of `model` (its graph
-/// then holds none): each is dropped once inferred, which keeps a large
-/// model's peak memory to one copy of its nodes, decoded or inferred.
-pub fn infer_taken(
-    model: &OnnxModel,
-    nodes: Vec<NodeProto>,
-    opts: &InferOptions,
-) -> Result<Inferred> {
-    infer_nodes(model, Some(Taken::Nodes(nodes)), opts, None)
+/// then holds none), decoded or still encoded: each is dropped once
+/// inferred, which keeps a large model's peak memory to one copy of its
+/// nodes, decoded or inferred.
+pub fn infer_taken(model: &OnnxModel, taken: Taken, opts: &InferOptions) -> Result<Inferred> {
+    infer_nodes(model, Some(taken), opts, None)
 }
 
 /// [`infer`]; with `level`, the main graph's nodes go there as they are
