@@ -455,11 +455,13 @@ impl<'r> Recorder<'r> {
         // A thread the system refuses leaves the records to this one.
         let started = crate::spawn_with(crate::helper(), threads, records, move |records| {
             for batch in receiver {
-                let left: Vec<Spent> = batch
-                    .nodes
-                    .into_iter()
-                    .filter_map(|node| records.record(node))
-                    .collect();
+                let mut left: Vec<Spent> = Vec::with_capacity(batch.nodes.len());
+                left.extend(
+                    batch
+                        .nodes
+                        .into_iter()
+                        .filter_map(|node| records.record(node)),
+                );
                 let mut start = 0;
                 for &end in &batch.ends {
                     records.let_go(&batch.names[start..end]);
@@ -473,7 +475,10 @@ impl<'r> Recorder<'r> {
             return Recorder::Here(Some(records));
         }
         Recorder::Ahead {
-            batch: Batch::default(),
+            batch: Batch {
+                nodes: Vec::with_capacity(RECORD_BATCH),
+                ..Batch::default()
+            },
             sender,
             given_back,
         }
@@ -487,7 +492,7 @@ impl<'r> Recorder<'r> {
             Recorder::Ahead { batch, .. } => {
                 batch.nodes.push(node);
                 if batch.nodes.len() == RECORD_BATCH {
-                    self.send();
+                    self.send(false);
                 }
             }
         }
@@ -505,15 +510,25 @@ impl<'r> Recorder<'r> {
         }
     }
 
-    /// Hands the batch so far to the recording thread.
-    fn send(&mut self) {
+    /// Hands the batch so far to the recording thread; unless it is the
+    /// `last`, the next one has its room at once, as large as this one's
+    /// (grown by doubling, each batch copied its nodes eight times).
+    fn send(&mut self, last: bool) {
         if let Recorder::Ahead {
             batch,
             sender,
             given_back,
         } = self
         {
-            let full = std::mem::take(batch);
+            let room = match last {
+                true => Batch::default(),
+                false => Batch {
+                    nodes: Vec::with_capacity(RECORD_BATCH),
+                    names: String::with_capacity(batch.names.capacity()),
+                    ends: Vec::with_capacity(batch.ends.capacity()),
+                },
+            };
+            let full = std::mem::replace(batch, room);
             // Refused only when the thread has stopped, by a panic that
             // the scope's end passes on.
             let _ = sender.send(full);
@@ -525,7 +540,7 @@ impl<'r> Recorder<'r> {
 impl Drop for Recorder<'_> {
     /// The last batch goes; the channel then closes and the thread ends.
     fn drop(&mut self) {
-        self.send();
+        self.send(true);
     }
 }
 

@@ -90,7 +90,7 @@ impl Nodes {
                     batches: receiver,
                     batch: Vec::new().into_iter(),
                     spent,
-                    done: Vec::new(),
+                    done: Vec::with_capacity(AHEAD_BATCH),
                 }
             }
         }
@@ -142,8 +142,10 @@ impl Queue {
             done.push(n);
             if done.len() == AHEAD_BATCH {
                 // A closed channel (the decoder has stopped): the batch is
-                // freed here instead.
-                let _ = spent.send(std::mem::take(done));
+                // freed here instead. The next batch has its room at once
+                // (growing it by doubling copied each node eight times).
+                let full = std::mem::replace(done, Vec::with_capacity(AHEAD_BATCH));
+                let _ = spent.send(full);
             }
         }
     }
