@@ -8,13 +8,17 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::ser::Formatter;
 
-/// A comma, a line break, then enough spaces for [`LEVELS`] levels.
-const BREAK: &[u8; 2 + 2 * LEVELS] = &{
-    let mut b = [b' '; 2 + 2 * LEVELS];
+/// A comma, a line break, then enough spaces for [`LEVELS`] levels, and
+/// one more: [`Chunked::item`] copies [`LINE`] bytes from either of the
+/// first two.
+const BREAK: &[u8; 3 + 2 * LEVELS] = &{
+    let mut b = [b' '; 3 + 2 * LEVELS];
     b[0] = b',';
     b[1] = b'\n';
     b
 };
+/// The longest line break [`Chunked::item`] writes in one copy.
+const LINE: usize = 2 + 2 * LEVELS;
 /// Levels indented with one write; deeper ones take one more per [`LEVELS`].
 const LEVELS: usize = 32;
 
@@ -176,8 +180,8 @@ impl Chunked<'_> {
     /// key (a plain name, nothing to escape) and its colon.
     pub(crate) fn key(&mut self, level: usize, first: bool, name: &str) -> io::Result<()> {
         self.item(level, first)?;
-        self.write_all(b"\"")?;
-        self.write_all(name.as_bytes())?;
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(name.as_bytes());
         self.write_all(b"\": ")
     }
 
@@ -185,11 +189,21 @@ impl Chunked<'_> {
     /// elements are `level` deep: a comma unless `first`, the line break
     /// and indentation.
     pub(crate) fn item(&mut self, level: usize, first: bool) -> io::Result<()> {
-        let at = Pretty {
-            level,
-            has_value: false,
-        };
-        at.newline(self, first)
+        if level > LEVELS {
+            let at = Pretty {
+                level,
+                has_value: false,
+            };
+            return at.newline(self, first);
+        }
+        // [`LINE`] bytes copied whatever the level, a copy of known size
+        // the compiler writes out in a few moves (the call a slice of any
+        // length takes was a third of this), then cut to the level's.
+        let end = self.buf.len() + 2 - usize::from(first) + 2 * level;
+        self.buf
+            .extend_from_slice(&BREAK[usize::from(first)..][..LINE]);
+        self.buf.truncate(end);
+        self.flush_full()
     }
 
     /// Closes an object or array that holds something, its bracket at
@@ -264,6 +278,18 @@ const SHARED_FROM: usize = 1024;
 /// Bytes gathered before they are handed on.
 const CHUNK: usize = 1 << 16;
 
+impl Chunked<'_> {
+    /// Hands the gathered bytes on once they fill a chunk.
+    #[inline]
+    fn flush_full(&mut self) -> io::Result<()> {
+        if self.buf.len() >= CHUNK {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
 /// Gathers serde_json's many small writes (a quote, a key, a comma) in
 /// memory, where each is a copy the compiler sees whole, and hands them on
 /// [`CHUNK`] bytes at a time: the text is never whole in memory, and no
@@ -283,11 +309,7 @@ impl Write for Chunked<'_> {
     #[inline]
     fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.buf.extend_from_slice(bytes);
-        if self.buf.len() >= CHUNK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-        }
-        Ok(())
+        self.flush_full()
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -316,6 +338,39 @@ mod tests {
         ] {
             let expected = serde_json::to_string_pretty(&v).unwrap() + "\n";
             assert_eq!(super::to_string(&v, 0), expected);
+        }
+    }
+
+    /// A line break written by [`super::Chunked::item`] in one fixed-size
+    /// copy, then cut, is the formatter's at every level: within one copy
+    /// (up to [`super::LEVELS`]), at its edge and past it.
+    #[test]
+    fn a_line_break_is_the_formatters_at_every_level() {
+        use std::io::Write;
+        for level in 0..super::LEVELS + 3 {
+            for first in [true, false] {
+                let mut expected = Vec::new();
+                let at = super::Pretty {
+                    level,
+                    has_value: false,
+                };
+                at.newline(&mut expected, first).unwrap();
+                let mut out = Vec::new();
+                super::stream(&mut out, |c| {
+                    c.write_all(b"x")?;
+                    c.item(level, first)?;
+                    c.write_all(b"y")
+                })
+                .unwrap();
+                // "x", the break (a comma unless first, "\n", two spaces a
+                // level), "y", and the stream's closing line break.
+                assert_eq!(expected.len(), 2 - usize::from(first) + 2 * level);
+                assert_eq!(
+                    out,
+                    [&b"x"[..], &expected, b"y\n"].concat(),
+                    "level {level}"
+                );
+            }
         }
     }
 
