@@ -340,20 +340,21 @@ impl Model {
         opts.check_prune(rules)?;
         let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, taken)?;
         if opts.count.prune.is_none() {
-            self.count_nonzeros(&mut graph.nodes, rules, &mut HashMap::new())?;
+            self.count_nonzeros(&mut graph.nodes, rules, &mut Weights::default())?;
         }
         graph.override_precision(opts.weights, opts.activations);
         Ok(graph)
     }
 
     /// Counts the nonzero elements of each weight a rule asks `nnz()` of,
-    /// reading those weights and no others, each once (`counted`, by name).
-    /// Subgraph bodies included; a trace has no values, so nothing to read.
-    fn count_nonzeros(
-        &self,
+    /// reading those weights and no others, each once (`weights.counted`,
+    /// by name). Subgraph bodies included; a trace has no values, so
+    /// nothing to read.
+    fn count_nonzeros<'m>(
+        &'m self,
         nodes: &mut [crate::ir::Node],
         rules: &RuleSet,
-        counted: &mut HashMap<String, u64>,
+        weights: &mut Weights<'m>,
     ) -> Result<()> {
         let Source::Onnx(m) = &self.source else {
             return Ok(());
@@ -364,7 +365,7 @@ impl Model {
         for node in nodes {
             for b in &mut node.bodies {
                 if let Ok(body) = &mut b.graph {
-                    self.count_nonzeros(&mut body.nodes, rules, counted)?;
+                    self.count_nonzeros(&mut body.nodes, rules, weights)?;
                 }
             }
             let Some(rule) = rules.get(&node.domain, &node.op) else {
@@ -377,17 +378,21 @@ impl Model {
                 let Some(name) = fact.name.as_deref().filter(|_| fact.constant) else {
                     continue;
                 };
-                if let Some(&z) = counted.get(name) {
+                if let Some(&z) = weights.counted.get(name) {
                     fact.nonzeros = Some(z);
                     continue;
                 }
                 // A constant c3 computed (folded) has no stored values: it
-                // stays dense.
-                let Some(t) = g
-                    .initializer
-                    .iter()
-                    .find(|t| t.name.as_deref() == Some(name))
-                else {
+                // stays dense. The weights are looked up by name, indexed
+                // on the first look (a search of the list each time took
+                // time growing with the square of a large model's size).
+                let by_name = weights.by_name.get_or_insert_with(|| {
+                    g.initializer
+                        .iter()
+                        .filter_map(|t| Some((t.name.as_deref()?, t)))
+                        .collect()
+                });
+                let Some(&t) = by_name.get(name) else {
                     continue;
                 };
                 let fail = |e: String| Error::Input {
@@ -398,7 +403,7 @@ impl Model {
                 let n = crate::onnx::tensor::element_count(&t.dims).map_err(fail)?;
                 let at = crate::onnx::nonzero::location(t, &m.dir).map_err(fail)?;
                 let z = crate::onnx::nonzero::count(&at, dtype, n).map_err(fail)?;
-                counted.insert(name.to_string(), z);
+                weights.counted.insert(name.to_string(), z);
                 fact.nonzeros = Some(z);
             }
         }
@@ -769,6 +774,15 @@ fn infer_options(
 
 /// The main graph's nodes, taken out of `model` (its graph then holds
 /// none) to be dropped one by one as inference goes.
+/// The weights [`Model::count_nonzeros`] read: their nonzeros by name, and
+/// the model's initializers by name, indexed once one is looked for.
+#[derive(Default)]
+struct Weights<'m> {
+    counted: HashMap<String, u64>,
+    /// (A model's initializer names are its own: loading refuses two.)
+    by_name: Option<HashMap<&'m str, &'m crate::proto::TensorProto>>,
+}
+
 fn take_nodes(model: &mut OnnxModel) -> Option<Vec<crate::proto::NodeProto>> {
     model
         .model
