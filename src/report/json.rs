@@ -495,7 +495,7 @@ fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize) -> io::Result<()> {
         ("mrw", l.mrw()),
     ] {
         c.key(k, false, name)?;
-        c.scalar(&n)?;
+        c.uint(n)?;
     }
     c.key(k, false, "inputs")?;
     tensors(c, &l.inputs, k)?;
@@ -509,12 +509,12 @@ fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize) -> io::Result<()> {
         ("live_bytes", l.live_bytes),
     ] {
         c.key(k, false, name)?;
-        c.scalar(&n)?;
+        c.uint(n)?;
     }
     c.key(k, false, "fused")?;
     c.scalar(&l.fused)?;
     c.key(k, false, "runs")?;
-    c.scalar(&l.runs)?;
+    c.uint(l.runs)?;
     if let Some(t) = j.time {
         c.key(k, false, "precision")?;
         c.scalar(t.precision)?;
@@ -560,7 +560,7 @@ fn tensors(c: &mut Chunked<'_>, list: &[Option<TensorFact>], level: usize) -> io
             for (i, d) in t.shape.iter().enumerate() {
                 c.item(k + 1, i == 0)?;
                 match d {
-                    Dim::Known(n) => c.scalar(n)?,
+                    Dim::Known(n) => c.uint(*n)?,
                     Dim::Sym(v) => c.scalar(&v.to_string())?,
                 }
             }

@@ -175,6 +175,12 @@ impl Chunked<'_> {
         serde_json::to_writer(&mut *self, value).map_err(io_error)
     }
 
+    /// An integer as JSON, as [`Chunked::scalar`] writes it without
+    /// serde's layers (a large report writes some 1.4 M of them).
+    pub(crate) fn uint(&mut self, n: u64) -> io::Result<()> {
+        self.write_all(itoa::Buffer::new().format(n).as_bytes())
+    }
+
     /// Starts the entry `name` of an object whose entries are `level`
     /// deep: a comma unless `first`, the line break and indentation, the
     /// key (a plain name, nothing to escape) and its colon.
