@@ -223,10 +223,12 @@ pub fn shapes(
     let Some(path) = &target.path else {
         let shapes = Model::shapes_listed_file(model, dims, inputs)?;
         let format = format.unwrap_or(ListFormat::Table);
-        return Ok(report::shapes::shapes(
+        let width = report::terminal_width(std::io::stdout().is_terminal());
+        return Ok(report::shapes::shapes_fitted(
             &shapes.inferred,
             format,
             &shapes.meta,
+            width,
         ));
     };
     let shapes = Model::open_onnx(model)?.shapes(dims, inputs)?;
@@ -237,7 +239,10 @@ pub fn shapes(
     }
     eprintln!("wrote {path} with {n} inferred value_info entries");
     Ok(format
-        .map(|f| report::shapes::shapes(&shapes.inferred, f, &shapes.meta))
+        .map(|f| {
+            let width = report::terminal_width(std::io::stdout().is_terminal());
+            report::shapes::shapes_fitted(&shapes.inferred, f, &shapes.meta, width)
+        })
         .unwrap_or_default())
 }
 
