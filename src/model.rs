@@ -339,7 +339,7 @@ impl Model {
     ) -> Result<Graph> {
         opts.check_prune(rules)?;
         let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, taken)?;
-        if opts.count.prune.is_none() {
+        if opts.count.prune.is_none() && rules.reads_nonzeros() {
             self.count_nonzeros(&mut graph.nodes, rules, &mut Weights::default())?;
         }
         graph.override_precision(opts.weights, opts.activations);

@@ -507,6 +507,16 @@ impl RuleSet {
         )
     }
 
+    /// Whether a rule of the set reads a weight's nonzeros (`nnz()`), so
+    /// that an estimate must count them. Only a pack's rules can: no
+    /// built-in rule does (a test holds them to it), so the built-in ones
+    /// are not compiled to ask.
+    pub fn reads_nonzeros(&self) -> bool {
+        self.rules.values().flat_map(|ops| ops.values()).any(|e| {
+            e.block.is_none() && e.rule.get().is_some_and(|r| !r.nonzero_inputs().is_empty())
+        })
+    }
+
     /// Looks an op up by `Op` or `domain::Op`, case-insensitively when exact fails.
     pub fn find(&self, name: &str) -> Option<&CostRule> {
         let (domain, op) = name.rsplit_once("::").unwrap_or(("", name));
@@ -676,6 +686,26 @@ mod tests {
 
     fn domain_of(d: &super::super::yaml::RuleDef) -> &str {
         crate::ir::domain_key(d.domain.as_deref().unwrap_or(""))
+    }
+
+    /// [`RuleSet::reads_nonzeros`] does not compile the built-in rules to
+    /// ask them: none may read `nnz()`. A pack's rule that does is seen.
+    #[test]
+    fn no_builtin_rule_reads_nonzeros_and_a_packs_rule_is_seen_to() {
+        let set = RuleSet::builtin_compiled().unwrap_or_else(|e| panic!("{e}"));
+        for (domain, op, e) in set.entries() {
+            let rule = e.rule(op);
+            assert!(
+                rule.nonzero_inputs().is_empty(),
+                "{domain}::{op} reads nnz()"
+            );
+        }
+        assert!(!set.reads_nonzeros());
+        assert!(!RuleSet::builtin().unwrap().reads_nonzeros());
+        let root = env!("CARGO_MANIFEST_DIR");
+        let sparse = RuleSet::with_packs(&[format!("{root}/rules/packs/sparse/sparse.yaml")])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(sparse.reads_nonzeros());
     }
 
     #[test]
