@@ -50,8 +50,9 @@ pub(crate) extern "C" fn set_allocator_options() {
 /// takes back free 2 MiB blocks (a balloon's free-page reporting, as on the
 /// project's machines), each huge page the heap faults in is backed afresh
 /// by the host: 111k-node graph, a run a few seconds after the last spent
-/// 220-340 ms of system time on them against 90 ms with 4 KiB pages, and
-/// took 1.5-1.9x as long. Back to back, huge pages were 10-20 ms faster.
+/// 210-340 ms of system time on them against 90-110 ms with 4 KiB pages,
+/// and took 1.5-1.9x as long. Back to back, before any block went back,
+/// huge pages were 0-40 ms faster.
 /// Done here rather than through mimalloc's own option, whose number
 /// differs between its versions and which it reads once at its start.
 #[cfg(target_os = "linux")]

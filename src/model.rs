@@ -294,12 +294,20 @@ impl Model {
         if path == STDIN || is_trace(path)? {
             return Model::open(path)?.into_estimate(opts);
         }
-        let (m, encoded) = crate::onnx::load_encoded(path).map_err(neither)?;
+        let (model, taken) = Model::open_encoded(path).map_err(neither)?;
+        model.estimate_taken(opts, taken)
+    }
+
+    /// The ONNX model at `path`, and its main graph's node records left
+    /// encoded beside it ([`crate::onnx::load_encoded`]) when they are
+    /// plainly readable.
+    fn open_encoded(path: &str) -> Result<(Model, Option<Taken>)> {
+        let (m, encoded) = crate::onnx::load_encoded(path)?;
         let model = Model {
             path: path.to_string(),
             source: Source::Onnx(Box::new(m)),
         };
-        model.estimate_taken(opts, encoded.map(Taken::Encoded))
+        Ok((model, encoded.map(Taken::Encoded)))
     }
 
     /// [`Model::into_estimate`] of the main graph's nodes `taken` (or, when
@@ -443,12 +451,8 @@ impl Model {
         if path == STDIN {
             return Model::open_onnx(path)?.shapes_listed(dims, inputs);
         }
-        let (m, encoded) = crate::onnx::load_encoded(path)?;
-        let model = Model {
-            path: path.to_string(),
-            source: Source::Onnx(Box::new(m)),
-        };
-        model.shapes_with(dims, inputs, true, encoded.map(Taken::Encoded))
+        let (model, taken) = Model::open_encoded(path)?;
+        model.shapes_with(dims, inputs, true, taken)
     }
 
     /// The shapes; when `listed`, of the main graph's nodes `taken` (or,
@@ -772,8 +776,6 @@ fn infer_options(
     }
 }
 
-/// The main graph's nodes, taken out of `model` (its graph then holds
-/// none) to be dropped one by one as inference goes.
 /// The weights [`Model::count_nonzeros`] read: their nonzeros by name, and
 /// the model's initializers by name, indexed once one is looked for.
 #[derive(Default)]
@@ -783,6 +785,8 @@ struct Weights<'m> {
     by_name: Option<HashMap<&'m str, &'m crate::proto::TensorProto>>,
 }
 
+/// The main graph's nodes, taken out of `model` (its graph then holds
+/// none) to be dropped one by one as inference goes.
 fn take_nodes(model: &mut OnnxModel) -> Option<Vec<crate::proto::NodeProto>> {
     model
         .model

@@ -220,10 +220,11 @@ pub fn shapes(
             "shapes -o - writes the model to standard output: --format has no room there".into(),
         ));
     }
+    // The listing goes to standard output, whether or not a model is written.
+    let width = report::terminal_width(std::io::stdout().is_terminal());
     let Some(path) = &target.path else {
         let shapes = Model::shapes_listed_file(model, dims, inputs)?;
         let format = format.unwrap_or(ListFormat::Table);
-        let width = report::terminal_width(std::io::stdout().is_terminal());
         return Ok(report::shapes::shapes_fitted(
             &shapes.inferred,
             format,
@@ -239,10 +240,7 @@ pub fn shapes(
     }
     eprintln!("wrote {path} with {n} inferred value_info entries");
     Ok(format
-        .map(|f| {
-            let width = report::terminal_width(std::io::stdout().is_terminal());
-            report::shapes::shapes_fitted(&shapes.inferred, f, &shapes.meta, width)
-        })
+        .map(|f| report::shapes::shapes_fitted(&shapes.inferred, f, &shapes.meta, width))
         .unwrap_or_default())
 }
 
