@@ -551,7 +551,7 @@ fn tensors(c: &mut Chunked<'_>, list: &[Option<TensorFact>], level: usize) -> io
         let k = level + 2;
         c.write_all(b"{")?;
         c.key(k, true, "dtype")?;
-        c.scalar(t.dtype.name())?;
+        c.plain(t.dtype.name())?;
         c.key(k, false, "shape")?;
         if t.shape.is_empty() {
             c.write_all(b"[]")?;
@@ -574,6 +574,24 @@ fn tensors(c: &mut Chunked<'_>, list: &[Option<TensorFact>], level: usize) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Element type names are written without serde's escaping pass: each
+    /// must be what serde writes for it, the name in plain quotes.
+    #[test]
+    fn element_type_names_need_no_escaping() {
+        let names: Vec<&str> = (0..64)
+            .filter_map(crate::ir::DType::from_onnx_code)
+            .map(|d| d.name())
+            .collect();
+        // ONNX codes 1-26, less 0 (undefined).
+        assert_eq!(names.len(), 26);
+        for name in names {
+            let mut out = Vec::new();
+            pretty::stream(&mut out, |c| c.plain(name)).unwrap();
+            let serde = serde_json::to_string(name).unwrap() + "\n";
+            assert_eq!(String::from_utf8(out).unwrap(), serde);
+        }
+    }
     use crate::model::{EstimateOptions, Model};
 
     /// The layer rows written by hand must be the bytes serde writes for

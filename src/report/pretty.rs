@@ -184,23 +184,31 @@ impl Chunked<'_> {
     /// Starts the entry `name` of an object whose entries are `level`
     /// deep: a comma unless `first`, the line break and indentation, the
     /// key (a plain name, nothing to escape) and its colon.
+    #[inline(always)]
     pub(crate) fn key(&mut self, level: usize, first: bool, name: &str) -> io::Result<()> {
-        self.item(level, first)?;
+        self.line_break(level, first);
         self.buf.push(b'"');
         self.buf.extend_from_slice(name.as_bytes());
-        self.write_all(b"\": ")
+        self.buf.extend_from_slice(b"\": ");
+        self.flush_full()
     }
 
     /// Starts an element of an array (or an entry of an object) whose
     /// elements are `level` deep: a comma unless `first`, the line break
     /// and indentation.
+    #[inline]
     pub(crate) fn item(&mut self, level: usize, first: bool) -> io::Result<()> {
+        self.line_break(level, first);
+        self.flush_full()
+    }
+
+    /// [`Chunked::item`]'s text, gathered without handing anything on (the
+    /// buffer has room for more than a chunk, and each caller hands on
+    /// once after it).
+    #[inline(always)]
+    fn line_break(&mut self, level: usize, first: bool) {
         if level > LEVELS {
-            let at = Pretty {
-                level,
-                has_value: false,
-            };
-            return at.newline(self, first);
+            return self.deep_line_break(level, first);
         }
         // [`LINE`] bytes copied whatever the level, a copy of known size
         // the compiler writes out in a few moves (the call a slice of any
@@ -209,11 +217,38 @@ impl Chunked<'_> {
         self.buf
             .extend_from_slice(&BREAK[usize::from(first)..][..LINE]);
         self.buf.truncate(end);
+    }
+
+    /// A line break deeper than one copy reaches (rare: kept out of the
+    /// common path, whose registers it would otherwise claim).
+    #[cold]
+    #[inline(never)]
+    fn deep_line_break(&mut self, level: usize, first: bool) {
+        let at = Pretty {
+            level,
+            has_value: false,
+        };
+        at.newline(&mut self.buf, first)
+            .expect("writing to memory cannot fail");
+    }
+
+    /// A string c3 names itself (an element type's name), with nothing
+    /// to escape, in quotes: the bytes [`Chunked::scalar`] writes for it.
+    #[inline]
+    pub(crate) fn plain(&mut self, s: &'static str) -> io::Result<()> {
+        debug_assert!(
+            s.bytes()
+                .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+        );
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.push(b'"');
         self.flush_full()
     }
 
     /// Closes an object or array that holds something, its bracket at
     /// `level` (the level of the line that opened it).
+    #[inline(always)]
     pub(crate) fn close(&mut self, level: usize, bracket: &[u8]) -> io::Result<()> {
         self.item(level, true)?;
         self.write_all(bracket)
@@ -289,9 +324,18 @@ impl Chunked<'_> {
     #[inline]
     fn flush_full(&mut self) -> io::Result<()> {
         if self.buf.len() >= CHUNK {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
+            return self.hand_on();
         }
+        Ok(())
+    }
+
+    /// Hands the gathered bytes on (once a chunk: kept out of the inlined
+    /// checks).
+    #[cold]
+    #[inline(never)]
+    fn hand_on(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         Ok(())
     }
 }
