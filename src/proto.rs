@@ -89,6 +89,53 @@ fn push_grown<T: Default>(
     Ok(())
 }
 
+/// prost's `string::merge`, but a string that lies whole in the buffer's
+/// current chunk (every node's, decoded from a record in memory) is copied
+/// into a string of its size at once: prost reserves, then copies through
+/// its generic buffer calls, which were half of decoding a node's names.
+/// Anything else (another wire type, a length past the chunk, bytes that
+/// are not UTF-8) is left to prost, which reads it or reports it as ever.
+fn merge_str(
+    wire_type: prost::encoding::WireType,
+    value: &mut String,
+    buf: &mut impl bytes::Buf,
+    ctx: prost::encoding::DecodeContext,
+) -> Result<(), prost::DecodeError> {
+    if wire_type == prost::encoding::WireType::LengthDelimited
+        && let Some((at, len)) = length_prefix(buf.chunk())
+        && let Some(text) = buf.chunk()[at..].get(..len).and_then(utf8)
+    {
+        *value = text.to_owned();
+        buf.advance(at + len);
+        return Ok(());
+    }
+    prost::encoding::string::merge(wire_type, value, buf, ctx)
+}
+
+/// `bytes` as text if they are UTF-8. ASCII (every name in the models
+/// seen) is recognised a word at a time; the general check goes a byte at
+/// a time over short unaligned strings like these, four times as long.
+fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII bytes are UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+/// A length prefix at the start of `bytes`: where what it measures starts,
+/// and its length. `None` if it does not end within ten bytes or `bytes`.
+fn length_prefix(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut len = 0u64;
+    for (i, &b) in bytes.iter().take(10).enumerate() {
+        len |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((i + 1, usize::try_from(len).ok()?));
+        }
+    }
+    None
+}
+
 impl prost::Message for NodeProto {
     fn encode_raw(&self, buf: &mut impl bytes::BufMut) {
         use prost::encoding::{message, string};
@@ -116,7 +163,7 @@ impl prost::Message for NodeProto {
         buf: &mut impl bytes::Buf,
         ctx: prost::encoding::DecodeContext,
     ) -> Result<(), prost::DecodeError> {
-        use prost::encoding::{message, skip_field, string};
+        use prost::encoding::{message, skip_field};
         let named = |field: &'static str| {
             move |mut e: prost::DecodeError| {
                 e.push("NodeProto", field);
@@ -124,7 +171,7 @@ impl prost::Message for NodeProto {
             }
         };
         let optional = |v: &mut Option<String>, buf: &mut _| {
-            string::merge(
+            merge_str(
                 wire_type,
                 v.get_or_insert_with(String::new),
                 buf,
@@ -132,9 +179,9 @@ impl prost::Message for NodeProto {
             )
         };
         match tag {
-            1 => push_grown(&mut self.input, |v| string::merge(wire_type, v, buf, ctx))
+            1 => push_grown(&mut self.input, |v| merge_str(wire_type, v, buf, ctx))
                 .map_err(named("input")),
-            2 => push_grown(&mut self.output, |v| string::merge(wire_type, v, buf, ctx))
+            2 => push_grown(&mut self.output, |v| merge_str(wire_type, v, buf, ctx))
                 .map_err(named("output")),
             3 => optional(&mut self.name, buf).map_err(named("name")),
             4 => optional(&mut self.op_type, buf).map_err(named("op_type")),
@@ -466,5 +513,44 @@ mod tests {
         let derived = DerivedNode::decode(&bad_wire[..]).unwrap_err().to_string();
         assert_eq!(ours.replace("NodeProto", "DerivedNode"), derived);
         assert!(ours.contains("NodeProto.op_type"), "{ours}");
+    }
+
+    /// Names are read whole from the buffer when they lie in one piece,
+    /// and by prost otherwise: either way as the derived decoder reads
+    /// them (text beyond ASCII, a field given twice), and a length past
+    /// the end fails as it does.
+    #[test]
+    fn names_read_as_the_derived_decoder_reads_them() {
+        let derived = DerivedNode {
+            input: vec!["caf\u{e9}".into(), "\u{4e2d}\u{6587}/x".into(), "".into()],
+            output: vec!["y".repeat(300)],
+            name: Some("n\u{e9}".into()),
+            op_type: Some("Conv".into()),
+            ..DerivedNode::default()
+        };
+        let bytes = derived.encode_to_vec();
+        assert_eq!(node_of(&derived).input, derived.input);
+        assert_eq!(node_of(&derived).output, derived.output);
+        assert_eq!(node_of(&derived).name, derived.name);
+        // In two pieces, split inside a name: prost reads across them.
+        for cut in [1, 3, 5, 9, bytes.len() - 2] {
+            let (a, b) = bytes.split_at(cut);
+            let node = NodeProto::decode(bytes::Buf::chain(a, b)).unwrap();
+            assert_eq!(node, node_of(&derived), "cut at {cut}");
+        }
+        // A name given twice: the last one stands.
+        let twice = [&[0x1a, 1, b'a'][..], &[0x1a, 2, b'b', b'c']].concat();
+        let node = NodeProto::decode(twice.as_slice()).unwrap();
+        assert_eq!(node.name.as_deref(), Some("bc"));
+        assert_eq!(
+            DerivedNode::decode(twice.as_slice()).unwrap().name,
+            node.name
+        );
+        // A length past the end, and a name cut inside a character.
+        for bad in [&[0x0a, 5, b'a'][..], &[0x0a, 1, 0xc3], &[0x22, 0x80]] {
+            let ours = NodeProto::decode(bad).unwrap_err().to_string();
+            let derived = DerivedNode::decode(bad).unwrap_err().to_string();
+            assert_eq!(ours.replace("NodeProto", "DerivedNode"), derived);
+        }
     }
 }
