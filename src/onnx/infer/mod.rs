@@ -432,7 +432,7 @@ impl<'m> Walker<'m> {
         {
             return self.expand(n, f, &pair(facts), scope, depth, prefix);
         }
-        let mut outputs: Vec<Fact> = vec![Fact::unknown(); n.output.len()];
+        let mut outputs: Vec<Fact>;
         let facts_back: Vec<Option<Fact>>;
         let mut bodies = Vec::new();
         let mut repeats = None;
@@ -478,6 +478,7 @@ impl<'m> Walker<'m> {
             bodies = sub.bodies(n);
         } else {
             facts_back = facts;
+            outputs = vec![Fact::unknown(); n.output.len()];
         }
         let inputs = pair(facts_back);
         // Where inference knows less than the model declares, take the declaration.
@@ -487,6 +488,7 @@ impl<'m> Walker<'m> {
             }
         }
         let name = match n.name.as_deref() {
+            Some(s) if !s.is_empty() && prefix.is_empty() => s.to_owned(),
             Some(s) if !s.is_empty() => [prefix, s].concat(),
             _ => String::new(),
         };
