@@ -63,14 +63,15 @@ unsafe extern "C" {
 /// On Linux it runs as a constructor, before Rust's runtime allocates
 /// anything (the first allocation reserves the first arena, before `main`).
 pub(crate) extern "C" fn set_allocator_options() {
-    // (`mi_option_e` position in `mimalloc.h`, the same in its v2 and v3;
-    // its variable; the value.)
     // mimalloc v3 keeps memory a thread freed for a second before it
     // gives it back (its `MIMALLOC_PURGE_DELAY`, left as it is): a run
     // reuses what one stage freed (a large model's decoded records, its
     // initializers) in the next, without a fault a page. 111k-node graph:
     // 42,900 -> 33,300 page faults, 10-20 ms less, peak RSS 112 -> 137 MB.
     // (With huge pages, round eight, 10 ms had been the better setting.)
+    //
+    // Each option: its `mi_option_e` position in `mimalloc.h` (the same in
+    // v2 and v3), its variable, the value.
     let options: [(std::ffi::c_int, &std::ffi::CStr, std::ffi::c_long); 1] = [
         // Address space is reserved 256 MiB (the value is in KiB) at a time
         // rather than 1 GiB: the first arena's bookkeeping then shares its
