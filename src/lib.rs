@@ -275,9 +275,10 @@ mod tests {
             &json[..json.len().min(400)]
         );
         // The looker, the outline's and the ordering's second halves, the
-        // decoder and the recorder (when the machine has two cores).
+        // decoder, the recorder and the unbound symbols' second half (when
+        // the machine has two cores).
         if crate::two_cores() {
-            assert_eq!(started, 5);
+            assert_eq!(started, 6);
         }
         assert_eq!(run(true), (json, text, 0));
         std::fs::remove_dir_all(&dir).unwrap();
