@@ -123,17 +123,13 @@ fn utf8(bytes: &[u8]) -> Option<&str> {
     std::str::from_utf8(bytes).ok()
 }
 
-/// A length prefix at the start of `bytes`: where what it measures starts,
-/// and its length. `None` if it does not end within ten bytes or `bytes`.
+/// A length prefix at the start of `bytes`, read as prost reads it: where
+/// what it measures starts, and its length. `None` where prost's read
+/// fails (the caller then leaves the field to prost, which reports it).
 fn length_prefix(bytes: &[u8]) -> Option<(usize, usize)> {
-    let mut len = 0u64;
-    for (i, &b) in bytes.iter().take(10).enumerate() {
-        len |= u64::from(b & 0x7f) << (7 * i);
-        if b < 0x80 {
-            return Some((i + 1, usize::try_from(len).ok()?));
-        }
-    }
-    None
+    let mut rest = bytes;
+    let len = prost::encoding::decode_varint(&mut rest).ok()?;
+    Some((bytes.len() - rest.len(), usize::try_from(len).ok()?))
 }
 
 impl prost::Message for NodeProto {
@@ -546,8 +542,18 @@ mod tests {
             DerivedNode::decode(twice.as_slice()).unwrap().name,
             node.name
         );
-        // A length past the end, and a name cut inside a character.
-        for bad in [&[0x0a, 5, b'a'][..], &[0x0a, 1, 0xc3], &[0x22, 0x80]] {
+        // A length past the end, a name cut inside a character, and a
+        // ten-byte length whose last byte overflows 64 bits (not a varint
+        // to prost: it must not read as a length of 0).
+        let overlong = [
+            0x0a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02,
+        ];
+        for bad in [
+            &[0x0a, 5, b'a'][..],
+            &[0x0a, 1, 0xc3],
+            &[0x22, 0x80],
+            &overlong,
+        ] {
             let ours = NodeProto::decode(bad).unwrap_err().to_string();
             let derived = DerivedNode::decode(bad).unwrap_err().to_string();
             assert_eq!(ours.replace("NodeProto", "DerivedNode"), derived);
