@@ -415,10 +415,14 @@ fn refused_from_file(dir: &std::path::Path, name: &str, bytes: &[u8]) -> String 
 
 /// The cost graph built a node at a time as inference goes
 /// (`infer_graph`) is the one built from the whole inference afterwards,
-/// folded or not: Loop and If bodies, sequences, dynamo exports.
+/// folded or not: Loop and If bodies (reading the main graph's values by
+/// name), sequences, dynamo exports (model-local functions). Also with the
+/// nodes taken out of the model, as an estimate takes them: the main
+/// graph's values are then kept by slot, not by name, and let go after
+/// their last reader.
 #[test]
 fn the_graph_built_during_inference_is_the_one_built_after_it() {
-    use c3::onnx::infer::{InferOptions, infer, infer_graph, to_graph_with};
+    use c3::onnx::infer::{InferOptions, Taken, infer, infer_graph, to_graph_with};
     let root = env!("CARGO_MANIFEST_DIR");
     for file in [
         "tests/fixtures/exports/fasterrcnn.onnx",
@@ -437,6 +441,10 @@ fn the_graph_built_during_inference_is_the_one_built_after_it() {
             let during = infer_graph(&model, None, &opts, fold).unwrap();
             assert!(after.nodes.len() > 10, "{file}");
             assert_eq!(during, after, "{file} fold={fold}");
+            let mut bare = c3::onnx::load(&format!("{root}/{file}")).unwrap();
+            let nodes = std::mem::take(&mut bare.model.graph.as_mut().unwrap().node);
+            let taken = infer_graph(&bare, Some(Taken::Nodes(nodes)), &opts, fold).unwrap();
+            assert_eq!(taken, after, "{file} fold={fold}, nodes taken");
         }
     }
 }

@@ -15,7 +15,7 @@ use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
 use graph::{Recorder, Records};
 pub use graph::{infer_graph, to_graph, to_graph_with};
 pub use order::Taken;
-use order::{NodeList, Nodes, View, expanded_nodes, node_label, node_uses, topo_order};
+use order::{NodeList, Nodes, View, expanded_nodes, node_label, topo_order};
 
 pub(crate) mod graph;
 mod order;
@@ -25,7 +25,7 @@ use crate::ir::{self, AttrValue, DType, Dim, TensorFact};
 use crate::shape::ctx::{SubgraphInfer, Symbols, TensorDecoder};
 use crate::shape::fact::ConstantData;
 use crate::shape::{Fact, InferCtx, ShapeError, TensorValue, ValueKind, registry};
-use scope::{Scope, Vars};
+use scope::{Scope, Slots, Vars};
 
 /// Caller-supplied facts: symbol bindings and input shape overrides.
 #[derive(Debug, Clone, Default)]
@@ -333,14 +333,11 @@ impl<'m> Walker<'m> {
         let (order, readers) = topo_order(&nodes, scope, depth, &self.visits)?;
         // Estimating (nodes taken, no value listed): each node output's fact
         // is let go after its last reader, so the scope does not hold every
-        // shape and constant of the graph at its end.
+        // shape and constant of the graph at its end; the outputs' facts
+        // are then kept by slot ([`Slots`]).
         let counted = taken.is_some() && !listing;
         self.charge(0)?;
-        // One entry per node output (the readers count each): the scope is
-        // sized once, to what it will hold (a guess of two outputs a node
-        // doubled the table of a large graph), and only now that the taken
-        // list is let go.
-        scope.vars.reserve(readers.counts.len());
+        let mut slots = Slots::new(readers, counted, scope);
         std::thread::scope(|threads| {
             let mut queue = taken.map(|t| t.queue(&order, threads));
             let mut records = Recorder::new(record, order.len(), threads);
@@ -350,12 +347,16 @@ impl<'m> Walker<'m> {
                     Some(taken) => &*owned.insert(taken.next(i)?),
                     None => &g.node[i],
                 };
+                let facts = slots
+                    .inputs(i, n, scope)
+                    .map_err(|m| format!("{}: {m}", node_label(n)))?;
                 let rec = self
-                    .infer_node(n, scope, depth, opsets, &declared, "")
+                    .infer_node(n, facts, scope, depth, opsets, &declared, "")
                     .map_err(|m| format!("{}: {m}", node_label(n)))?;
                 for r in rec {
-                    for (name, f) in r.outputs.iter().flatten() {
-                        scope.vars.insert(name.clone(), f.clone());
+                    for (k, o) in r.outputs.iter().enumerate() {
+                        let Some((name, f)) = o else { continue };
+                        slots.define(i, n, k, name, f, scope);
                         if listing {
                             order_names.push(name.clone());
                         }
@@ -363,21 +364,7 @@ impl<'m> Walker<'m> {
                     records.record(r);
                 }
                 if counted {
-                    let start = readers.starts[i] as usize;
-                    let mut let_go = |name: &str| records.let_go(name);
-                    for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
-                        if scope.vars.track(name, readers.counts[start + k]) {
-                            let_go(name);
-                        }
-                    }
-                    // The same names the count saw; the look is not charged
-                    // to the visit budget again.
-                    let _ = node_uses(n, depth, &Cell::new(0), |name| {
-                        if scope.vars.release(name) {
-                            let_go(name);
-                        }
-                        Ok(())
-                    });
+                    slots.count_down(i, n, depth, scope, |name| records.let_go(name));
                 }
                 if let (Some(q), Some(n)) = (&mut queue, owned) {
                     q.done(n);
@@ -397,9 +384,11 @@ impl<'m> Walker<'m> {
 
     /// Infers one node; a call of a model-local function expands into the
     /// function's nodes, each returned as its own record.
+    #[allow(clippy::too_many_arguments)]
     fn infer_node(
         &self,
         n: &NodeProto,
+        facts: Option<Vec<Option<Fact>>>,
         scope: &Scope,
         depth: usize,
         opsets: &BTreeMap<String, i64>,
@@ -410,15 +399,17 @@ impl<'m> Walker<'m> {
         let op = n.op_type.clone().unwrap_or_default();
         let domain = domain_key(n.domain.as_deref().unwrap_or("")).to_string();
         let opset = crate::ir::imported_opset(opsets, &domain).unwrap_or(1);
-        // One copy of each input's fact: it goes to the shape function and
-        // comes back for the node's record.
-        let facts: Vec<Option<Fact>> = n
-            .input
-            .iter()
-            .map(|name| {
-                (!name.is_empty()).then(|| scope.get(name).cloned().unwrap_or_else(Fact::unknown))
-            })
-            .collect();
+        // One copy of each input's fact (the caller's, when it has them):
+        // it goes to the shape function and comes back for the node's record.
+        let facts: Vec<Option<Fact>> = facts.unwrap_or_else(|| {
+            n.input
+                .iter()
+                .map(|name| {
+                    (!name.is_empty())
+                        .then(|| scope.get(name).cloned().unwrap_or_else(Fact::unknown))
+                })
+                .collect()
+        });
         let pair = |facts: Vec<Option<Fact>>| -> Vec<Option<(String, Fact)>> {
             n.input
                 .iter()
@@ -598,7 +589,7 @@ impl<'m> Walker<'m> {
         let mut records = Vec::new();
         for i in order {
             let n = &g.node[i];
-            for r in self.infer_node(n, &inner, depth + 1, &opsets, &empty, &tag)? {
+            for r in self.infer_node(n, None, &inner, depth + 1, &opsets, &empty, &tag)? {
                 for (name, fact) in r.outputs.iter().flatten() {
                     inner.vars.insert(name.clone(), fact.clone());
                 }
@@ -1268,6 +1259,28 @@ mod tests {
             ifs.iter().all(|n| n.opset == 13),
             "the function imports opset 13"
         );
+        // With the nodes taken, as an estimate takes them, the main graph's
+        // values are kept by slot: the first call's output, defined by its
+        // last record, still reaches the second call, and the graph is the
+        // one built with every value by name.
+        let opts = super::InferOptions {
+            nodes_only: true,
+            ..Default::default()
+        };
+        let by_name = super::infer_graph(&m, None, &opts, true).unwrap();
+        let mut bare = model(m.model.graph.clone().unwrap(), 16);
+        bare.model.functions = m.model.functions.clone();
+        bare.opsets = m.opsets.clone();
+        let nodes = std::mem::take(&mut bare.model.graph.as_mut().unwrap().node);
+        let by_slot =
+            super::infer_graph(&bare, Some(super::Taken::Nodes(nodes)), &opts, true).unwrap();
+        assert_eq!(by_slot, by_name);
+        // The second If reads y, float32[n, 2].
+        let second = &by_slot.nodes[1];
+        assert_eq!(second.op, "If");
+        let shape = &second.outputs[0].as_ref().unwrap().shape;
+        assert_eq!(shape.len(), 2);
+        assert_eq!(shape[1], crate::ir::Dim::Known(2));
         // An attribute that refers to the caller's takes the caller's value.
         let mut g2 = m.model.graph.clone().unwrap();
         g2.node = vec![node("G", &["x"], &["z"], vec![int("axis", 1)])];

@@ -379,7 +379,7 @@ pub(super) fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> Hash
     }
     let mut free = HashSet::default();
     for n in &g.node {
-        let _ = node_uses(n, depth, work, |name| {
+        let _ = node_uses(n, depth, work, |name, _| {
             if !name.is_empty() && !defined.contains(name) {
                 free.insert(name.to_string());
             }
@@ -389,14 +389,15 @@ pub(super) fn free_names(g: &GraphProto, depth: usize, work: &Cell<u64>) -> Hash
     free
 }
 
-/// Calls `use_name` with each name a node reads, its inputs then its
-/// subgraphs' free names, borrowed (a copy per name per node was a third
-/// of the sort's work on a large graph); stops at the first error.
+/// Calls `use_name(name, input)` with each name a node reads, its inputs
+/// (`input` true, empty names included) then its subgraphs' free names,
+/// borrowed (a copy per name per node was a third of the sort's work on a
+/// large graph); stops at the first error.
 pub(super) fn node_uses(
     n: &NodeProto,
     depth: usize,
     work: &Cell<u64>,
-    use_name: impl FnMut(&str) -> std::result::Result<(), String>,
+    use_name: impl FnMut(&str, bool) -> std::result::Result<(), String>,
 ) -> std::result::Result<(), String> {
     uses(std::slice::from_ref(n), 0, depth, work, use_name)
 }
@@ -407,15 +408,15 @@ fn uses(
     i: usize,
     depth: usize,
     work: &Cell<u64>,
-    mut use_name: impl FnMut(&str) -> std::result::Result<(), String>,
+    mut use_name: impl FnMut(&str, bool) -> std::result::Result<(), String>,
 ) -> std::result::Result<(), String> {
     for name in nodes.inputs(i) {
-        use_name(name)?;
+        use_name(name, true)?;
     }
     if depth < MAX_GRAPH_DEPTH {
         for g in nodes.graphs(i) {
             for name in free_names(g, depth + 1, work) {
-                use_name(&name)?;
+                use_name(&name, false)?;
             }
         }
     }
@@ -424,10 +425,43 @@ fn uses(
 
 /// How many times the graph's nodes read each node output (inputs and
 /// subgraphs' captures, as [`node_uses`] lists them): the `k`-th output
-/// of node `p` is `counts[starts[p] + k]`.
+/// of node `p` is `counts[starts[p] + k]`, its slot. And what each node's
+/// inputs are, as slots: the walk of a large graph keeps its outputs'
+/// facts by slot, never looking a name up ([`Slots`]).
 pub(super) struct Readers {
     pub(super) starts: Vec<u32>,
     pub(super) counts: Vec<u32>,
+    /// Node `i`'s inputs, in order, from `input_starts[i]`: the slot of
+    /// each that a node of this graph makes, [`NO_SLOT`] for the others
+    /// (an initializer, a graph input, an enclosing graph's value, none).
+    pub(super) input_starts: Vec<u32>,
+    pub(super) input_slots: Vec<u32>,
+    /// The slots a subgraph reads by name, from outside.
+    pub(super) captured: Vec<bool>,
+}
+
+/// An input no node of its graph makes.
+pub(super) const NO_SLOT: u32 = u32::MAX;
+
+impl Readers {
+    /// The slots of node `i`'s inputs ([`Readers::input_slots`]).
+    pub(super) fn inputs(&self, i: usize) -> &[u32] {
+        let start = self.input_starts[i] as usize;
+        let end = self
+            .input_starts
+            .get(i + 1)
+            .map_or(self.input_slots.len(), |&e| e as usize);
+        &self.input_slots[start..end]
+    }
+}
+
+/// What reading a run of nodes found: whether they read only what nodes
+/// before them make, and their inputs' slots ([`Readers`]).
+struct Reads {
+    in_order: bool,
+    input_starts: Vec<u32>,
+    input_slots: Vec<u32>,
+    captured: Vec<u32>,
 }
 
 /// A graph's taken nodes in the running `order` (positions in `list`),
@@ -459,6 +493,9 @@ pub(super) fn topo_order(
     let mut readers = Readers {
         starts: Vec::with_capacity(len),
         counts: Vec::new(),
+        input_starts: Vec::new(),
+        input_slots: Vec::new(),
+        captured: Vec::new(),
     };
     // One entry per output, node and slot as u32 (a file holds at most
     // MAX_MODEL_ITEMS names, checked before decoding): a table sized to
@@ -492,7 +529,7 @@ pub(super) fn topo_order(
     let work_before = work.get();
     // A large graph's nodes are read in two halves.
     let halves = crate::onnx::second_thread(len).then_some(len / 2);
-    let in_order = count_reads(
+    let reads = count_reads(
         nodes,
         &producer,
         scope,
@@ -501,17 +538,27 @@ pub(super) fn topo_order(
         &mut readers.counts,
         halves,
     )?;
-    if in_order {
+    readers.input_starts = reads.input_starts;
+    readers.input_slots = reads.input_slots;
+    readers.captured = vec![false; readers.counts.len()];
+    for s in reads.captured {
+        readers.captured[s as usize] = true;
+    }
+    if reads.in_order {
         return Ok(((0..len).collect(), readers));
     }
     // The subgraphs looked at above are looked at again: counted once.
     work.set(work_before);
     let mut deps: Vec<Vec<usize>> = vec![Vec::new(); len];
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); len];
-    each_read(nodes, 0..len, &producer, scope, depth, work, |i, p, _| {
-        deps[i].push(p);
-        users[p].push(i);
-    })?;
+    for (i, deps) in deps.iter_mut().enumerate() {
+        each_read(nodes, i, &producer, scope, depth, work, |p, _| {
+            if let Some((p, _)) = p {
+                deps.push(p);
+                users[p].push(i);
+            }
+        })?;
+    }
     let mut pending: Vec<usize> = deps.iter().map(Vec::len).collect();
     let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..len)
         .filter(|&i| pending[i] == 0)
@@ -538,10 +585,10 @@ pub(super) fn topo_order(
 }
 
 /// Counts each node output's readers into `counts` (one slot an output);
-/// whether every node reads only outputs of nodes before it in the file.
-/// In one pass, or in two halves split at `mid` on two threads, each
-/// counting apart: the sums, the answer and the first error in file order
-/// are those of one pass.
+/// whether every node reads only outputs of nodes before it in the file,
+/// and each node's inputs as slots. In one pass, or in two halves split at
+/// `mid` on two threads, each counting apart: the sums, the answers and
+/// the first error in file order are those of one pass.
 fn count_reads(
     nodes: &(impl NodeList + Sync + ?Sized),
     producer: &HashMap<&str, (u32, u32)>,
@@ -550,14 +597,33 @@ fn count_reads(
     work: &Cell<u64>,
     counts: &mut [u32],
     mid: Option<usize>,
-) -> std::result::Result<bool, String> {
+) -> std::result::Result<Reads, String> {
     let count = |range: Range<usize>, counts: &mut [u32], work: &Cell<u64>| {
-        let mut in_order = true;
-        each_read(nodes, range, producer, scope, depth, work, |i, p, slot| {
-            in_order &= p < i;
-            counts[slot] += 1;
-        })
-        .map(|()| in_order)
+        let mut reads = Reads {
+            in_order: true,
+            input_starts: Vec::with_capacity(range.len()),
+            // Two inputs a node, most often.
+            input_slots: Vec::with_capacity(2 * range.len()),
+            captured: Vec::new(),
+        };
+        for i in range {
+            reads.input_starts.push(reads.input_slots.len() as u32);
+            each_read(nodes, i, producer, scope, depth, work, |made, input| {
+                if let Some((p, slot)) = made {
+                    reads.in_order &= p < i;
+                    counts[slot] += 1;
+                    if !input {
+                        reads.captured.push(slot as u32);
+                    }
+                }
+                if input {
+                    reads
+                        .input_slots
+                        .push(made.map_or(NO_SLOT, |(_, slot)| slot as u32));
+                }
+            })?;
+        }
+        Ok(reads)
     };
     let len = nodes.count();
     let Some(mid) = mid else {
@@ -569,52 +635,62 @@ fn count_reads(
         || {
             let work = Cell::new(0);
             let mut counts = vec![0u32; slots];
-            let in_order = count(mid..len, &mut counts, &work);
-            (in_order, counts, work.get())
+            let reads = count(mid..len, &mut counts, &work);
+            (reads, counts, work.get())
         },
     );
     // The first half's error first, as one pass would have met it.
-    let first = first?;
+    let mut reads = first?;
     let second = second?;
     for (total, more) in counts.iter_mut().zip(second_counts) {
         *total += more;
     }
     work.set(work.get() + second_work);
-    Ok(first && second)
+    reads.in_order &= second.in_order;
+    let before = reads.input_slots.len() as u32;
+    reads
+        .input_starts
+        .extend(second.input_starts.iter().map(|s| s + before));
+    reads.input_slots.extend(second.input_slots);
+    reads.captured.extend(second.captured);
+    Ok(reads)
 }
 
-/// Calls `read(i, p, slot)` for each value node `i` (of `range`) reads
-/// that node `p` makes (its output `slot` of all the graph's outputs); a
-/// value nothing makes, here or in an enclosing scope, is an error naming
-/// its reader.
+/// Calls `read(made, input)` with each name node `i` reads ([`uses`]):
+/// `made` is the node of this graph that makes it and its output slot of
+/// all the graph's outputs, if one does; `input` says whether the name is
+/// one of the node's inputs (an empty one included) or a subgraph's
+/// capture. A value nothing makes, here or in an enclosing scope, is an
+/// error naming its reader.
 fn each_read(
     nodes: &(impl NodeList + ?Sized),
-    range: Range<usize>,
+    i: usize,
     producer: &HashMap<&str, (u32, u32)>,
     scope: &Scope,
     depth: usize,
     work: &Cell<u64>,
-    mut read: impl FnMut(usize, usize, usize),
+    mut read: impl FnMut(Option<(usize, usize)>, bool),
 ) -> std::result::Result<(), String> {
-    for i in range {
-        uses(nodes, i, depth, work, |name| {
-            if name.is_empty() {
-                return Ok(());
+    uses(nodes, i, depth, work, |name, input| {
+        if name.is_empty() {
+            read(None, input);
+            return Ok(());
+        }
+        match producer.get(name) {
+            Some(&(p, slot)) => {
+                read(Some((p as usize, slot as usize)), input);
+                Ok(())
             }
-            match producer.get(name) {
-                Some(&(p, slot)) => {
-                    read(i, p as usize, slot as usize);
-                    Ok(())
-                }
-                None if scope.get(name).is_some() => Ok(()),
-                None => Err(format!(
-                    "{} reads '{name}', which nothing produces",
-                    nodes.label(i)
-                )),
+            None if scope.get(name).is_some() => {
+                read(None, input);
+                Ok(())
             }
-        })?;
-    }
-    Ok(())
+            None => Err(format!(
+                "{} reads '{name}', which nothing produces",
+                nodes.label(i)
+            )),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -703,7 +779,8 @@ mod tests {
             let run = |mid: Option<usize>| {
                 let work = Cell::new(7);
                 let mut counts = vec![0u32; 2 * N];
-                let r = count_reads(nodes, &producer, &scope, 0, &work, &mut counts, mid);
+                let r = count_reads(nodes, &producer, &scope, 0, &work, &mut counts, mid)
+                    .map(|r| (r.in_order, r.input_starts, r.input_slots, r.captured));
                 (r, counts, work.get())
             };
             let one = run(None);
@@ -718,9 +795,20 @@ mod tests {
             }
             match *what {
                 "in file order" => {
-                    assert_eq!(one.0, Ok(true));
+                    let (in_order, starts, slots, captured) = one.0.clone().unwrap();
+                    assert!(in_order);
                     // v10: read by node 11, by node 60, and by the body.
                     assert_eq!(one.1[20], 3);
+                    // Node i's output 0 is slot 2i. Three inputs a node,
+                    // each listed: node 11 reads v10, x and w (made by no
+                    // node); node 60 reads v59, v10 and w.
+                    assert_eq!(starts.len(), N);
+                    assert_eq!(starts[11], 33);
+                    assert_eq!(slots.len(), 3 * N);
+                    assert_eq!(slots[33..36], [20, NO_SLOT, NO_SLOT]);
+                    assert_eq!(slots[180..183], [118, 20, NO_SLOT]);
+                    // The body reads v10 from outside.
+                    assert_eq!(captured, [20]);
                     // The body's one node, on top of the 7 before.
                     assert_eq!(one.2, 8);
                 }
@@ -736,7 +824,7 @@ mod tests {
                         Err("node 'n20' (Add) reads 'none', which nothing produces".into())
                     );
                 }
-                _ => assert_eq!(one.0, Ok(false), "{what}"),
+                _ => assert_eq!(one.0.as_ref().map(|r| r.0), Ok(false), "{what}"),
             }
         }
     }

@@ -1,8 +1,12 @@
 //! The facts known at one graph level, by value name, over those of the
 //! levels that enclose it.
 
+use std::cell::Cell;
+
 use rustc_hash::FxHashMap as HashMap;
 
+use super::order::{NO_SLOT, Readers, node_uses};
+use crate::proto::NodeProto;
 use crate::shape::Fact;
 
 /// Values visible to a graph: its own, then its enclosing graphs'.
@@ -115,6 +119,165 @@ impl Scope<'_> {
         self.vars
             .get(name)
             .or_else(|| self.parent.and_then(|p| p.get(name)))
+    }
+}
+
+/// Where slot `slot` is kept, when slots are `on` and it is not read by
+/// name (see [`Slots`]).
+fn own(on: bool, readers: &Readers, slot: u32) -> Option<usize> {
+    (on && slot != NO_SLOT && !readers.captured[slot as usize]).then_some(slot as usize)
+}
+
+/// The facts of a graph's node outputs kept by slot (an output's place in
+/// [`Readers::counts`]) while estimating: each input is read through the
+/// slot ordering found for it and its readers are counted down there, so
+/// no name is copied or looked up (seven lookups a node, each a miss in a
+/// table of every name once a large graph's outgrow the caches; 111k-node
+/// graph: the walk 90 -> 73 ms). What a subgraph reads from outside (by
+/// name) and what a function call defines inside go into the scope by
+/// name, as does every value when slots are off (values listed, nodes not
+/// taken, a subgraph's walk).
+pub(super) struct Slots {
+    on: bool,
+    facts: Vec<Option<Box<Fact>>>,
+    /// Readers left per output, counted down as they read.
+    left: Vec<u32>,
+    readers: Readers,
+}
+
+impl Slots {
+    /// Slots for the outputs `readers` counted, or, when off, the scope
+    /// sized once to hold them all (a guess of two outputs a node doubled
+    /// the table of a large graph).
+    pub(super) fn new(mut readers: Readers, on: bool, scope: &mut Scope) -> Slots {
+        let left = std::mem::take(&mut readers.counts);
+        let mut facts = Vec::new();
+        if on {
+            facts.resize_with(left.len(), || None);
+        } else {
+            scope.vars.reserve(left.len());
+        }
+        Slots {
+            on,
+            facts,
+            left,
+            readers,
+        }
+    }
+
+    /// The slot `slot` is kept in, when it is kept by slot.
+    fn own(&self, slot: u32) -> Option<usize> {
+        own(self.on, &self.readers, slot)
+    }
+
+    /// The facts of node `i`'s inputs (`n`), one copy each; `None` when
+    /// slots are off (the node's inputs are then looked up by name).
+    pub(super) fn inputs(
+        &self,
+        i: usize,
+        n: &NodeProto,
+        scope: &Scope,
+    ) -> Result<Option<Vec<Option<Fact>>>, String> {
+        if !self.on {
+            return Ok(None);
+        }
+        let slots = self.readers.inputs(i);
+        // Ordering read the same record's inputs; differing would be a
+        // fault of c3's, named rather than read into wrong facts.
+        if slots.len() != n.input.len() {
+            return Err("its inputs read differently by ordering and inference".into());
+        }
+        let fact = |(name, &slot): (&String, &u32)| {
+            (!name.is_empty()).then(|| {
+                let f = match self.own(slot) {
+                    Some(s) => self.facts[s].as_deref(),
+                    None => scope.get(name),
+                };
+                f.cloned().unwrap_or_else(Fact::unknown)
+            })
+        };
+        Ok(Some(n.input.iter().zip(slots).map(fact).collect()))
+    }
+
+    /// Sets the fact of `name`, the `k`-th output in a record of node `i`
+    /// (`n`): in its slot when it is one of the node's own outputs (in its
+    /// place in the node's record; a function call's come in its last).
+    pub(super) fn define(
+        &mut self,
+        i: usize,
+        n: &NodeProto,
+        k: usize,
+        name: &String,
+        f: &Fact,
+        scope: &mut Scope,
+    ) {
+        let made = match n.output.get(k) {
+            Some(out) if out == name => Some(k),
+            _ if self.on => n.output.iter().position(|out| out == name),
+            _ => None,
+        };
+        let start = self.readers.starts[i] as usize;
+        match made.and_then(|k| self.own((start + k) as u32)) {
+            Some(s) => self.facts[s] = Some(Box::new(f.clone())),
+            None => {
+                scope.vars.insert(name.clone(), f.clone());
+            }
+        }
+    }
+
+    /// Node `i` (`n`) inferred: its outputs nobody reads are let go, and
+    /// what it read is counted down, each fact let go after its last
+    /// reader (`let_go` hears its name).
+    pub(super) fn count_down(
+        &mut self,
+        i: usize,
+        n: &NodeProto,
+        depth: usize,
+        scope: &mut Scope,
+        mut let_go: impl FnMut(&str),
+    ) {
+        let Slots {
+            on,
+            facts,
+            left,
+            readers,
+        } = self;
+        let start = readers.starts[i] as usize;
+        for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
+            let slot = start + k;
+            if own(*on, readers, slot as u32).is_none() {
+                if scope.vars.track(name, left[slot]) {
+                    let_go(name);
+                }
+            } else if left[slot] == 0 {
+                facts[slot] = None;
+                let_go(name);
+            }
+        }
+        // The same names the count saw; the look is not charged to the
+        // visit budget again.
+        let mut slot_of = readers.inputs(i).iter();
+        let _ = node_uses(n, depth, &Cell::new(0), |name, input| {
+            let slot = if input { slot_of.next() } else { None };
+            match slot.and_then(|&s| own(*on, readers, s)) {
+                Some(s) => {
+                    let left = &mut left[s];
+                    if *left > 0 {
+                        *left -= 1;
+                        if *left == 0 {
+                            facts[s] = None;
+                            let_go(name);
+                        }
+                    }
+                }
+                None => {
+                    if scope.vars.release(name) {
+                        let_go(name);
+                    }
+                }
+            }
+            Ok(())
+        });
     }
 }
 
