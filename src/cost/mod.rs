@@ -172,10 +172,14 @@ struct Collected {
 /// Applies the rules to every node, in order; subgraphs (If branches, Loop
 /// and Scan bodies) are costed where their node stands.
 pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<CostReport> {
-    let producers = weights::producers(graph);
+    // What folded nodes make, wanted only once layers are costed: made by
+    // whichever thread wants it first (on two threads, the main level's
+    // thread as it ends its layers, while the other costs the folded ones).
+    let producers = std::sync::OnceLock::new();
+    let producers = || producers.get_or_init(|| weights::producers(graph));
     let folded = || -> Result<Vec<LayerCost>> {
         let mut folded = folded_costs(graph, rules, opts)?;
-        weights::tally_layers(&producers, &mut folded);
+        weights::tally_layers(producers(), &mut folded);
         Ok(folded)
     };
     // The folded layers are costed on a second thread when there are many;
@@ -185,7 +189,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         let (main, (folded, rows)) = crate::both(
             || {
                 level_costs(graph, rules, opts)
-                    .and_then(|main| finish(graph, &producers, main, Vec::new()))
+                    .and_then(|main| finish(graph, producers(), main, Vec::new()))
             },
             || (folded(), flat.then(|| memory::rows(graph, &[]))),
         );
@@ -198,7 +202,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         return Ok(report);
     }
     let main = level_costs(graph, rules, opts)?;
-    let mut report = finish(graph, &producers, main, folded()?)?;
+    let mut report = finish(graph, producers(), main, folded()?)?;
     report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
     Ok(report)
 }
