@@ -226,8 +226,9 @@ mod tests {
 
     /// A large model (5,000 nodes, 2 MB: every helper thread wanted) is
     /// estimated the same when the system refuses every helper thread: the
-    /// skim's looker, the outline and ordering halves, the decoding ahead,
-    /// the recorder, the costing and the Markdown rows all run on this one.
+    /// skim's looker, the outline and ordering halves, the producers beside
+    /// the initializers, the decoding ahead, the recorder, the costing and
+    /// the Markdown rows all run on this one.
     #[test]
     fn a_large_model_is_estimated_the_same_on_one_thread() {
         use crate::onnx::build::{self, FLOAT, GraphBuilder, node, sized_value, untyped};
@@ -274,11 +275,12 @@ mod tests {
             "{}",
             &json[..json.len().min(400)]
         );
-        // The looker, the outline's and the ordering's second halves, the
+        // The looker, the outline's second half, the producers (listed
+        // beside the initializers' facts), the ordering's second half, the
         // decoder, the recorder and the unbound symbols' second half (when
         // the machine has two cores).
         if crate::two_cores() {
-            assert_eq!(started, 6);
+            assert_eq!(started, 7);
         }
         assert_eq!(run(true), (json, text, 0));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -62,6 +62,22 @@ fn tensors_of(
         .collect())
 }
 
+/// An attribute as a rule reads it; graphs, tensors and types are not values
+/// (rules never read them). The type is the declared one (or, in files that
+/// leave it out, the field that is set), never a guess past it.
+pub(super) fn attr_value(a: &AttributeProto) -> Option<AttrValue> {
+    let s = |b: &bytes::Bytes| String::from_utf8_lossy(b).into_owned();
+    Some(match crate::shape::ctx::attr_kind(a) {
+        attr_type::FLOAT => AttrValue::Float(f64::from(a.f.unwrap_or(0.0))),
+        attr_type::INT => AttrValue::Int(a.i.unwrap_or(0)),
+        attr_type::STRING => AttrValue::Str(a.s.as_ref().map(s).unwrap_or_default()),
+        attr_type::FLOATS => AttrValue::Floats(a.floats.iter().map(|&f| f64::from(f)).collect()),
+        attr_type::INTS => AttrValue::Ints(a.ints.clone()),
+        attr_type::STRINGS => AttrValue::Strs(a.strings.iter().map(s).collect()),
+        _ => return None,
+    })
+}
+
 /// What recording a node leaves of it: its input and output lists, which
 /// the walk's thread made and frees (a block freed by another thread costs
 /// its maker a collection pass).

@@ -12,10 +12,10 @@ use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
 };
 use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
-use graph::{Recorder, Records};
+use graph::{Recorder, Records, attr_value};
 pub use graph::{infer_graph, to_graph, to_graph_with};
 pub use order::Taken;
-use order::{NodeList, Nodes, View, expanded_nodes, node_label, topo_order};
+use order::{NodeList, Nodes, View, expanded_nodes, node_label, order_of, producers, topo_order};
 
 pub(crate) mod graph;
 mod order;
@@ -185,22 +185,6 @@ struct Walker<'m> {
     loads: Arc<Loads>,
 }
 
-/// An attribute as a rule reads it; graphs, tensors and types are not values
-/// (rules never read them). The type is the declared one (or, in files that
-/// leave it out, the field that is set), never a guess past it.
-fn attr_value(a: &AttributeProto) -> Option<AttrValue> {
-    let s = |b: &bytes::Bytes| String::from_utf8_lossy(b).into_owned();
-    Some(match crate::shape::ctx::attr_kind(a) {
-        attr_type::FLOAT => AttrValue::Float(f64::from(a.f.unwrap_or(0.0))),
-        attr_type::INT => AttrValue::Int(a.i.unwrap_or(0)),
-        attr_type::STRING => AttrValue::Str(a.s.as_ref().map(s).unwrap_or_default()),
-        attr_type::FLOATS => AttrValue::Floats(a.floats.iter().map(|&f| f64::from(f)).collect()),
-        attr_type::INTS => AttrValue::Ints(a.ints.clone()),
-        attr_type::STRINGS => AttrValue::Strs(a.strings.iter().map(s).collect()),
-        _ => return None,
-    })
-}
-
 impl<'m> Walker<'m> {
     /// Counts `n` more node visits; an error past the budget.
     fn charge(&self, n: u64) -> std::result::Result<(), String> {
@@ -315,22 +299,37 @@ impl<'m> Walker<'m> {
         // Value names in definition order, only when the caller lists values.
         let listing = values.is_some();
         let mut order_names: Vec<String> = Vec::new();
-        for t in &g.initializer {
-            let name = t.name.clone().unwrap_or_default();
-            let f =
-                tensor_fact(t, &self.loads).map_err(|m| format!("initializer '{name}': {m}"))?;
-            if listing {
-                order_names.push(name.clone());
+        let initializers = |scope: &mut Scope, order_names: &mut Vec<String>| {
+            for t in &g.initializer {
+                let name = t.name.clone().unwrap_or_default();
+                let f = tensor_fact(t, &self.loads)
+                    .map_err(|m| format!("initializer '{name}': {m}"))?;
+                if listing {
+                    order_names.push(name.clone());
+                }
+                scope.vars.insert(name, f);
             }
-            scope.vars.insert(name, f);
-        }
+            Ok::<(), String>(())
+        };
+        // A large graph's producers are listed on a second thread while
+        // its initializers' facts are made (5 and 4.5 ms on a 111k-node
+        // graph, one after the other before).
+        let (inits, made) = if crate::onnx::second_thread(nodes.count()) {
+            crate::both(
+                || initializers(scope, &mut order_names),
+                || producers(&nodes),
+            )
+        } else {
+            (initializers(scope, &mut order_names), producers(&nodes))
+        };
+        inits?;
         let declared: HashMap<&str, &TypeProto> = g
             .value_info
             .iter()
             .chain(&g.output)
             .filter_map(|v| Some((v.name.as_deref()?, v.r#type.as_ref()?)))
             .collect();
-        let (order, readers) = topo_order(&nodes, scope, depth, &self.visits)?;
+        let (order, readers) = order_of(&nodes, made, scope, depth, &self.visits)?;
         // Estimating (nodes taken, no value listed): each node output's fact
         // is let go after its last reader, so the scope does not hold every
         // shape and constant of the graph at its end; the outputs' facts

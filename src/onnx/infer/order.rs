@@ -488,7 +488,23 @@ pub(super) fn topo_order(
     depth: usize,
     work: &Cell<u64>,
 ) -> std::result::Result<(Vec<usize>, Readers), String> {
-    // Each output's slot in the readers' counts.
+    order_of(nodes, producers(nodes), scope, depth, work)
+}
+
+/// The node that makes each value of a graph, by name: its index and its
+/// output's slot, one slot an output (`readers.counts` has one each).
+/// Made without the scope, so that a large graph's are made while its
+/// initializers' facts are ([`order_of`] then checks the names against
+/// the scope).
+pub(super) struct Producers<'n> {
+    producer: HashMap<&'n str, (u32, u32)>,
+    readers: Readers,
+    /// The first output (its slot, and the error) whose name an earlier
+    /// output has: the table stops there.
+    again: Option<(u32, String)>,
+}
+
+pub(super) fn producers<'n>(nodes: &'n (impl NodeList + ?Sized)) -> Producers<'n> {
     let len = nodes.count();
     let mut readers = Readers {
         starts: Vec::with_capacity(len),
@@ -500,7 +516,7 @@ pub(super) fn topo_order(
     // One entry per output, node and slot as u32 (a file holds at most
     // MAX_MODEL_ITEMS names, checked before decoding): a table sized to
     // the outputs, not to a guess of two a node, is 3 MB instead of 9 for
-    // a 111k-node graph. `readers.counts` ends with one slot an output.
+    // a 111k-node graph.
     let outputs: usize = (0..len).map(|i| nodes.outputs(i).count()).sum();
     let mut producer: HashMap<&str, (u32, u32)> =
         HashMap::with_capacity_and_hasher(outputs, Default::default());
@@ -513,16 +529,61 @@ pub(super) fn topo_order(
             if o.is_empty() {
                 continue;
             }
-            if producer.insert(o, (i as u32, (start + k) as u32)).is_some()
-                || scope.vars.contains_key(o)
-            {
-                return Err(format!(
-                    "value '{o}' is defined twice ({} defines it again)",
-                    nodes.label(i)
-                ));
+            let slot = (start + k) as u32;
+            if producer.insert(o, (i as u32, slot)).is_some() {
+                let again = Some((slot, defined_twice(nodes, i, o)));
+                return Producers {
+                    producer,
+                    readers,
+                    again,
+                };
             }
         }
     }
+    Producers {
+        producer,
+        readers,
+        again: None,
+    }
+}
+
+fn defined_twice(nodes: &(impl NodeList + ?Sized), i: usize, name: &str) -> String {
+    format!(
+        "value '{name}' is defined twice ({} defines it again)",
+        nodes.label(i)
+    )
+}
+
+/// [`topo_order`] from the graph's [`producers`]: a node output named as
+/// a value of the scope (an initializer, a graph input) or as an earlier
+/// output is an error naming the first such node, in file order.
+pub(super) fn order_of<'n>(
+    nodes: &'n (impl NodeList + Sync + ?Sized),
+    made: Producers<'n>,
+    scope: &Scope,
+    depth: usize,
+    work: &Cell<u64>,
+) -> std::result::Result<(Vec<usize>, Readers), String> {
+    let Producers {
+        producer,
+        mut readers,
+        again,
+    } = made;
+    // The scope's own values (the enclosing scopes' may be shadowed) that
+    // a node makes again: the earliest, against the first repeat.
+    let shadowed = scope
+        .vars
+        .names()
+        .filter_map(|name| producer.get(name).map(|&(i, slot)| (slot, i, name)))
+        .min();
+    match (shadowed, again) {
+        (Some((slot, i, name)), again) if again.as_ref().is_none_or(|(s, _)| slot < *s) => {
+            return Err(defined_twice(nodes, i as usize, name));
+        }
+        (_, Some((_, message))) => return Err(message),
+        _ => {}
+    }
+    let len = nodes.count();
     // Most files list their nodes in an order that runs: then that order
     // is the answer (the earliest ready node is always the next one), found
     // without building the dependency lists.
@@ -827,6 +888,69 @@ mod tests {
                 _ => assert_eq!(one.0.as_ref().map(|r| r.0), Ok(false), "{what}"),
             }
         }
+    }
+
+    /// A node output named like a value of the scope or like an earlier
+    /// output is an error naming the first such node in file order,
+    /// whichever kind comes first: the scope's names are checked against
+    /// the producers after they are listed, not as they are.
+    #[test]
+    fn the_first_value_defined_twice_is_the_one_named() {
+        let node = |name: &str, outputs: &[&str]| NodeProto {
+            name: Some(name.into()),
+            op_type: Some("Relu".into()),
+            input: vec!["x".into()],
+            output: outputs.iter().map(|o| o.to_string()).collect(),
+            ..NodeProto::default()
+        };
+        let mut vars = Vars::default();
+        vars.insert("x".into(), crate::shape::Fact::unknown());
+        vars.insert("w".into(), crate::shape::Fact::unknown());
+        let scope = Scope { vars, parent: None };
+        let first_error = |nodes: &[NodeProto]| {
+            topo_order(nodes, &scope, 0, &Cell::new(0))
+                .err()
+                .expect("refused")
+        };
+        // n1 makes `w`, an initializer, before n3 makes `a` again.
+        let shadow_first = [
+            node("n0", &["a"]),
+            node("n1", &["b", "w"]),
+            node("n2", &["c"]),
+            node("n3", &["a"]),
+        ];
+        assert_eq!(
+            first_error(&shadow_first),
+            "value 'w' is defined twice (node 'n1' (Relu) defines it again)"
+        );
+        // n2 makes `a` again before n3 makes `x`, a graph input.
+        let repeat_first = [
+            node("n0", &["a"]),
+            node("n1", &["b"]),
+            node("n2", &["a"]),
+            node("n3", &["x"]),
+        ];
+        assert_eq!(
+            first_error(&repeat_first),
+            "value 'a' is defined twice (node 'n2' (Relu) defines it again)"
+        );
+        // Within one node, its outputs in order: `w` before `a`, then `a`
+        // before `w`.
+        let one_node = [node("n0", &["a"]), node("n1", &["w", "a"])];
+        assert_eq!(
+            first_error(&one_node),
+            "value 'w' is defined twice (node 'n1' (Relu) defines it again)"
+        );
+        let one_node = [node("n0", &["a"]), node("n1", &["a", "w"])];
+        assert_eq!(
+            first_error(&one_node),
+            "value 'a' is defined twice (node 'n1' (Relu) defines it again)"
+        );
+        // Nothing named twice: ordered.
+        let fine = [node("n0", &["a"]), node("n1", &["b"])];
+        let (order, readers) = topo_order(&fine[..], &scope, 0, &Cell::new(0)).unwrap();
+        assert_eq!(order, [0, 1]);
+        assert_eq!(readers.starts, [0, 1]);
     }
 
     #[test]

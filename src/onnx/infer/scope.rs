@@ -69,8 +69,9 @@ impl Vars {
             .map(|&i| self.facts[i as usize].as_deref().unwrap_or(&self.unknown))
     }
 
-    pub(super) fn contains_key(&self, name: &str) -> bool {
-        self.index.contains_key(name)
+    /// Every name set here, in no order.
+    pub(super) fn names(&self) -> impl Iterator<Item = &str> {
+        self.index.keys().map(String::as_str)
     }
 
     /// Counts down `name`'s readers from `readers` (see [`Vars::release`]);
@@ -316,7 +317,7 @@ mod tests {
         assert!(!vars.release("input"));
         assert!(!vars.release("nothing"));
         assert_eq!(vars.get("input"), Some(&shaped()));
-        assert!(vars.contains_key("a"));
+        assert!(vars.names().any(|n| n == "a"));
         // Let go means freed: of the four facts, only `input`'s is held.
         let held: Vec<bool> = vars.facts.iter().map(Option::is_some).collect();
         assert_eq!(held, [true, false, false, false]);
