@@ -232,4 +232,35 @@ impl Fact {
             ..Fact::tensor(dtype, shape)
         }
     }
+
+    /// Takes from a declared type what inference did not find: the kind and
+    /// element type when nothing was inferred, the shape when even the rank is
+    /// unknown, and known sizes where inference only has a symbol.
+    pub(crate) fn refine(&mut self, d: Fact) {
+        let f = self;
+        if f.kind == ValueKind::Tensor && f.dtype.is_none() && f.shape.is_none() {
+            f.kind = d.kind.clone();
+        }
+        if f.dtype.is_none() {
+            f.dtype = d.dtype;
+        }
+        match (&mut f.shape, d.shape) {
+            // A sequence known position by position whose elements differ has
+            // no shape they share: a declared one (`[?, ?]`) adds nothing but
+            // made-up sizes.
+            (None, Some(_)) if f.elements.is_some() => {}
+            (None, Some(s)) => {
+                f.shape = Some(s);
+                f.kind = d.kind;
+            }
+            (Some(s), Some(ds)) if f.kind == d.kind && s.len() == ds.len() => {
+                for (x, y) in s.iter_mut().zip(ds) {
+                    if matches!(x, Dim::Sym(_)) && matches!(y, Dim::Known(_)) {
+                        *x = y;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }

@@ -78,6 +78,24 @@ pub(super) fn attr_value(a: &AttributeProto) -> Option<AttrValue> {
     })
 }
 
+impl InferredNode {
+    /// Takes the names of `n`, the node this record was inferred from, left
+    /// empty by inference when the caller gives them: its own, its op's and
+    /// its attributes' (those [`attr_value`] reads).
+    pub(super) fn take_names(&mut self, n: &mut NodeProto) {
+        self.op = n.op_type.take().unwrap_or_default();
+        self.name = n.name.take().unwrap_or_default();
+        self.attrs = n
+            .attribute
+            .iter_mut()
+            .filter_map(|a| {
+                let value = attr_value(a)?;
+                Some((a.name.take()?, value))
+            })
+            .collect();
+    }
+}
+
 /// What recording a node leaves of it: its input and output lists, which
 /// the walk's thread made and frees (a block freed by another thread costs
 /// its maker a collection pass).

@@ -341,18 +341,21 @@ impl<'m> Walker<'m> {
             let mut queue = taken.map(|t| t.queue(&order, threads));
             let mut records = Recorder::new(record, order.len(), threads);
             for &i in &order {
-                let mut owned = None;
-                let n = match &mut queue {
-                    Some(taken) => &*owned.insert(taken.next(i)?),
-                    None => &g.node[i],
+                let mut owned = match &mut queue {
+                    Some(taken) => Some(taken.next(i)?),
+                    None => None,
                 };
+                let n = owned.as_ref().unwrap_or_else(|| &g.node[i]);
                 let facts = slots
                     .inputs(i, n, scope)
                     .map_err(|m| format!("{}: {m}", node_label(n)))?;
-                let rec = self
-                    .infer_node(n, facts, scope, depth, opsets, &declared, "")
+                // A node taken from the model gives its record its names
+                // (its own, its op's, its attributes'), not copies of them.
+                let give = owned.is_some();
+                let mut rec = self
+                    .infer_node(n, facts, scope, depth, opsets, &declared, "", give)
                     .map_err(|m| format!("{}: {m}", node_label(n)))?;
-                for r in rec {
+                for r in &rec {
                     for (k, o) in r.outputs.iter().enumerate() {
                         let Some((name, f)) = o else { continue };
                         slots.define(i, n, k, name, f, scope);
@@ -360,8 +363,17 @@ impl<'m> Walker<'m> {
                             order_names.push(name.clone());
                         }
                     }
+                }
+                if let (Some(n), [r]) = (&mut owned, &mut rec[..])
+                    && give
+                    && r.op.is_empty()
+                {
+                    r.take_names(n);
+                }
+                for r in rec {
                     records.record(r);
                 }
+                let n = owned.as_ref().unwrap_or_else(|| &g.node[i]);
                 if counted {
                     slots.count_down(i, n, depth, scope, |name| records.let_go(name));
                 }
@@ -393,9 +405,10 @@ impl<'m> Walker<'m> {
         opsets: &BTreeMap<String, i64>,
         declared: &HashMap<&str, &TypeProto>,
         prefix: &str,
+        give: bool,
     ) -> std::result::Result<Vec<InferredNode>, String> {
         self.charge(1)?;
-        let op = n.op_type.clone().unwrap_or_default();
+        let op = n.op_type.as_deref().unwrap_or("");
         let domain = domain_key(n.domain.as_deref().unwrap_or("")).to_string();
         let opset = crate::ir::imported_opset(opsets, &domain).unwrap_or(1);
         // One copy of each input's fact (the caller's, when it has them):
@@ -416,9 +429,9 @@ impl<'m> Walker<'m> {
                 .map(|(name, f)| f.map(|f| (name.clone(), f)))
                 .collect()
         };
-        let infer = registry(&domain, &op);
+        let infer = registry(&domain, op);
         if infer.is_none()
-            && let Some(f) = self.functions.get(&(domain.clone(), op.clone()))
+            && let Some(f) = self.functions.get(&(domain.clone(), op.to_owned()))
         {
             return self.expand(n, f, &pair(facts), scope, depth, prefix);
         }
@@ -436,7 +449,7 @@ impl<'m> Walker<'m> {
                 trips: RefCell::new(Vec::new()),
             };
             let mut ctx = InferCtx::new(
-                &op,
+                op,
                 &domain,
                 opset,
                 &n.attribute,
@@ -474,24 +487,29 @@ impl<'m> Walker<'m> {
         // Where inference knows less than the model declares, take the declaration.
         for (o, name) in outputs.iter_mut().zip(&n.output) {
             if let Some(t) = declared.get(name.as_str()) {
-                refine(o, self.declared(Some(t), false, name));
+                o.refine(self.declared(Some(t), false, name));
             }
         }
+        // Names the caller gives (`give`) are left empty here.
         let name = match n.name.as_deref() {
+            _ if give => String::new(),
             Some(s) if !s.is_empty() && prefix.is_empty() => s.to_owned(),
             Some(s) if !s.is_empty() => [prefix, s].concat(),
             _ => String::new(),
         };
         Ok(vec![InferredNode {
             name,
-            op,
+            op: if give { String::new() } else { op.to_owned() },
             domain,
             opset,
-            attrs: n
-                .attribute
-                .iter()
-                .filter_map(|a| Some((a.name.clone()?, attr_value(a)?)))
-                .collect(),
+            attrs: match give {
+                true => ir::Attrs::default(),
+                false => n
+                    .attribute
+                    .iter()
+                    .filter_map(|a| Some((a.name.clone()?, attr_value(a)?)))
+                    .collect(),
+            },
             inputs,
             outputs: n
                 .output
@@ -588,7 +606,7 @@ impl<'m> Walker<'m> {
         let mut records = Vec::new();
         for i in order {
             let n = &g.node[i];
-            for r in self.infer_node(n, None, &inner, depth + 1, &opsets, &empty, &tag)? {
+            for r in self.infer_node(n, None, &inner, depth + 1, &opsets, &empty, &tag, false)? {
                 for (name, fact) in r.outputs.iter().flatten() {
                     inner.vars.insert(name.clone(), fact.clone());
                 }
@@ -683,36 +701,6 @@ fn instantiate(
     n
 }
 
-/// Takes from a declared type what inference did not find: the kind and
-/// element type when nothing was inferred, the shape when even the rank is
-/// unknown, and known sizes where inference only has a symbol.
-fn refine(f: &mut Fact, d: Fact) {
-    if f.kind == ValueKind::Tensor && f.dtype.is_none() && f.shape.is_none() {
-        f.kind = d.kind.clone();
-    }
-    if f.dtype.is_none() {
-        f.dtype = d.dtype;
-    }
-    match (&mut f.shape, d.shape) {
-        // A sequence known position by position whose elements differ has
-        // no shape they share: a declared one (`[?, ?]`) adds nothing but
-        // made-up sizes.
-        (None, Some(_)) if f.elements.is_some() => {}
-        (None, Some(s)) => {
-            f.shape = Some(s);
-            f.kind = d.kind;
-        }
-        (Some(s), Some(ds)) if f.kind == d.kind && s.len() == ds.len() => {
-            for (x, y) in s.iter_mut().zip(ds) {
-                if matches!(x, Dim::Sym(_)) && matches!(y, Dim::Known(_)) {
-                    *x = y;
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 struct SubWalker<'a, 'm> {
     walker: &'a Walker<'m>,
     scope: &'a Scope<'a>,
@@ -787,7 +775,7 @@ impl SubgraphInfer for SubWalker<'_, '_> {
             let name = v.name.clone().unwrap_or_default();
             let declared = self.walker.declared(v.r#type.as_ref(), false, &name);
             let mut fact = inputs.get(i).cloned().unwrap_or_else(Fact::unknown);
-            refine(&mut fact, declared);
+            fact.refine(declared);
             scope.vars.insert(name, fact);
         }
         let mut nodes = Vec::new();
@@ -830,7 +818,7 @@ impl SubgraphInfer for SubWalker<'_, '_> {
                 match scope.get(name) {
                     Some(f) => {
                         let mut f = f.clone();
-                        refine(&mut f, declared);
+                        f.refine(declared);
                         f
                     }
                     None => declared,
