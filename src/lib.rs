@@ -70,6 +70,16 @@ pub(crate) fn two_cores() -> bool {
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
+/// Graphs of fewer nodes are walked on one thread: their outline, decoding,
+/// conversion for the cost stage and look for unbound symbols cost less
+/// than a second thread would.
+pub(crate) const SECOND_THREAD_FROM: usize = 4096;
+
+/// Whether a graph of `nodes` nodes shares that work with a second core.
+pub(crate) fn second_thread(nodes: usize) -> bool {
+    nodes >= SECOND_THREAD_FROM && two_cores()
+}
+
 /// Runs `here` on this thread and `there` on a second one, and returns
 /// both results (a panic on the second thread goes on here): how a large
 /// model splits one piece of work in two when [`two_cores`] says so.

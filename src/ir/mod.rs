@@ -583,10 +583,6 @@ pub struct Assumed {
     pub op: String,
 }
 
-/// Graphs of this many nodes and more have their own layers' symbols
-/// gathered in two halves on two threads ([`Graph::unbound_symbols`]).
-const SPLIT_FROM: usize = 4096;
-
 /// Adds the symbols in a node's tensor shapes and its bodies' run counts.
 fn symbols_of(node: &Node, out: &mut BTreeSet<String>) {
     let dims = node
@@ -776,7 +772,7 @@ impl Graph {
         // A large graph's nodes are looked through in two halves on two
         // threads: the walk is most of the time between inference and
         // costing, when nothing else runs (111k nodes: 3.4 ms).
-        let own = if self.nodes.len() >= SPLIT_FROM && crate::two_cores() {
+        let own = if crate::second_thread(self.nodes.len()) {
             let (a, b) = self.nodes.split_at(self.nodes.len() / 2);
             let (mut own, more) = crate::both(|| own_of(a), || own_of(b));
             own.extend(more);
@@ -939,7 +935,12 @@ mod tests {
                 bodies: vec![],
             }
         };
-        for n in [10, SPLIT_FROM - 1, SPLIT_FROM, 5_000] {
+        for n in [
+            10,
+            crate::SECOND_THREAD_FROM - 1,
+            crate::SECOND_THREAD_FROM,
+            5_000,
+        ] {
             let graph = Graph {
                 nodes: (0..n).map(node).collect(),
                 ..Graph::default()

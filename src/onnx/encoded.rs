@@ -330,7 +330,7 @@ impl Encoded {
             return Ok(Some(o));
         }
         let n = self.ranges.len();
-        if !super::second_thread(n) {
+        if !crate::second_thread(n) {
             return self.outline_of(0..n);
         }
         let mid = n / 2;

@@ -43,16 +43,6 @@ pub struct OnnxModel {
     pub bytes: Bytes,
 }
 
-/// Graphs of fewer nodes are outlined, decoded and converted on the walk's
-/// thread alone: below this, a second thread costs more than it saves.
-const SECOND_THREAD_FROM: usize = 4096;
-
-/// Whether a graph of `nodes` nodes shares its outline, its decoding and
-/// its conversion for the cost stage with a second core.
-pub(crate) fn second_thread(nodes: usize) -> bool {
-    nodes >= SECOND_THREAD_FROM && crate::two_cores()
-}
-
 fn bad(path: &str, message: impl Into<String>) -> Error {
     Error::Input {
         path: path.to_string(),

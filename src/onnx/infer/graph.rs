@@ -481,7 +481,7 @@ impl<'r> Recorder<'r> {
         'r: 's,
     {
         let records = match records {
-            Some(r) if crate::onnx::second_thread(nodes) => r,
+            Some(r) if crate::second_thread(nodes) => r,
             records => return Recorder::Here(records),
         };
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(4);

@@ -314,7 +314,7 @@ impl<'m> Walker<'m> {
         // A large graph's producers are listed on a second thread while
         // its initializers' facts are made (5 and 4.5 ms on a 111k-node
         // graph, one after the other before).
-        let (inits, made) = if crate::onnx::second_thread(nodes.count()) {
+        let (inits, made) = if crate::second_thread(nodes.count()) {
             crate::both(
                 || initializers(scope, &mut order_names),
                 || producers(&nodes),

@@ -58,7 +58,7 @@ impl Nodes {
             Nodes::Decoded(list) => Queue::Decoded(Box::new(in_running_order(list, order))),
             Nodes::Encoded(nodes, o) => {
                 let whole = o.whole;
-                if !crate::onnx::second_thread(order.len()) {
+                if !crate::second_thread(order.len()) {
                     return Queue::Encoded { nodes, whole };
                 }
                 let (batches, receiver) = std::sync::mpsc::sync_channel(4);
@@ -589,7 +589,7 @@ pub(super) fn order_of<'n>(
     // without building the dependency lists.
     let work_before = work.get();
     // A large graph's nodes are read in two halves.
-    let halves = crate::onnx::second_thread(len).then_some(len / 2);
+    let halves = crate::second_thread(len).then_some(len / 2);
     let reads = count_reads(
         nodes,
         &producer,
