@@ -451,9 +451,10 @@ fn the_graph_built_during_inference_is_the_one_built_after_it() {
 
 /// A graph of 4,096 nodes and more is recorded on a second thread while
 /// inference goes on: its graph is still the one built from the whole
-/// inference afterwards (folded nodes, values read three nodes after they
-/// are made and let go after their last reader), and a node's input made
-/// by another node is that node's output, shared.
+/// inference afterwards (folded nodes, a node folded for reading what a
+/// folded node made, values read three nodes after they are made and let
+/// go after their last reader), and a node's input made by another node is
+/// that node's output, shared.
 #[test]
 fn a_large_graph_recorded_apart_is_the_one_built_after_inference() {
     use c3::onnx::build::{FLOAT, GraphBuilder, node, sized_value, untyped, zeros};
@@ -465,11 +466,14 @@ fn a_large_graph_recorded_apart_is_the_one_built_after_inference() {
     for i in 0..n {
         let (x, y) = (format!("v{i}"), format!("v{}", i + 1));
         g = match i % 3 {
-            // A Relu of the weight folds away (its one input is constant).
+            // A Softmax of the weight folds away (its one input is
+            // constant), and so does a Softmax of that: constant only as
+            // what a folded node made (inference works out no values).
             0 => {
-                let c = format!("c{i}");
-                g.node(node("Relu", &["w"], &[&c]))
-                    .node(node("Add", &[&x, &c], &[&y]))
+                let (c, d) = (format!("c{i}"), format!("d{i}"));
+                g.node(node("Softmax", &["w"], &[&c]))
+                    .node(node("Softmax", &[&c], &[&d]))
+                    .node(node("Add", &[&x, &d], &[&y]))
             }
             1 if i > 3 => g.node(node("Mul", &[&x, &format!("v{}", i - 3)], &[&y])),
             _ => g.node(node("Relu", &[&x], &[&y])),
@@ -491,10 +495,10 @@ fn a_large_graph_recorded_apart_is_the_one_built_after_inference() {
         let mut bare = c3::onnx::load(path.to_str().unwrap()).unwrap();
         let nodes = std::mem::take(&mut bare.model.graph.as_mut().unwrap().node);
         let during = infer_graph(&bare, Some(Taken::Nodes(nodes)), &opts, fold).unwrap();
-        // 8,000 nodes (2,000 of them Relus of the weight), of which the
-        // 2,000 fold away when folding.
-        let folded = if fold { 2000 } else { 0 };
-        assert_eq!(during.nodes.len(), 8000 - folded, "fold={fold}");
+        // 10,000 nodes (2,000 of them Softmaxes of the weight, 2,000 of
+        // those), of which those 4,000 fold away when folding.
+        let folded = if fold { 4000 } else { 0 };
+        assert_eq!(during.nodes.len(), 10000 - folded, "fold={fold}");
         assert_eq!(during.folded, folded);
         assert_eq!(during, after, "fold={fold}");
         let mut made = std::collections::HashMap::new();
@@ -510,8 +514,9 @@ fn a_large_graph_recorded_apart_is_the_one_built_after_inference() {
         }
         // Each of the 6,000 chain nodes reads the one before it but the
         // first, each Mul (i = 4, 7, ... 5998: 1,999) one more, and when
-        // not folding each Add reads its Relu of the weight (2,000).
-        assert_eq!(shared, 5999 + 1999 + if fold { 0 } else { 2000 });
+        // not folding each second Softmax reads the first and each Add the
+        // second (2 x 2,000).
+        assert_eq!(shared, 5999 + 1999 + if fold { 0 } else { 4000 });
     }
 }
 

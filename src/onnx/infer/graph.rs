@@ -1,5 +1,6 @@
 //! From inferred facts to the IR: the [`ir::Graph`] the cost stage sees.
 
+use super::order::NO_SLOT;
 use super::*;
 
 /// The element type and shape a fact is described by for the cost stage,
@@ -23,17 +24,17 @@ fn described(f: &Fact) -> Option<(DType, &[Dim])> {
 /// type and shape ([`described`]), or the reason one is not. Constants
 /// (initializers, values known at load time, what folded nodes produce)
 /// count as weights for `--weights`; the name links producers to consumers
-/// for fusion. A tensor `made` holds (one of the level's node outputs,
-/// converted when its node was) is shared with it, name and dimensions,
-/// when it is the same.
+/// for fusion. A tensor the level made (one of its node outputs, converted
+/// when its node was) is shared with it, name and dimensions, when it is
+/// the same. `slots`: the list's slots, when the walk gave them.
 ///
 /// The list is read, not consumed: a name or shape moved into its shared
 /// form is copied all the same, and the list can then be freed by the
 /// thread that made it ([`Spent`]).
 fn tensors_of(
     list: &[Option<(String, Fact)>],
-    folded: &HashSet<String>,
-    made: &Made,
+    slots: Option<&[u32]>,
+    known: &Known,
 ) -> std::result::Result<ir::Tensors, String> {
     if let Some((name, _)) = list.iter().flatten().find(|(_, f)| described(f).is_none()) {
         return Err(format!("the shape of '{name}' is unknown"));
@@ -41,12 +42,14 @@ fn tensors_of(
     // Collected straight into the shared list: one allocation of its size.
     Ok(list
         .iter()
-        .map(|t| {
+        .enumerate()
+        .map(|(k, t)| {
             let (name, f) = t.as_ref()?;
             let (dtype, shape) = described(f)?;
-            let constant = f.constant.is_some() || f.value.is_some() || folded.contains(name);
-            if let Some(t) = made
-                .get(name.as_str())
+            let slot = slots.map_or(NO_SLOT, |s| s[k]);
+            let constant = f.constant.is_some() || f.value.is_some() || known.folded(name, slot);
+            if let Some(t) = known
+                .made(name, slot)
                 .filter(|t| t.dtype == dtype && t.constant == constant && *t.shape == *shape)
             {
                 return Some(t.clone());
@@ -60,6 +63,47 @@ fn tensors_of(
             })
         })
         .collect())
+}
+
+/// What a level knows of the values its nodes read: which are made by
+/// folded nodes, and the tensors its nodes made ([`Made`]); each by slot
+/// where the walk gave one ([`Records::record`]), else by name.
+struct Known<'a> {
+    folded_names: &'a HashSet<String>,
+    folded_slots: &'a [u64],
+    made: Option<(&'a Made, &'a MadeBySlot)>,
+}
+
+impl Known<'_> {
+    fn folded(&self, name: &str, slot: u32) -> bool {
+        match slot {
+            NO_SLOT => self.folded_names.contains(name),
+            s => bit(self.folded_slots, s),
+        }
+    }
+
+    fn made(&self, name: &str, slot: u32) -> Option<&TensorFact> {
+        let (by_name, by_slot) = self.made?;
+        match slot {
+            NO_SLOT => by_name.get(name),
+            s => by_slot.get(&s),
+        }
+    }
+}
+
+/// Whether bit `i` of `bits` is set (those past its end are not).
+fn bit(bits: &[u64], i: u32) -> bool {
+    bits.get(i as usize / 64)
+        .is_some_and(|w| w & (1 << (i % 64)) != 0)
+}
+
+/// Sets bit `i` of `bits`, growing it as needed.
+fn set_bit(bits: &mut Vec<u64>, i: u32) {
+    let word = i as usize / 64;
+    if bits.len() <= word {
+        bits.resize(word + 1, 0);
+    }
+    bits[word] |= 1 << (i % 64);
 }
 
 /// An attribute as a rule reads it; graphs, tensors and types are not values
@@ -108,22 +152,36 @@ pub(super) type Spent = [Vec<Option<(String, Fact)>>; 2];
 /// counts them ([`Records::let_go`]).
 type Made = HashMap<std::sync::Arc<str>, TensorFact>;
 
+/// [`Made`] by slot: the tensors of the outputs the walk keeps by slot
+/// (a number hashed, not a name, and no name compared).
+type MadeBySlot = HashMap<u32, TensorFact>;
+
 /// Whether an engine folds the node away at load time: every input is a
 /// constant (an initializer, a value known at load time, or what a folded
 /// node produces, listed in `folded`), and its subgraphs (if any) hold
 /// nothing that must run. Constness alone decides: never the size of a value.
 pub(crate) fn folds(n: &InferredNode, folded: &HashSet<String>) -> bool {
-    let constant = |(name, f): &(String, Fact)| {
-        f.value.is_some() || f.constant.is_some() || folded.contains(name)
-    };
-    n.inputs.iter().flatten().all(constant)
-        && n.bodies.iter().all(|b| match &b.nodes {
-            Ok(nodes) => {
-                let mut inner = folded.clone();
-                folding(nodes, &mut inner).into_iter().all(|f| f)
-            }
-            Err(_) => false,
-        })
+    folds_with(n, folded, |_, name| folded.contains(name))
+}
+
+/// [`folds`], with `input_folded(k, name)` saying whether input `k`,
+/// `name`, is what a folded node produces (subgraphs read what encloses
+/// them by name, in `folded`).
+fn folds_with(
+    n: &InferredNode,
+    folded: &HashSet<String>,
+    input_folded: impl Fn(usize, &str) -> bool,
+) -> bool {
+    n.inputs.iter().enumerate().all(|(k, t)| match t {
+        Some((name, f)) => f.value.is_some() || f.constant.is_some() || input_folded(k, name),
+        None => true,
+    }) && n.bodies.iter().all(|b| match &b.nodes {
+        Ok(nodes) => {
+            let mut inner = folded.clone();
+            folding(nodes, &mut inner).into_iter().all(|f| f)
+        }
+        Err(_) => false,
+    })
 }
 
 /// Which of `nodes` (in execution order) fold; what the folded ones
@@ -179,7 +237,7 @@ pub(super) fn graph_of(
     let mut level = Level::new(std::mem::take(folded_names), fold, prefix);
     level.reserve(nodes.len());
     for n in nodes {
-        level.push(n);
+        level.push(n, None);
     }
     let (graph, names) = level.finish(outputs);
     *folded_names = names;
@@ -190,10 +248,13 @@ pub(super) fn graph_of(
 /// records them: the main graph's nodes become the cost stage's as they
 /// come, so the two are never all held at once.
 pub(crate) struct Level {
-    /// What folded nodes produce, here and in enclosing graphs.
+    /// What folded nodes produce, here and in enclosing graphs: by name,
+    /// and those the walk keeps by slot as a set of slots.
     folded_names: HashSet<String>,
-    /// What this level's nodes made.
+    folded_slots: Vec<u64>,
+    /// What this level's nodes made, by name and by slot.
     made: Made,
+    made_by_slot: MadeBySlot,
     fold: bool,
     folded: usize,
     /// The nodes folded away and those that run, in order. Each list
@@ -274,7 +335,9 @@ impl Level {
     pub(crate) fn new(folded_names: HashSet<String>, fold: bool, prefix: &str) -> Level {
         Level {
             folded_names,
+            folded_slots: Vec::new(),
             made: Made::default(),
+            made_by_slot: MadeBySlot::default(),
             fold,
             folded: 0,
             folded_nodes: Vec::new(),
@@ -286,17 +349,46 @@ impl Level {
         }
     }
 
+    /// What the level knows of the values its nodes read; `made`: with the
+    /// tensors its nodes made.
+    fn known(&self, made: bool) -> Known<'_> {
+        Known {
+            folded_names: &self.folded_names,
+            folded_slots: &self.folded_slots,
+            made: made.then_some((&self.made, &self.made_by_slot)),
+        }
+    }
+
     /// Adds the next node: folded away (all inputs constant) or kept.
-    /// Returns its value lists, read.
-    pub(crate) fn push(&mut self, n: InferredNode) -> Spent {
+    /// Returns its value lists, read. `slots`: the slot of each of its
+    /// inputs, then of each of its outputs ([`NO_SLOT`]: by name), when
+    /// the walk gave them.
+    pub(crate) fn push(&mut self, n: InferredNode, slots: Option<&[u32]>) -> Spent {
+        let slots = slots.filter(|s| s.len() == n.inputs.len() + n.outputs.len());
+        let (in_slots, out_slots) = match slots {
+            Some(s) => {
+                let (i, o) = s.split_at(n.inputs.len());
+                (Some(i), Some(o))
+            }
+            None => (None, None),
+        };
         // What folded nodes produce (weights built by ConstantOfShape, say)
         // is a constant of the model too.
-        let folds_away = self.fold && folds(&n, &self.folded_names);
+        let folds_away = self.fold && {
+            let known = self.known(false);
+            folds_with(&n, &self.folded_names, |k, name| {
+                known.folded(name, in_slots.map_or(NO_SLOT, |s| s[k]))
+            })
+        };
         if folds_away {
-            let made = n.outputs.iter().flatten().map(|(name, _)| name.clone());
-            self.folded_names.extend(made);
+            for (k, o) in n.outputs.iter().enumerate() {
+                let Some((name, _)) = o else { continue };
+                match out_slots.map_or(NO_SLOT, |s| s[k]) {
+                    NO_SLOT => drop(self.folded_names.insert(name.clone())),
+                    s => set_bit(&mut self.folded_slots, s),
+                }
+            }
         }
-        let folded_names = &self.folded_names;
         let mut node = ir::Node {
             name: n.name,
             op: n.op,
@@ -308,13 +400,16 @@ impl Level {
             bodies: Vec::new(),
         };
         let reason = match (
-            tensors_of(&n.inputs, folded_names, &self.made),
-            tensors_of(&n.outputs, folded_names, &Made::default()),
+            tensors_of(&n.inputs, in_slots, &self.known(true)),
+            tensors_of(&n.outputs, out_slots, &self.known(false)),
         ) {
             (Ok(inputs), Ok(outputs)) => {
-                for t in outputs.iter().flatten() {
-                    if let Some(name) = &t.name {
-                        self.made.insert(name.clone(), t.clone());
+                for (k, t) in outputs.iter().enumerate() {
+                    let Some(t) = t else { continue };
+                    match (out_slots.map_or(NO_SLOT, |s| s[k]), &t.name) {
+                        (NO_SLOT, Some(name)) => drop(self.made.insert(name.clone(), t.clone())),
+                        (NO_SLOT, None) => {}
+                        (s, _) => drop(self.made_by_slot.insert(s, t.clone())),
                     }
                 }
                 node.inputs = inputs;
@@ -435,10 +530,14 @@ pub fn infer_graph(
 /// as they come.
 pub(super) trait Records: Send {
     fn reserve(&mut self, more: usize);
-    /// Records `node`; returns what it did not keep of it.
-    fn record(&mut self, node: InferredNode) -> Option<Spent>;
+    /// Records `node`; returns what it did not keep of it. `slots`: the
+    /// slots of its inputs, then of its outputs, as [`Level::push`] takes
+    /// them, when the walk keeps its values by slot.
+    fn record(&mut self, node: InferredNode, slots: Option<&[u32]>) -> Option<Spent>;
     /// `name`'s last reader has been recorded: nothing reads it again.
-    fn let_go(&mut self, _name: &str) {}
+    /// `slot`: its slot, where its node's record was given it, else
+    /// [`NO_SLOT`].
+    fn let_go(&mut self, _name: &str, _slot: u32) {}
 }
 
 /// What a walk records, on its way to its [`Records`]: straight there, or,
@@ -455,15 +554,20 @@ pub(super) enum Recorder<'r> {
     },
 }
 
-/// Nodes recorded in order, then the names let go after them: a name is
+/// Nodes recorded in order, then the values let go after them: a value is
 /// let go after its last reader, so letting it go a few nodes later
 /// changes nothing recorded.
 #[derive(Default)]
 pub(super) struct Batch {
     nodes: Vec<InferredNode>,
-    /// The names let go, end to end; `ends` holds where each ends.
+    /// Where each node's slots start in `slots` ([`NO_SLOT`]: none given).
+    at: Vec<u32>,
+    slots: Vec<u32>,
+    /// The names let go, end to end; `ends` holds where each ends, and
+    /// `let_go` each one's slot.
     names: String,
     ends: Vec<usize>,
+    let_go: Vec<u32>,
 }
 
 /// Nodes handed to the recording thread at a time.
@@ -487,24 +591,29 @@ impl<'r> Recorder<'r> {
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(4);
         let (spent, given_back) = std::sync::mpsc::channel();
         // A thread the system refuses leaves the records to this one.
-        let started = crate::spawn_with(crate::helper(), threads, records, move |records| {
-            for batch in receiver {
-                let mut left: Vec<Spent> = Vec::with_capacity(batch.nodes.len());
-                left.extend(
-                    batch
-                        .nodes
-                        .into_iter()
-                        .filter_map(|node| records.record(node)),
-                );
-                let mut start = 0;
-                for &end in &batch.ends {
-                    records.let_go(&batch.names[start..end]);
-                    start = end;
+        let started =
+            crate::spawn_with(crate::helper(), threads, records, move |records| {
+                for batch in receiver {
+                    let mut left: Vec<Spent> = Vec::with_capacity(batch.nodes.len());
+                    let slots = &batch.slots;
+                    left.extend(batch.nodes.into_iter().zip(&batch.at).filter_map(
+                        |(node, &at)| {
+                            let given = (at != NO_SLOT).then(|| {
+                                let at = at as usize;
+                                &slots[at..at + node.inputs.len() + node.outputs.len()]
+                            });
+                            records.record(node, given)
+                        },
+                    ));
+                    let mut start = 0;
+                    for (&end, &slot) in batch.ends.iter().zip(&batch.let_go) {
+                        records.let_go(&batch.names[start..end], slot);
+                        start = end;
+                    }
+                    // The walk has ended when nobody takes them: freed here.
+                    let _ = spent.send(left);
                 }
-                // The walk has ended when nobody takes them: freed here.
-                let _ = spent.send(left);
-            }
-        });
+            });
         if let Err(records) = started {
             return Recorder::Here(Some(records));
         }
@@ -519,11 +628,19 @@ impl<'r> Recorder<'r> {
     }
 
     /// [`Records::record`], now or with the batch.
-    pub(super) fn record(&mut self, node: InferredNode) {
+    pub(super) fn record(&mut self, node: InferredNode, slots: Option<&[u32]>) {
         match self {
-            Recorder::Here(Some(r)) => drop(r.record(node)),
+            Recorder::Here(Some(r)) => drop(r.record(node, slots)),
             Recorder::Here(None) => {}
             Recorder::Ahead { batch, .. } => {
+                match slots {
+                    // Within u32: slots hold a few per node.
+                    Some(s) if s.len() == node.inputs.len() + node.outputs.len() => {
+                        batch.at.push(batch.slots.len() as u32);
+                        batch.slots.extend_from_slice(s);
+                    }
+                    _ => batch.at.push(NO_SLOT),
+                }
                 batch.nodes.push(node);
                 if batch.nodes.len() == RECORD_BATCH {
                     self.send(false);
@@ -533,13 +650,17 @@ impl<'r> Recorder<'r> {
     }
 
     /// [`Records::let_go`], now or after the batch's nodes.
-    pub(super) fn let_go(&mut self, name: &str) {
+    pub(super) fn let_go(&mut self, name: &str, slot: u32) {
         match self {
-            Recorder::Here(Some(r)) => r.let_go(name),
+            Recorder::Here(Some(r)) => r.let_go(name, slot),
             Recorder::Here(None) => {}
             Recorder::Ahead { batch, .. } => {
-                batch.names.push_str(name);
+                // A value let go by slot is found without its name.
+                if slot == NO_SLOT {
+                    batch.names.push_str(name);
+                }
                 batch.ends.push(batch.names.len());
+                batch.let_go.push(slot);
             }
         }
     }
@@ -558,8 +679,11 @@ impl<'r> Recorder<'r> {
                 true => Batch::default(),
                 false => Batch {
                     nodes: Vec::with_capacity(RECORD_BATCH),
+                    at: Vec::with_capacity(RECORD_BATCH),
+                    slots: Vec::with_capacity(batch.slots.capacity()),
                     names: String::with_capacity(batch.names.capacity()),
                     ends: Vec::with_capacity(batch.ends.capacity()),
+                    let_go: Vec::with_capacity(batch.let_go.capacity()),
                 },
             };
             let full = std::mem::replace(batch, room);
@@ -582,7 +706,7 @@ impl Records for Vec<InferredNode> {
     fn reserve(&mut self, more: usize) {
         Vec::reserve(self, more);
     }
-    fn record(&mut self, node: InferredNode) -> Option<Spent> {
+    fn record(&mut self, node: InferredNode, _: Option<&[u32]>) -> Option<Spent> {
         self.push(node);
         None
     }
@@ -596,13 +720,16 @@ impl Records for Level {
             self.folded_nodes.reserve_exact(more);
         }
     }
-    fn let_go(&mut self, name: &str) {
-        self.made.remove(name);
+    fn let_go(&mut self, name: &str, slot: u32) {
+        match slot {
+            NO_SLOT => drop(self.made.remove(name)),
+            s => drop(self.made_by_slot.remove(&s)),
+        }
     }
     /// The pass-through records of function calls define values, not
     /// layers: the graph never holds them.
-    fn record(&mut self, node: InferredNode) -> Option<Spent> {
-        (node.op != FUNCTION_OUTPUTS).then(|| self.push(node))
+    fn record(&mut self, node: InferredNode, slots: Option<&[u32]>) -> Option<Spent> {
+        (node.op != FUNCTION_OUTPUTS).then(|| self.push(node, slots))
     }
 }
 
@@ -648,7 +775,7 @@ mod tests {
             relu("b", false, "c"),
             relu("a", true, "d"),
         ] {
-            level.push(n);
+            level.push(n, None);
         }
         let (g, names) = level.finish(vec!["d".into()]);
         let listed = |nodes: &[ir::Node]| nodes.iter().map(|n| n.name.clone()).collect::<Vec<_>>();

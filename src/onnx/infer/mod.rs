@@ -340,6 +340,7 @@ impl<'m> Walker<'m> {
         std::thread::scope(|threads| {
             let mut queue = taken.map(|t| t.queue(&order, threads));
             let mut records = Recorder::new(record, order.len(), threads);
+            let mut slot_list = Vec::new();
             for &i in &order {
                 let mut owned = match &mut queue {
                     Some(taken) => Some(taken.next(i)?),
@@ -352,7 +353,7 @@ impl<'m> Walker<'m> {
                 // A node taken from the model gives its record its names
                 // (its own, its op's, its attributes'), not copies of them.
                 let give = owned.is_some();
-                let mut rec = self
+                let (mut rec, own) = self
                     .infer_node(n, facts, scope, depth, opsets, &declared, "", give)
                     .map_err(|m| format!("{}: {m}", node_label(n)))?;
                 for r in &rec {
@@ -366,16 +367,18 @@ impl<'m> Walker<'m> {
                 }
                 if let (Some(n), [r]) = (&mut owned, &mut rec[..])
                     && give
-                    && r.op.is_empty()
+                    && own
                 {
                     r.take_names(n);
                 }
-                for r in rec {
-                    records.record(r);
-                }
                 let n = owned.as_ref().unwrap_or_else(|| &g.node[i]);
+                // The node's own record goes with its values' slots.
+                let given = (own && slots.list(i, n, &mut slot_list)).then_some(&slot_list[..]);
+                for r in rec {
+                    records.record(r, given);
+                }
                 if counted {
-                    slots.count_down(i, n, depth, scope, |name| records.let_go(name));
+                    slots.count_down(i, n, depth, scope, |name, slot| records.let_go(name, slot));
                 }
                 if let (Some(q), Some(n)) = (&mut queue, owned) {
                     q.done(n);
@@ -394,7 +397,8 @@ impl<'m> Walker<'m> {
     }
 
     /// Infers one node; a call of a model-local function expands into the
-    /// function's nodes, each returned as its own record.
+    /// function's nodes, each returned as its own record. True with the
+    /// node's own record, false with an expansion's.
     #[allow(clippy::too_many_arguments)]
     fn infer_node(
         &self,
@@ -406,7 +410,7 @@ impl<'m> Walker<'m> {
         declared: &HashMap<&str, &TypeProto>,
         prefix: &str,
         give: bool,
-    ) -> std::result::Result<Vec<InferredNode>, String> {
+    ) -> std::result::Result<(Vec<InferredNode>, bool), String> {
         self.charge(1)?;
         let op = n.op_type.as_deref().unwrap_or("");
         let domain = domain_key(n.domain.as_deref().unwrap_or("")).to_string();
@@ -433,7 +437,10 @@ impl<'m> Walker<'m> {
         if infer.is_none()
             && let Some(f) = self.functions.get(&(domain.clone(), op.to_owned()))
         {
-            return self.expand(n, f, &pair(facts), scope, depth, prefix);
+            return Ok((
+                self.expand(n, f, &pair(facts), scope, depth, prefix)?,
+                false,
+            ));
         }
         let mut outputs: Vec<Fact>;
         let facts_back: Vec<Option<Fact>>;
@@ -497,30 +504,33 @@ impl<'m> Walker<'m> {
             Some(s) if !s.is_empty() => [prefix, s].concat(),
             _ => String::new(),
         };
-        Ok(vec![InferredNode {
-            name,
-            op: if give { String::new() } else { op.to_owned() },
-            domain,
-            opset,
-            attrs: match give {
-                true => ir::Attrs::default(),
-                false => n
-                    .attribute
+        Ok((
+            vec![InferredNode {
+                name,
+                op: if give { String::new() } else { op.to_owned() },
+                domain,
+                opset,
+                attrs: match give {
+                    true => ir::Attrs::default(),
+                    false => n
+                        .attribute
+                        .iter()
+                        .filter_map(|a| Some((a.name.clone()?, attr_value(a)?)))
+                        .collect(),
+                },
+                inputs,
+                outputs: n
+                    .output
                     .iter()
-                    .filter_map(|a| Some((a.name.clone()?, attr_value(a)?)))
+                    .zip(outputs)
+                    .map(|(name, f)| (!name.is_empty()).then(|| (name.clone(), f)))
                     .collect(),
-            },
-            inputs,
-            outputs: n
-                .output
-                .iter()
-                .zip(outputs)
-                .map(|(name, f)| (!name.is_empty()).then(|| (name.clone(), f)))
-                .collect(),
-            has_shape_fn: infer.is_some(),
-            bodies,
-            repeats,
-        }])
+                has_shape_fn: infer.is_some(),
+                bodies,
+                repeats,
+            }],
+            true,
+        ))
     }
 
     /// Expands a call of a model-local function.
@@ -606,7 +616,10 @@ impl<'m> Walker<'m> {
         let mut records = Vec::new();
         for i in order {
             let n = &g.node[i];
-            for r in self.infer_node(n, None, &inner, depth + 1, &opsets, &empty, &tag, false)? {
+            for r in self
+                .infer_node(n, None, &inner, depth + 1, &opsets, &empty, &tag, false)?
+                .0
+            {
                 for (name, fact) in r.outputs.iter().flatten() {
                     inner.vars.insert(name.clone(), fact.clone());
                 }

@@ -226,16 +226,33 @@ impl Slots {
         }
     }
 
+    /// The slots of node `i`'s (`n`'s) inputs, then of its outputs, into
+    /// `list`: each value's slot where it is kept by slot, else
+    /// [`NO_SLOT`]. False, with nothing listed, when slots are off.
+    pub(super) fn list(&self, i: usize, n: &NodeProto, list: &mut Vec<u32>) -> bool {
+        list.clear();
+        if !self.on {
+            return false;
+        }
+        let kept = |s: u32| self.own(s).map_or(NO_SLOT, |s| s as u32);
+        list.extend(self.readers.inputs(i).iter().map(|&s| kept(s)));
+        let start = self.readers.starts[i];
+        // Within u32: slots were counted in u32.
+        list.extend((0..n.output.len() as u32).map(|k| kept(start + k)));
+        true
+    }
+
     /// Node `i` (`n`) inferred: its outputs nobody reads are let go, and
     /// what it read is counted down, each fact let go after its last
-    /// reader (`let_go` hears its name).
+    /// reader (`let_go` hears its name, and its slot where it is kept by
+    /// slot, else [`NO_SLOT`]).
     pub(super) fn count_down(
         &mut self,
         i: usize,
         n: &NodeProto,
         depth: usize,
         scope: &mut Scope,
-        mut let_go: impl FnMut(&str),
+        mut let_go: impl FnMut(&str, u32),
     ) {
         let Slots {
             on,
@@ -248,11 +265,11 @@ impl Slots {
             let slot = start + k;
             if own(*on, readers, slot as u32).is_none() {
                 if scope.vars.track(name, left[slot]) {
-                    let_go(name);
+                    let_go(name, NO_SLOT);
                 }
             } else if left[slot] == 0 {
                 facts[slot] = None;
-                let_go(name);
+                let_go(name, slot as u32);
             }
         }
         // The same names the count saw; the look is not charged to the
@@ -267,13 +284,13 @@ impl Slots {
                         *left -= 1;
                         if *left == 0 {
                             facts[s] = None;
-                            let_go(name);
+                            let_go(name, s as u32);
                         }
                     }
                 }
                 None => {
                     if scope.vars.release(name) {
-                        let_go(name);
+                        let_go(name, NO_SLOT);
                     }
                 }
             }
