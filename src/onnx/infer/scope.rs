@@ -277,6 +277,12 @@ impl Slots {
         let mut slot_of = readers.inputs(i).iter();
         let _ = node_uses(n, depth, &Cell::new(0), |name, input| {
             let slot = if input { slot_of.next() } else { None };
+            // An input no node of this graph makes (an initializer, a graph
+            // input, none) is never counted: not looked up (a table miss
+            // for each weight a large graph reads).
+            if *on && slot == Some(&NO_SLOT) {
+                return Ok(());
+            }
             match slot.and_then(|&s| own(*on, readers, s)) {
                 Some(s) => {
                     let left = &mut left[s];
