@@ -49,7 +49,7 @@ fn counted(l: &Layer, fma: bool) -> Evaluation {
     );
     // Every param the pack reports is the built-in one (the pack's Gemm
     // leaves out transA and transB).
-    for (name, v) in &ch.params {
+    for (name, v) in ch.params.iter() {
         assert_eq!(
             show_value(v),
             param(&ev, name),

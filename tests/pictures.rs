@@ -477,7 +477,7 @@ fn layer(name: &str, op: &str, flops: u64, mread: u64, mwrite: u64) -> c3::cost:
         iops: 0,
         inputs: Default::default(),
         outputs: Default::default(),
-        attrs: Vec::new(),
+        attrs: Default::default(),
         params: 0,
         weight_bytes: 0,
         live_bytes: 0,

@@ -34,8 +34,9 @@ pub struct LayerCost {
     /// The node's lists, shared with it.
     pub inputs: Tensors,
     pub outputs: Tensors,
-    /// The attributes the rule shows (`k`, `s`, `groups`...).
-    pub attrs: Vec<(String, Value)>,
+    /// The attributes the rule shows (`k`, `s`, `groups`...), shared with
+    /// the other layers of the same evaluation.
+    pub attrs: crate::rules::eval::Params,
     /// Elements of the parameters (weight tensors) the layer reads, each
     /// once: see [`weights`].
     pub params: u64,
@@ -580,7 +581,7 @@ fn cost_bodies(
                 Value::Int(i64::try_from(b.runs).unwrap_or(i64::MAX)),
             )
         };
-        layer.attrs.push(param);
+        layer.attrs = layer.attrs.iter().cloned().chain([param]).collect();
         let offset = layers.len();
         groups.extend(b.groups.into_iter().map(|mut g| {
             g.members.iter_mut().for_each(|m| *m += offset);
@@ -747,5 +748,35 @@ mod tests {
         assert_eq!(report.folded.len(), 1500);
         assert_eq!(report.folded[0].name, report.layers[1499].name);
         assert_eq!(report.folded[0].flops, 1500);
+    }
+
+    /// Layers of the same evaluation (the same op, shapes and attributes)
+    /// share the attributes the rule shows rather than copying them; a
+    /// layer of another evaluation has its own.
+    #[test]
+    fn layers_of_one_evaluation_share_their_attributes() {
+        let softmax = |axis: i64, d: u64| {
+            format!(
+                r#"{{"op": "Softmax", "attrs": {{"axis": {axis}}}, "inputs": [{{"shape": [2, {d}]}}], "outputs": [{{"shape": [2, {d}]}}]}}"#
+            )
+        };
+        let trace = format!(
+            r#"{{"layers": [{}, {}, {}]}}"#,
+            softmax(1, 8),
+            softmax(1, 8),
+            softmax(0, 8)
+        );
+        let graph = crate::trace::parse_trace(trace.as_bytes(), "inline").unwrap();
+        let rules = RuleSet::builtin().unwrap();
+        let report = estimate(&graph, &rules, CountOptions::default()).unwrap();
+        let [a, b, c] = &report.layers[..] else {
+            panic!("three layers")
+        };
+        assert_eq!(a.attrs[..], [("axis".to_string(), Value::Int(1))]);
+        assert!(std::sync::Arc::ptr_eq(&a.attrs, &b.attrs));
+        assert_eq!(c.attrs[..], [("axis".to_string(), Value::Int(0))]);
+        assert!(!std::sync::Arc::ptr_eq(&a.attrs, &c.attrs));
+        // Softmax over axis 1 of 2 x 8: 2 * 16 + 16 / 8 * (8 - 1) = 46.
+        assert_eq!(a.flops, 46);
     }
 }

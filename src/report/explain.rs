@@ -73,7 +73,7 @@ fn explain_raw(rule: &CostRule, input: &ExplainInput) -> Result<String> {
         "  flops  = {}\n  iops   = {}\n  mread  = {} bytes\n  mwrite = {} bytes\n",
         ev.flops, ev.iops, ev.mread, ev.mwrite
     ));
-    for (n, v) in &ev.params {
+    for (n, v) in ev.params.iter() {
         out.push_str(&format!("  attr {n} = {}\n", show_value(v)));
     }
     Ok(out)

@@ -137,6 +137,9 @@ impl std::str::FromStr for BranchChoice {
 }
 
 /// The result of applying a rule to one node.
+/// The attributes a rule shows, by name, as evaluated for a layer.
+pub type Params = Arc<[(String, Value)]>;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluation {
     pub flops: u64,
@@ -146,7 +149,9 @@ pub struct Evaluation {
     pub mwrite: u64,
     /// Integer operations.
     pub iops: u64,
-    pub params: Vec<(String, Value)>,
+    /// Shared: every layer the same evaluation is remembered for holds
+    /// these, not a copy.
+    pub params: Params,
     /// Every name the rule bound, in binding order (for `c3 explain`).
     pub bindings: Vec<(String, Value)>,
 }
@@ -797,7 +802,7 @@ impl CostRule {
             .params
             .iter()
             .map(|(n, f)| Ok((n.clone(), f.eval(&env, What::Param(n))?)))
-            .collect::<Result<Vec<_>, EvalError>>()?;
+            .collect::<Result<Params, EvalError>>()?;
         let bindings = if keep_bindings {
             self.collect_bindings(&env)
         } else {
