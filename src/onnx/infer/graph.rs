@@ -46,7 +46,7 @@ fn tensors_of(
         .map(|(k, t)| {
             let (name, f) = t.as_ref()?;
             let (dtype, shape) = described(f)?;
-            let slot = slots.map_or(NO_SLOT, |s| s[k]);
+            let slot = slot_at(slots, k);
             let constant = f.constant.is_some() || f.value.is_some() || known.folded(name, slot);
             if let Some(t) = known
                 .made(name, slot)
@@ -89,6 +89,12 @@ impl Known<'_> {
             s => by_slot.get(&s),
         }
     }
+}
+
+/// The slot of the `k`-th value of a list, where the walk gave the list's
+/// slots ([`NO_SLOT`]: by name).
+fn slot_at(slots: Option<&[u32]>, k: usize) -> u32 {
+    slots.map_or(NO_SLOT, |s| s[k])
 }
 
 /// Whether bit `i` of `bits` is set (those past its end are not).
@@ -377,13 +383,13 @@ impl Level {
         let folds_away = self.fold && {
             let known = self.known(false);
             folds_with(&n, &self.folded_names, |k, name| {
-                known.folded(name, in_slots.map_or(NO_SLOT, |s| s[k]))
+                known.folded(name, slot_at(in_slots, k))
             })
         };
         if folds_away {
             for (k, o) in n.outputs.iter().enumerate() {
                 let Some((name, _)) = o else { continue };
-                match out_slots.map_or(NO_SLOT, |s| s[k]) {
+                match slot_at(out_slots, k) {
                     NO_SLOT => drop(self.folded_names.insert(name.clone())),
                     s => set_bit(&mut self.folded_slots, s),
                 }
@@ -406,7 +412,7 @@ impl Level {
             (Ok(inputs), Ok(outputs)) => {
                 for (k, t) in outputs.iter().enumerate() {
                     let Some(t) = t else { continue };
-                    match (out_slots.map_or(NO_SLOT, |s| s[k]), &t.name) {
+                    match (slot_at(out_slots, k), &t.name) {
                         (NO_SLOT, Some(name)) => drop(self.made.insert(name.clone(), t.clone())),
                         (NO_SLOT, None) => {}
                         (s, _) => drop(self.made_by_slot.insert(s, t.clone())),
@@ -560,8 +566,8 @@ pub(super) enum Recorder<'r> {
 #[derive(Default)]
 pub(super) struct Batch {
     nodes: Vec<InferredNode>,
-    /// Where each node's slots start in `slots` ([`NO_SLOT`]: none given).
-    at: Vec<u32>,
+    /// Where each node's slots lie in `slots`, if it was given any.
+    at: Vec<Option<(u32, u32)>>,
     slots: Vec<u32>,
     /// The names let go, end to end; `ends` holds where each ends, and
     /// `let_go` each one's slot.
@@ -598,10 +604,7 @@ impl<'r> Recorder<'r> {
                     let slots = &batch.slots;
                     left.extend(batch.nodes.into_iter().zip(&batch.at).filter_map(
                         |(node, &at)| {
-                            let given = (at != NO_SLOT).then(|| {
-                                let at = at as usize;
-                                &slots[at..at + node.inputs.len() + node.outputs.len()]
-                            });
+                            let given = at.map(|(a, b)| &slots[a as usize..b as usize]);
                             records.record(node, given)
                         },
                     ));
@@ -633,14 +636,13 @@ impl<'r> Recorder<'r> {
             Recorder::Here(Some(r)) => drop(r.record(node, slots)),
             Recorder::Here(None) => {}
             Recorder::Ahead { batch, .. } => {
-                match slots {
-                    // Within u32: slots hold a few per node.
-                    Some(s) if s.len() == node.inputs.len() + node.outputs.len() => {
-                        batch.at.push(batch.slots.len() as u32);
-                        batch.slots.extend_from_slice(s);
-                    }
-                    _ => batch.at.push(NO_SLOT),
-                }
+                // Within u32: slots hold a few per node.
+                let at = slots.map(|s| {
+                    let start = batch.slots.len() as u32;
+                    batch.slots.extend_from_slice(s);
+                    (start, batch.slots.len() as u32)
+                });
+                batch.at.push(at);
                 batch.nodes.push(node);
                 if batch.nodes.len() == RECORD_BATCH {
                     self.send(false);
