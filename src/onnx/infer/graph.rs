@@ -56,7 +56,7 @@ fn tensors_of(
             }
             Some(TensorFact {
                 dtype,
-                shape: shape.into(),
+                shape: known.shape(shape),
                 constant,
                 name: Some(name.as_str().into()),
                 nonzeros: None,
@@ -72,9 +72,26 @@ struct Known<'a> {
     folded_names: &'a HashSet<String>,
     folded_slots: &'a [u64],
     made: Option<(&'a Made, &'a MadeBySlot)>,
+    shapes: &'a Shapes,
 }
 
+/// The level's tensor sizes, each distinct list once: a graph has few
+/// (a 111k-node one, some hundreds for 128k tensors), so its tensors share
+/// them, and a report renders each once ([`crate::report`]).
+type Shapes = RefCell<HashSet<Arc<[Dim]>>>;
+
 impl Known<'_> {
+    /// `dims`, shared with the level's other tensors of that size.
+    fn shape(&self, dims: &[Dim]) -> Arc<[Dim]> {
+        let mut shapes = self.shapes.borrow_mut();
+        if let Some(s) = shapes.get(dims) {
+            return Arc::clone(s);
+        }
+        let s: Arc<[Dim]> = dims.into();
+        shapes.insert(Arc::clone(&s));
+        s
+    }
+
     fn folded(&self, name: &str, slot: u32) -> bool {
         match slot {
             NO_SLOT => self.folded_names.contains(name),
@@ -261,6 +278,7 @@ pub(crate) struct Level {
     /// What this level's nodes made, by name and by slot.
     made: Made,
     made_by_slot: MadeBySlot,
+    shapes: Shapes,
     fold: bool,
     folded: usize,
     /// The nodes folded away and those that run, in order. Each list
@@ -344,6 +362,7 @@ impl Level {
             folded_slots: Vec::new(),
             made: Made::default(),
             made_by_slot: MadeBySlot::default(),
+            shapes: Shapes::default(),
             fold,
             folded: 0,
             folded_nodes: Vec::new(),
@@ -362,6 +381,7 @@ impl Level {
             folded_names: &self.folded_names,
             folded_slots: &self.folded_slots,
             made: made.then_some((&self.made, &self.made_by_slot)),
+            shapes: &self.shapes,
         }
     }
 
@@ -801,6 +821,47 @@ mod tests {
         // The folded list was made the level's size at once, not copied
         // (the list of those that run was rebuilt without the unanalysed).
         assert!(g.folded_nodes.capacity() >= 6);
+    }
+
+    /// Tensors of a level with the same sizes share one list of them, made
+    /// once; other sizes have their own. A report renders each list once.
+    #[test]
+    fn a_levels_tensors_of_one_size_share_it() {
+        let mut level = Level::new(HashSet::default(), false, "");
+        let mut wide = relu("a", true, "c");
+        for side in [&mut wide.inputs, &mut wide.outputs] {
+            side[0].as_mut().unwrap().1.shape = Some(vec![Dim::Known(8)]);
+        }
+        // x -> a -> b (all of size 4); a -> c (size 8).
+        for n in [relu("x", true, "a"), relu("a", true, "b"), wide] {
+            level.push(n, None);
+        }
+        let (g, _) = level.finish(vec!["b".into(), "c".into()]);
+        let shape = |n: usize, output: bool| {
+            let list = if output {
+                &g.nodes[n].outputs
+            } else {
+                &g.nodes[n].inputs
+            };
+            list[0].as_ref().unwrap().shape.clone()
+        };
+        // The graph input x and the outputs a and b: three tensors, one list.
+        assert!(Arc::ptr_eq(&shape(0, false), &shape(0, true)));
+        assert!(Arc::ptr_eq(&shape(0, true), &shape(1, true)));
+        assert_eq!(*shape(2, true), [Dim::Known(8)]);
+        assert!(!Arc::ptr_eq(&shape(2, true), &shape(1, true)));
+        assert_eq!(level_shapes(&g), 2);
+    }
+
+    /// How many distinct size lists a graph's nodes hold.
+    fn level_shapes(g: &ir::Graph) -> usize {
+        let mut seen = HashSet::default();
+        for n in &g.nodes {
+            for t in n.inputs.iter().chain(n.outputs.iter()).flatten() {
+                seen.insert(Arc::as_ptr(&t.shape) as *const Dim as usize);
+            }
+        }
+        seen.len()
     }
 
     #[test]
