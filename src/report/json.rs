@@ -502,7 +502,9 @@ fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize) -> io::Result<()> {
     c.key(k, false, "outputs")?;
     tensors(c, &l.outputs, k)?;
     c.key(k, false, "attrs")?;
-    c.value(&ParamsJ(&l.attrs), k)?;
+    // Shared by the layers of one evaluation.
+    let attrs = (l.attrs.as_ptr() as usize, 0, k as u32);
+    c.shared(attrs, |c| c.value(&ParamsJ(&l.attrs), k))?;
     for (name, n) in [
         ("params", l.params),
         ("weight_bytes", l.weight_bytes),
@@ -536,6 +538,29 @@ fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize) -> io::Result<()> {
     c.close(level, b"}")
 }
 
+/// A tensor, as [`TensorJ`] serializes it, opened on a line `level` deep.
+fn tensor(c: &mut Chunked<'_>, t: &TensorFact, level: usize) -> io::Result<()> {
+    let k = level + 1;
+    c.write_all(b"{")?;
+    c.key(k, true, "dtype")?;
+    c.plain(t.dtype.name())?;
+    c.key(k, false, "shape")?;
+    if t.shape.is_empty() {
+        c.write_all(b"[]")?;
+    } else {
+        c.write_all(b"[")?;
+        for (i, d) in t.shape.iter().enumerate() {
+            c.item(k + 1, i == 0)?;
+            match d {
+                Dim::Known(n) => c.uint(*n)?,
+                Dim::Sym(v) => c.scalar(&v.to_string())?,
+            }
+        }
+        c.close(k, b"]")?;
+    }
+    c.close(level, b"}")
+}
+
 /// A layer's inputs or outputs, as [`TensorJ`] serializes each.
 fn tensors(c: &mut Chunked<'_>, list: &[Option<TensorFact>], level: usize) -> io::Result<()> {
     if list.is_empty() {
@@ -548,25 +573,9 @@ fn tensors(c: &mut Chunked<'_>, list: &[Option<TensorFact>], level: usize) -> io
             c.write_all(b"null")?;
             continue;
         };
-        let k = level + 2;
-        c.write_all(b"{")?;
-        c.key(k, true, "dtype")?;
-        c.plain(t.dtype.name())?;
-        c.key(k, false, "shape")?;
-        if t.shape.is_empty() {
-            c.write_all(b"[]")?;
-        } else {
-            c.write_all(b"[")?;
-            for (i, d) in t.shape.iter().enumerate() {
-                c.item(k + 1, i == 0)?;
-                match d {
-                    Dim::Known(n) => c.uint(*n)?,
-                    Dim::Sym(v) => c.scalar(&v.to_string())?,
-                }
-            }
-            c.close(k, b"]")?;
-        }
-        c.close(level + 1, b"}")?;
+        // The sizes are shared by a tensor's producer and its readers.
+        let key = (t.shape.as_ptr() as usize, 1 + t.dtype as u32, level as u32);
+        c.shared(key, |c| tensor(c, t, level + 1))?;
     }
     c.close(level, b"]")
 }

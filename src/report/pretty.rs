@@ -148,6 +148,7 @@ pub(crate) fn stream(
     let mut chunks = Chunked {
         buf: Vec::with_capacity(CHUNK + 4096),
         out: w,
+        seen: Rendered::default(),
     };
     body(&mut chunks)?;
     chunks.buf.push(b'\n');
@@ -285,6 +286,7 @@ impl Chunked<'_> {
                     let mut c = Chunked {
                         buf: Vec::with_capacity(CHUNK),
                         out: &mut out,
+                        seen: Rendered::default(),
                     };
                     let done = block(&mut c, b);
                     let rest = c.buf;
@@ -336,7 +338,67 @@ impl Chunked<'_> {
     fn hand_on(&mut self) -> io::Result<()> {
         self.out.write_all(&self.buf)?;
         self.buf.clear();
+        self.seen.handed_on += 1;
         Ok(())
+    }
+
+    /// Writes what `render` writes, or the same bytes copied, when `key`
+    /// was rendered before by this writer. The caller keys text by what
+    /// it is made of: the address of a shared value the report holds
+    /// unchanged while it is written (an `Arc` the rows share), with
+    /// anything else the text depends on (its level, an element type). A
+    /// report's rows share their attribute lists and their tensors' sizes
+    /// between layers, so most such text is a copy.
+    #[inline]
+    pub(crate) fn shared(
+        &mut self,
+        key: Key,
+        render: impl FnOnce(&mut Chunked<'_>) -> io::Result<()>,
+    ) -> io::Result<()> {
+        if let Some(&(s, e)) = self.seen.at.get(&key) {
+            self.buf
+                .extend_from_slice(&self.seen.text[s as usize..e as usize]);
+            return self.flush_full();
+        }
+        let (start, handed_on) = (self.buf.len(), self.seen.handed_on);
+        render(self)?;
+        // Text a hand-on cut in two is not kept (once a chunk).
+        if self.seen.handed_on == handed_on {
+            self.seen.keep(key, &self.buf[start..]);
+        }
+        Ok(())
+    }
+}
+
+/// What [`Chunked::shared`] keys text by: an address and two more parts.
+pub(crate) type Key = (usize, u32, u32);
+
+/// Text [`Chunked::shared`] rendered, by key. Emptied when it holds
+/// [`SEEN_TEXT`] bytes: rows that share a value lie close together (a
+/// tensor's producer and its readers), and the text stays small.
+#[derive(Default)]
+struct Rendered {
+    at: rustc_hash::FxHashMap<Key, (u32, u32)>,
+    text: Vec<u8>,
+    /// How many times the buffer was handed on.
+    handed_on: u64,
+}
+
+/// The most text [`Rendered`] keeps.
+const SEEN_TEXT: usize = 1 << 20;
+
+impl Rendered {
+    fn keep(&mut self, key: Key, bytes: &[u8]) {
+        if self.text.len() + bytes.len() > SEEN_TEXT {
+            if bytes.len() > SEEN_TEXT {
+                return;
+            }
+            self.at.clear();
+            self.text.clear();
+        }
+        let start = self.text.len() as u32;
+        self.text.extend_from_slice(bytes);
+        self.at.insert(key, (start, self.text.len() as u32));
     }
 }
 
@@ -347,6 +409,7 @@ impl Chunked<'_> {
 pub(crate) struct Chunked<'a> {
     buf: Vec<u8>,
     out: &'a mut dyn Write,
+    seen: Rendered,
 }
 
 impl Write for Chunked<'_> {
@@ -459,6 +522,63 @@ mod tests {
             "{:?}",
             out.0
         );
+    }
+
+    /// Text written under a key it was written under before is the first
+    /// text again, copied (the second render is never asked for), unless
+    /// the first was cut by a hand-on or the kept text was emptied; the
+    /// stream is the same bytes throughout.
+    #[test]
+    fn text_written_under_a_key_again_is_copied() {
+        use std::io::Write;
+        let mut out = Vec::new();
+        let mut asked = 0;
+        super::stream(&mut out, |c| {
+            c.shared((1, 0, 0), |c| c.write_all(b"[1]"))?;
+            // Same key: copied, even though this render would differ.
+            c.shared((1, 0, 0), |c| {
+                asked += 1;
+                c.write_all(b"[2]")
+            })?;
+            // Another part of the key: rendered.
+            c.shared((1, 1, 0), |c| c.write_all(b"[3]"))
+        })
+        .unwrap();
+        assert_eq!(asked, 0);
+        assert_eq!(out, b"[1][1][3]\n");
+
+        // A text that a hand-on cut is rendered again the next time.
+        let mut out = Vec::new();
+        let mut asked = 0;
+        let long = vec![b'x'; super::CHUNK];
+        super::stream(&mut out, |c| {
+            c.write_all(b"a")?;
+            for _ in 0..2 {
+                c.shared((2, 0, 0), |c| {
+                    asked += 1;
+                    c.write_all(&long)
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(asked, 2);
+        assert_eq!(out.len(), 1 + 2 * super::CHUNK + 1);
+
+        // Past SEEN_TEXT bytes kept, the kept text starts over; a text
+        // larger than that is not kept.
+        let mut seen = super::Rendered::default();
+        let piece = vec![b'y'; super::SEEN_TEXT / 4 + 1];
+        for key in 0..3 {
+            seen.keep((key, 0, 0), &piece);
+        }
+        assert_eq!((seen.at.len(), seen.text.len()), (3, 3 * piece.len()));
+        // A fourth would pass SEEN_TEXT: it is kept alone.
+        seen.keep((3, 0, 0), &piece);
+        assert_eq!(seen.at.get(&(3, 0, 0)), Some(&(0, piece.len() as u32)));
+        assert_eq!((seen.at.len(), seen.text.len()), (1, piece.len()));
+        seen.keep((4, 0, 0), &vec![b'z'; super::SEEN_TEXT + 1]);
+        assert_eq!(seen.at.len(), 1);
     }
 
     /// A list long enough to be shared with a second thread is written in
