@@ -485,7 +485,9 @@ fn brief(
     // is quicker than checking each text.
     let ascii = rec.is_ascii();
     let text = |b: &[u8]| -> Option<(u32, u32)> {
-        if !ascii {
+        // Else each text on its own: names are ASCII where a record is
+        // not (an attribute's float or a long length is not).
+        if !ascii && !b.is_ascii() {
             std::str::from_utf8(b).ok()?;
         }
         let s = b.as_ptr() as usize - base;

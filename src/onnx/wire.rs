@@ -5,7 +5,18 @@
 //! entered; weights and other payloads are skipped by their length. Every
 //! limit here is a named constant in [`crate::ir`] and the README.
 
-use prost::encoding::decode_varint;
+/// A varint read as prost reads it, moving `b` past it; a one-byte varint
+/// (most keys and lengths) without a call.
+#[inline(always)]
+fn decode_varint(b: &mut &[u8]) -> Result<u64, prost::DecodeError> {
+    match b.first() {
+        Some(&first) if first < 0x80 => {
+            *b = &b[1..];
+            Ok(u64::from(first))
+        }
+        _ => prost::encoding::decode_varint(b),
+    }
+}
 
 use super::encoded::Blocks;
 
@@ -270,19 +281,27 @@ pub(super) struct Fields<'a> {
 impl<'a> Fields<'a> {
     /// The varint at `at`, moving past it (most keys and lengths are one
     /// byte).
+    #[inline(always)]
     fn varint(&mut self) -> Option<u64> {
         let first = *self.msg.get(self.at)?;
         if first < 0x80 {
             self.at += 1;
             return Some(u64::from(first));
         }
+        self.long_varint()
+    }
+
+    /// [`Fields::varint`] of two bytes and more.
+    #[inline(never)]
+    fn long_varint(&mut self) -> Option<u64> {
         let mut rest = &self.msg[self.at..];
         let before = rest.len();
-        let v = decode_varint(&mut rest).ok()?;
+        let v = prost::encoding::decode_varint(&mut rest).ok()?;
         self.at += before - rest.len();
         Some(v)
     }
 
+    #[inline(always)]
     fn field(&mut self) -> Option<WireField<'a>> {
         let key = self.varint()?;
         let payload_start;
@@ -314,6 +333,7 @@ impl<'a> Fields<'a> {
 impl<'a> Iterator for Fields<'a> {
     type Item = Option<WireField<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.at >= self.msg.len() {
             return None;
