@@ -480,12 +480,12 @@ fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize) -> io::Result<()> {
     let (l, k) = (j.l, level + 1);
     c.write_all(b"{")?;
     c.key(k, true, "name")?;
-    c.scalar(&l.name)?;
+    c.text(&l.name)?;
     c.key(k, false, "op")?;
     if l.domain.is_empty() {
-        c.scalar(&l.op)?;
+        c.text(&l.op)?;
     } else {
-        c.scalar(&qualified(&l.domain, &l.op))?;
+        c.text(&qualified(&l.domain, &l.op))?;
     }
     for (name, n) in [
         ("flops", l.flops),
