@@ -650,10 +650,30 @@ impl CostRule {
 
     /// Applies the rule to one node.
     pub fn evaluate(&self, node: &Node, opts: CountOptions) -> Result<Evaluation, EvalError> {
-        let Some(key) = self.memo_key(node, opts) else {
-            return self.evaluate_uncached(node, opts);
+        // The key is made in a list kept for the thread's next evaluation,
+        // and copied only into the memo (a large graph's 118k evaluations
+        // each allocated one).
+        thread_local! {
+            static KEY: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let mut key = KEY.take();
+        key.clear();
+        let ev = match self.memo_key(node, opts, &mut key) {
+            Some(()) => self.evaluate_keyed(node, opts, &key),
+            None => self.evaluate_uncached(node, opts),
         };
-        if let Some(ev) = self.memo.with(|m| m.get(&key).cloned()) {
+        KEY.set(key);
+        ev
+    }
+
+    /// [`CostRule::evaluate`] of a node whose memo key is `key`.
+    fn evaluate_keyed(
+        &self,
+        node: &Node,
+        opts: CountOptions,
+        key: &[u64],
+    ) -> Result<Evaluation, EvalError> {
+        if let Some(ev) = self.memo.with(|m| m.get(key).cloned()) {
             // Tests check every remembered result against a fresh evaluation,
             // as Debug text: a NaN parameter (attribute `alpha: nan`) is not
             // == itself, but prints the same.
@@ -666,19 +686,19 @@ impl CostRule {
         let ev = self.evaluate_uncached(node, opts)?;
         self.memo.with(|m| {
             if m.len() < MEMO_LIMIT {
-                m.insert(key, ev.clone());
+                m.insert(key.to_vec(), ev.clone());
             }
         });
         Ok(ev)
     }
 
     /// Everything an evaluation reads from a node and the options, as one
-    /// key: the switches, each tensor slot's presence, element width and
-    /// dimensions, and the value of each attribute the rule declares. `None`
-    /// for a node with a symbolic dimension (that evaluation fails anyway).
-    /// Whatever `bind` or `evaluate_with` starts reading must be added here.
-    fn memo_key(&self, node: &Node, opts: CountOptions) -> Option<Vec<u64>> {
-        let mut k: Vec<u64> = Vec::with_capacity(32);
+    /// key, written to `k`: the switches, each tensor slot's presence,
+    /// element width and dimensions, and the value of each attribute the
+    /// rule declares. `None` for a node with a symbolic dimension (that
+    /// evaluation fails anyway). Whatever `bind` or `evaluate_with` starts
+    /// reading must be added here.
+    fn memo_key(&self, node: &Node, opts: CountOptions, k: &mut Vec<u64>) -> Option<()> {
         k.extend([
             opts.fma as u64,
             opts.full_attention as u64,
@@ -706,10 +726,10 @@ impl CostRule {
         for a in &self.attrs {
             match node.attrs.get(&a.name) {
                 None => k.push(0),
-                Some(v) => attr_key(v, &mut k),
+                Some(v) => attr_key(v, k),
             }
         }
-        Some(k)
+        Some(())
     }
 
     /// [`CostRule::evaluate`] without the memo.
