@@ -273,6 +273,17 @@ fn finish(
 fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Vec<LayerCost>> {
     let mut layers = Vec::with_capacity(graph.folded_nodes.len());
     for node in &graph.folded_nodes {
+        // Most are a node alone (no subgraph, nothing to fuse): costed as
+        // `cost_level` costs it, without a level of their own.
+        if node.bodies.is_empty() && rules.fusions.is_empty() {
+            if let Some(rule) = rules.get(&node.domain, &node.op)
+                && rule.unsupported.is_none()
+                && let Ok(layer) = cost_of(node, rule, opts)
+            {
+                layers.push(layer);
+            }
+            continue;
+        }
         let mut acc = Collected {
             unsupported: Vec::new(),
             skipped: Vec::new(),
