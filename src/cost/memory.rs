@@ -115,6 +115,7 @@ fn walk<'a>(
     // Bytes live at one node only (tensors with no name).
     let mut only = vec![0u64; n];
     for (i, node) in graph.nodes.iter().enumerate() {
+        crate::ir::prefetch(graph.nodes.get(i + crate::ir::AHEAD).map(Node::ahead));
         for t in node.outputs.iter().flatten().filter(|t| !t.constant) {
             let bytes = bytes_of(node, t)?;
             match &t.name {

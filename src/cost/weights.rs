@@ -13,7 +13,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::ir::{DType, Dim, Graph, Node, TensorFact, is_float};
+use crate::ir::{AHEAD, DType, Dim, Graph, Node, TensorFact, is_float, prefetch};
 
 use super::{CostReport, LayerCost};
 
@@ -223,7 +223,15 @@ pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Resul
     let mut total = Distinct::default();
     let mut by_type: FxHashMap<(&str, &str), Distinct> = FxHashMap::default();
     let mut per_layer = Vec::with_capacity(report.layers.len());
-    for l in &report.layers {
+    for (i, l) in report.layers.iter().enumerate() {
+        prefetch(report.layers.get(i + AHEAD).map(LayerCost::ahead));
+        // The names a layer's constants are looked up by, once its lists
+        // (asked for above) have come.
+        if let Some(soon) = report.layers.get(i + AHEAD / 2) {
+            for t in soon.inputs.iter().flatten().filter(|t| t.constant) {
+                prefetch(t.name.as_ref().map(|n| [n.as_ptr()]));
+            }
+        }
         let list = layer_sources(&l.inputs, producers);
         check(l, &list)?;
         let row = by_type.entry(type_key(&l.op, &l.domain)).or_default();
@@ -268,7 +276,9 @@ fn type_key<'s>(op: &'s str, domain: &'s str) -> (&'s str, &'s str) {
 /// Gives layers that are not in the totals (folded, skipped) their own
 /// parameters.
 pub(super) fn tally_layers(producers: &Producers<'_>, layers: &mut [LayerCost]) {
-    for l in layers {
+    for i in 0..layers.len() {
+        prefetch(layers.get(i + AHEAD).map(LayerCost::ahead));
+        let l = &mut layers[i];
         (l.params, l.weight_bytes) = own(&layer_sources(&l.inputs, producers));
     }
 }

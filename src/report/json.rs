@@ -469,6 +469,11 @@ fn rows(c: &mut Chunked<'_>, layers: &[LayerJ<'_>], level: usize) -> io::Result<
     }
     c.write_all(b"[")?;
     c.items(layers, |c, i, l| {
+        // The row's name and op type lie apart from it too.
+        crate::ir::prefetch(layers.get(i + crate::ir::AHEAD).map(|j| {
+            let [inputs, outputs] = j.l.ahead();
+            [inputs, outputs, j.l.name.as_ptr(), j.l.op.as_ptr()]
+        }));
         c.item(level + 1, i == 0)?;
         row(c, l, level + 1)
     })?;
