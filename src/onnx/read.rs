@@ -460,6 +460,10 @@ pub(super) fn skim_aside_looking<S: Source + ?Sized>(
     }
 }
 
+/// The most room the copy is given at once (address space: what it does
+/// not fill is never touched); a copy that needs more grows as a list does.
+const COPY_ROOM: usize = 64 << 20;
+
 fn skimmed<S: Source + ?Sized>(
     src: &S,
     aside: Option<Aside>,
@@ -475,8 +479,11 @@ fn skimmed<S: Source + ?Sized>(
         aside,
     };
     // The copy is not shrunk to its size: that would copy it again into
-    // fresh memory, and the room it does not fill is never touched.
-    let mut out = Vec::new();
+    // fresh memory, and the room it does not fill is never touched. For
+    // the same reason it is given room for the whole file at once (up to
+    // COPY_ROOM): growing it by doubling copied it each time, into fresh
+    // memory twice its size.
+    let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(usize::MAX).min(COPY_ROOM));
     input.message(Kind::Model, len, 0, &mut out)?;
     Ok((out, input.aside))
 }
@@ -582,6 +589,26 @@ mod tests {
         let mut back = ModelProto::decode(&meta[..]).unwrap();
         attach(&mut back, &bytes).unwrap();
         (back, meta.len())
+    }
+
+    /// The copy is given room for the whole file at once, so it is never
+    /// grown (each growth copied it into fresh memory); the room is
+    /// address space, capped at COPY_ROOM.
+    #[test]
+    fn the_copy_has_room_for_the_file_at_once() {
+        let m = ModelProto {
+            graph: Some(GraphProto {
+                initializer: (0..50).map(|i| tensor(&format!("w{i}"), 1000)).collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bytes = m.encode_to_vec();
+        let copy = skim(&bytes[..]).unwrap();
+        // 50 small tensors: all of it is copied, 50 KB and more.
+        assert!(copy.len() > 50_000 && copy.len() <= bytes.len());
+        assert_eq!(copy.capacity(), bytes.len());
+        assert_eq!(ModelProto::decode(&copy[..]).unwrap(), m);
     }
 
     #[test]
