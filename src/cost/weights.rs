@@ -13,7 +13,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::ir::{AHEAD, DType, Dim, Graph, Node, TensorFact, is_float, prefetch};
+use crate::ir::{AHEAD, DType, Dim, Graph, Node, TensorFact, is_float, prefetch, prefetch_names};
 
 use super::{CostReport, LayerCost};
 
@@ -113,7 +113,13 @@ pub fn size_error(node: &str, op: &str, t: &TensorFact) -> Error {
 pub(super) type Producers<'a> = FxHashMap<&'a str, &'a Node>;
 
 fn folded_producers<'a>(graph: &'a Graph, out: &mut Producers<'a>) {
-    for n in &graph.folded_nodes {
+    let nodes = &graph.folded_nodes;
+    for (i, n) in nodes.iter().enumerate() {
+        prefetch(nodes.get(i + AHEAD).map(Node::ahead));
+        // The names the outputs are filed by, once their lists have come.
+        if let Some(soon) = nodes.get(i + AHEAD / 2) {
+            prefetch_names(soon.outputs.iter().flatten());
+        }
         for t in n.outputs.iter().flatten() {
             if let Some(name) = &t.name {
                 out.entry(name).or_insert(n);
@@ -228,9 +234,7 @@ pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Resul
         // The names a layer's constants are looked up by, once its lists
         // (asked for above) have come.
         if let Some(soon) = report.layers.get(i + AHEAD / 2) {
-            for t in soon.inputs.iter().flatten().filter(|t| t.constant) {
-                prefetch(t.name.as_ref().map(|n| [n.as_ptr()]));
-            }
+            prefetch_names(soon.inputs.iter().flatten().filter(|t| t.constant));
         }
         let list = layer_sources(&l.inputs, producers);
         check(l, &list)?;

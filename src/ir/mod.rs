@@ -512,6 +512,16 @@ pub(crate) fn prefetch<const N: usize>(at: Option<[*const u8; N]>) {
     let _ = at;
 }
 
+/// [`prefetch`] of the names of `tensors`: passes that file or look up
+/// tensors by name read each name's bytes, another allocation of its own.
+/// Called on an item half-way to the one at hand, its lists having come.
+#[inline(always)]
+pub(crate) fn prefetch_names<'a>(tensors: impl Iterator<Item = &'a TensorFact>) {
+    for t in tensors {
+        prefetch(t.name.as_ref().map(|n| [n.as_ptr()]));
+    }
+}
+
 impl Node {
     /// Where its tensor lists and attributes lie, for [`prefetch`].
     pub(crate) fn ahead(&self) -> [*const u8; 3] {
