@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use rustc_hash::FxHashMap;
 
 use crate::error::Result;
-use crate::ir::{Dim, Graph, Node, TensorFact};
+use crate::ir::{AHEAD, Dim, Graph, Node, TensorFact, prefetch};
 
 use super::weights::{size_error, size_of};
 use super::{LayerCost, SkippedBranch};
@@ -115,7 +115,7 @@ fn walk<'a>(
     // Bytes live at one node only (tensors with no name).
     let mut only = vec![0u64; n];
     for (i, node) in graph.nodes.iter().enumerate() {
-        crate::ir::prefetch(graph.nodes.get(i + crate::ir::AHEAD).map(Node::ahead));
+        prefetch(graph.nodes.get(i + AHEAD).map(Node::ahead));
         for t in node.outputs.iter().flatten().filter(|t| !t.constant) {
             let bytes = bytes_of(node, t)?;
             match &t.name {

@@ -12,7 +12,7 @@ use evalexpr::Value;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::ir::{Assumed, Dim, Graph, Node, Tensors};
+use crate::ir::{AHEAD, Assumed, Dim, Graph, Node, Tensors, prefetch};
 use crate::rules::rule::BranchChoice;
 use crate::rules::{CountOptions, EvalError, RuleSet};
 use fusion::FusedGroup;
@@ -52,7 +52,7 @@ pub struct LayerCost {
 }
 
 impl LayerCost {
-    /// Where its tensor lists lie, for [`crate::ir::prefetch`].
+    /// Where its tensor lists lie, for [`prefetch`].
     pub(crate) fn ahead(&self) -> [*const u8; 2] {
         [self.inputs.as_ptr().cast(), self.outputs.as_ptr().cast()]
     }
@@ -277,9 +277,8 @@ fn finish(
 /// left out of the list: it never runs.
 fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Vec<LayerCost>> {
     let mut layers = Vec::with_capacity(graph.folded_nodes.len());
-    use crate::ir::AHEAD;
     for (i, node) in graph.folded_nodes.iter().enumerate() {
-        crate::ir::prefetch(graph.folded_nodes.get(i + AHEAD).map(Node::ahead));
+        prefetch(graph.folded_nodes.get(i + AHEAD).map(Node::ahead));
         // Most are a node alone (no subgraph, nothing to fuse): costed as
         // `cost_level` costs it, without a level of their own.
         if node.bodies.is_empty() && rules.fusions.is_empty() {
@@ -370,9 +369,8 @@ fn cost_level(
     // Per costed node with subgraphs: its position in `own`, and the layers
     // and groups its counted subgraphs add.
     let mut nested: Vec<(usize, Vec<LayerCost>, Vec<FusedGroup>)> = Vec::new();
-    use crate::ir::AHEAD;
     for (i, node) in graph.nodes.iter().enumerate() {
-        crate::ir::prefetch(graph.nodes.get(i + AHEAD).map(Node::ahead));
+        prefetch(graph.nodes.get(i + AHEAD).map(Node::ahead));
         let Some(rule) = rules.get(&node.domain, &node.op) else {
             acc.unsupported.push(Unsupported {
                 name: node.name.clone(),

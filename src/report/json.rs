@@ -13,7 +13,7 @@ use crate::cost::fusion::FusedGroup;
 use crate::cost::{CostReport, LayerCost, Totals};
 use crate::cost::{LayerTime, Roofline};
 use crate::ir::qualified;
-use crate::ir::{Dim, TensorFact};
+use crate::ir::{AHEAD, Dim, TensorFact, prefetch};
 
 use super::pretty::{self, Chunked};
 use super::{Meta, Parts, ReportOptions, SortKey, layer_rows};
@@ -470,7 +470,7 @@ fn rows(c: &mut Chunked<'_>, layers: &[LayerJ<'_>], level: usize) -> io::Result<
     c.write_all(b"[")?;
     c.items(layers, |c, i, l| {
         // The row's name and op type lie apart from it too.
-        crate::ir::prefetch(layers.get(i + crate::ir::AHEAD).map(|j| {
+        prefetch(layers.get(i + AHEAD).map(|j| {
             let [inputs, outputs] = j.l.ahead();
             [inputs, outputs, j.l.name.as_ptr(), j.l.op.as_ptr()]
         }));
