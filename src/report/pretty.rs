@@ -181,13 +181,19 @@ impl Chunked<'_> {
     /// some 220k of them in a large report), else through serde.
     pub(crate) fn text(&mut self, s: &str) -> io::Result<()> {
         if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.buf.reserve(s.len() + 2);
-            self.buf.push(b'"');
-            self.buf.extend_from_slice(s.as_bytes());
-            self.buf.push(b'"');
-            return self.flush_full();
+            return self.quoted(s);
         }
         self.scalar(s)
+    }
+
+    /// `s` in quotes, as it is: the caller knows it needs no escaping.
+    #[inline]
+    fn quoted(&mut self, s: &str) -> io::Result<()> {
+        self.buf.reserve(s.len() + 2);
+        self.buf.push(b'"');
+        self.buf.extend_from_slice(s.as_bytes());
+        self.buf.push(b'"');
+        self.flush_full()
     }
 
     /// An integer as JSON, as [`Chunked::scalar`] writes it without
@@ -255,10 +261,7 @@ impl Chunked<'_> {
             s.bytes()
                 .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
         );
-        self.buf.push(b'"');
-        self.buf.extend_from_slice(s.as_bytes());
-        self.buf.push(b'"');
-        self.flush_full()
+        self.quoted(s)
     }
 
     /// Closes an object or array that holds something, its bracket at
