@@ -5,6 +5,14 @@
 //! entered; weights and other payloads are skipped by their length. Every
 //! limit here is a named constant in [`crate::ir`] and the README.
 
+use super::encoded::Blocks;
+
+use crate::ir::{
+    DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE, MAX_ATTRIBUTE_VALUES, MAX_DECLARED_DIMS,
+    MAX_MESSAGE_DEPTH, MAX_MODEL_ITEMS, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES,
+    MAX_STRING_ELEMENTS, MAX_TENSORS, MAX_VALUE_INFOS,
+};
+
 /// A varint read as prost reads it, moving `b` past it; a one-byte varint
 /// (most keys and lengths) without a call.
 #[inline(always)]
@@ -17,14 +25,6 @@ fn decode_varint(b: &mut &[u8]) -> Result<u64, prost::DecodeError> {
         _ => prost::encoding::decode_varint(b),
     }
 }
-
-use super::encoded::Blocks;
-
-use crate::ir::{
-    DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE, MAX_ATTRIBUTE_VALUES, MAX_DECLARED_DIMS,
-    MAX_MESSAGE_DEPTH, MAX_MODEL_ITEMS, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES,
-    MAX_STRING_ELEMENTS, MAX_TENSORS, MAX_VALUE_INFOS,
-};
 
 /// The messages that hold records.
 #[derive(Clone, Copy, PartialEq)]
@@ -283,20 +283,9 @@ impl<'a> Fields<'a> {
     /// byte).
     #[inline(always)]
     fn varint(&mut self) -> Option<u64> {
-        let first = *self.msg.get(self.at)?;
-        if first < 0x80 {
-            self.at += 1;
-            return Some(u64::from(first));
-        }
-        self.long_varint()
-    }
-
-    /// [`Fields::varint`] of two bytes and more.
-    #[inline(never)]
-    fn long_varint(&mut self) -> Option<u64> {
-        let mut rest = &self.msg[self.at..];
+        let mut rest = self.msg.get(self.at..)?;
         let before = rest.len();
-        let v = prost::encoding::decode_varint(&mut rest).ok()?;
+        let v = decode_varint(&mut rest).ok()?;
         self.at += before - rest.len();
         Some(v)
     }
