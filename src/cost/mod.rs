@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use crate::error::{Error, Result};
 use crate::ir::{AHEAD, Assumed, Dim, Graph, Node, Tensors, prefetch};
 use crate::rules::rule::BranchChoice;
-use crate::rules::{CountOptions, EvalError, RuleSet};
+use crate::rules::{CostRule, CountOptions, EvalError, RuleSet};
 use fusion::FusedGroup;
 pub use roofline::{Bound, LayerTime, PeakGroup, Roofline, parse_duration, roofline};
 
@@ -282,8 +282,7 @@ fn folded_costs(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Ve
         // Most are a node alone (no subgraph, nothing to fuse): costed as
         // `cost_level` costs it, without a level of their own.
         if node.bodies.is_empty() && rules.fusions.is_empty() {
-            if let Some(rule) = rules.get(&node.domain, &node.op)
-                && rule.unsupported.is_none()
+            if let Ok(rule) = rule_of(rules, node)
                 && let Ok(layer) = cost_of(node, rule, opts)
             {
                 layers.push(layer);
@@ -371,24 +370,18 @@ fn cost_level(
     let mut nested: Vec<(usize, Vec<LayerCost>, Vec<FusedGroup>)> = Vec::new();
     for (i, node) in graph.nodes.iter().enumerate() {
         prefetch(graph.nodes.get(i + AHEAD).map(Node::ahead));
-        let Some(rule) = rules.get(&node.domain, &node.op) else {
-            acc.unsupported.push(Unsupported {
-                name: node.name.clone(),
-                op: node.op.clone(),
-                domain: node.domain.clone(),
-                reason: NO_RULE.into(),
-            });
-            continue;
+        let rule = match rule_of(rules, node) {
+            Ok(rule) => rule,
+            Err(reason) => {
+                acc.unsupported.push(Unsupported {
+                    name: node.name.clone(),
+                    op: node.op.clone(),
+                    domain: node.domain.clone(),
+                    reason: reason.to_string(),
+                });
+                continue;
+            }
         };
-        if let Some(reason) = &rule.unsupported {
-            acc.unsupported.push(Unsupported {
-                name: node.name.clone(),
-                op: node.op.clone(),
-                domain: node.domain.clone(),
-                reason: reason.clone(),
-            });
-            continue;
-        }
         // Subgraphs that run an unknown number of times, or whose sizes change
         // at run time, cannot be counted: the node is listed instead.
         let unknown = unbound_in_bodies(node);
@@ -695,7 +688,17 @@ fn repeat(l: &mut LayerCost, runs: u64) -> Option<()> {
     Some(())
 }
 
-fn cost_of(node: &Node, rule: &crate::rules::CostRule, opts: CountOptions) -> Result<LayerCost> {
+/// The rule that costs `node`, or why none does: no rule for its op, or a
+/// rule that declares the op unsupported.
+fn rule_of<'r>(rules: &'r RuleSet, node: &Node) -> std::result::Result<&'r CostRule, &'r str> {
+    let rule = rules.get(&node.domain, &node.op).ok_or(NO_RULE)?;
+    match &rule.unsupported {
+        Some(reason) => Err(reason),
+        None => Ok(rule),
+    }
+}
+
+fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost> {
     let ev = rule.evaluate(node, opts).map_err(|e| match e {
         EvalError::Formula {
             origin,
