@@ -172,9 +172,12 @@ impl Slots {
     }
 
     /// The facts of node `i`'s inputs (`n`), one copy each; `None` when
-    /// slots are off (the node's inputs are then looked up by name).
+    /// slots are off (the node's inputs are then looked up by name). A
+    /// fact this read is the last reader of is moved out of its slot, not
+    /// copied: [`Slots::count_down`] would free it right after (most
+    /// values of a large graph have one reader).
     pub(super) fn inputs(
-        &self,
+        &mut self,
         i: usize,
         n: &NodeProto,
         scope: &Scope,
@@ -182,19 +185,25 @@ impl Slots {
         if !self.on {
             return Ok(None);
         }
-        let slots = self.readers.inputs(i);
+        let Slots {
+            on,
+            facts,
+            left,
+            readers,
+        } = self;
+        let slots = readers.inputs(i);
         // Ordering read the same record's inputs; differing would be a
         // fault of c3's, named rather than read into wrong facts.
         if slots.len() != n.input.len() {
             return Err("its inputs read differently by ordering and inference".into());
         }
         let fact = |(name, &slot): (&String, &u32)| {
-            (!name.is_empty()).then(|| {
-                let f = match self.own(slot) {
-                    Some(s) => self.facts[s].as_deref(),
-                    None => scope.get(name),
-                };
-                f.cloned().unwrap_or_else(Fact::unknown)
+            (!name.is_empty()).then(|| match own(*on, readers, slot) {
+                // Its readers are counted by occurrence, so a count of one
+                // is this read: no other input of the node names it.
+                Some(s) if left[s] == 1 => facts[s].take().map_or_else(Fact::unknown, |f| *f),
+                Some(s) => facts[s].as_deref().cloned().unwrap_or_else(Fact::unknown),
+                None => scope.get(name).cloned().unwrap_or_else(Fact::unknown),
             })
         };
         Ok(Some(n.input.iter().zip(slots).map(fact).collect()))
@@ -309,6 +318,64 @@ impl Slots {
 mod tests {
     use super::*;
     use crate::ir::{DType, Dim};
+
+    /// Counted by slot, an input's fact is copied for each read but the
+    /// last, which takes it from its slot: A makes `x`, read once by B;
+    /// B makes `y`, read twice by C and once by D.
+    #[test]
+    fn the_last_reader_of_a_slot_takes_its_fact() {
+        use crate::proto::NodeProto;
+        let node = |inputs: &[&str], output: &str| NodeProto {
+            input: inputs.iter().map(|s| s.to_string()).collect(),
+            output: vec![output.to_string()],
+            ..NodeProto::default()
+        };
+        let nodes = [
+            node(&[], "x"),
+            node(&["x"], "y"),
+            node(&["y", "y"], "z"),
+            node(&["y"], "w"),
+        ];
+        // Slots: x 0, y 1, z 2, w 3 (one output a node).
+        let readers = Readers {
+            starts: vec![0, 1, 2, 3],
+            counts: vec![1, 3, 0, 0],
+            input_starts: vec![0, 0, 1, 3],
+            input_slots: vec![0, 1, 1, 1],
+            captured: vec![false; 4],
+        };
+        let mut scope = Scope {
+            vars: Vars::default(),
+            parent: None,
+        };
+        let mut slots = Slots::new(readers, true, &mut scope);
+        let shaped = |n: u64| Fact::tensor(Some(DType::Float32), Some(vec![Dim::Known(n)]));
+        let held = |slots: &Slots| slots.facts.iter().map(Option::is_some).collect::<Vec<_>>();
+        slots.define(0, &nodes[0], 0, &"x".into(), &shaped(2), &mut scope);
+        slots.count_down(0, &nodes[0], 0, &mut scope, |_, _| {});
+        // B is x's one reader: the fact moves out of slot 0.
+        let read = slots.inputs(1, &nodes[1], &scope).unwrap().unwrap();
+        assert_eq!(read, [Some(shaped(2))]);
+        assert_eq!(held(&slots), [false, false, false, false]);
+        slots.define(1, &nodes[1], 0, &"y".into(), &shaped(3), &mut scope);
+        slots.count_down(1, &nodes[1], 0, &mut scope, |_, _| {});
+        // C reads y twice of its three reads: both are copies.
+        let read = slots.inputs(2, &nodes[2], &scope).unwrap().unwrap();
+        assert_eq!(read, [Some(shaped(3)), Some(shaped(3))]);
+        assert_eq!(held(&slots), [false, true, false, false]);
+        let mut gone = Vec::new();
+        slots.count_down(2, &nodes[2], 0, &mut scope, |_, s| gone.push(s));
+        // z has no reader: let go at once; y has one read left.
+        assert_eq!(gone, [2]);
+        assert_eq!(slots.left[1], 1);
+        // D's read is y's last: taken, and y is let go as it is counted.
+        let read = slots.inputs(3, &nodes[3], &scope).unwrap().unwrap();
+        assert_eq!(read, [Some(shaped(3))]);
+        assert_eq!(held(&slots), [false, false, false, false]);
+        slots.count_down(3, &nodes[3], 0, &mut scope, |_, s| gone.push(s));
+        // Its own unread output first, then what it read.
+        assert_eq!(gone, [2, 3, 1]);
+    }
 
     #[test]
     fn a_fact_is_let_go_after_its_last_counted_reader() {
