@@ -15,10 +15,11 @@ pub enum Taken {
     Encoded(Encoded),
 }
 
-/// Taken nodes ready for ordering: left encoded, with their outline.
+/// Taken nodes ready for ordering: left encoded, with their outline
+/// (boxed, so that the two kinds stay of like size).
 pub(super) enum Nodes {
     Decoded(Vec<NodeProto>),
-    Encoded(Encoded, Outline),
+    Encoded(Encoded, Box<Outline>),
 }
 
 impl Nodes {
@@ -30,7 +31,7 @@ impl Nodes {
             Taken::Encoded(e) => e,
         };
         Ok(match e.outline()? {
-            Some(o) => Nodes::Encoded(e, o),
+            Some(o) => Nodes::Encoded(e, Box::new(o)),
             None => Nodes::Decoded(
                 (0..e.len())
                     .map(|i| e.decode(i))
@@ -56,7 +57,8 @@ impl Nodes {
     ) -> Queue {
         match self {
             Nodes::Decoded(list) => Queue::Decoded(Box::new(in_running_order(list, order))),
-            Nodes::Encoded(nodes, o) => {
+            Nodes::Encoded(mut nodes, o) => {
+                nodes.keep_room(&o);
                 let whole = o.whole;
                 if !crate::second_thread(order.len()) {
                     return Queue::Encoded { nodes, whole };
