@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::proto::{
@@ -112,6 +113,21 @@ struct Loads {
     /// failed load as an unknown value, but a missing external file is a
     /// broken model and must end inference with its own message.
     unreadable: Mutex<Option<String>>,
+    /// Whether `unreadable` holds a message: read after every node, where
+    /// taking the lock each time was a quarter of the node's own work.
+    any_unreadable: AtomicBool,
+}
+
+impl Loads {
+    /// The message a failed load left, taken (each is reported once).
+    fn take_unreadable(&self) -> Option<String> {
+        if !self.any_unreadable.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut slot = self.unreadable.lock().ok()?;
+        self.any_unreadable.store(false, Ordering::Release);
+        slot.take()
+    }
 }
 
 impl ConstantData for LazyTensor {
@@ -125,6 +141,7 @@ impl ConstantData for LazyTensor {
                 );
                 if let Ok(mut slot) = self.loads.unreadable.lock() {
                     slot.get_or_insert_with(|| m.clone());
+                    self.loads.any_unreadable.store(true, Ordering::Release);
                 }
                 m
             }
@@ -467,7 +484,7 @@ impl<'m> Walker<'m> {
                 &self.symbols,
             );
             let inferred = infer(&mut ctx).map_err(|e| e.0);
-            let unreadable = self.loads.unreadable.lock().ok().and_then(|mut m| m.take());
+            let unreadable = self.loads.take_unreadable();
             if let Some(m) = unreadable {
                 // The walk adds the node's label to what is returned.
                 self.over_limit(format!("{}: {m}", node_label(n)));
@@ -911,6 +928,7 @@ fn infer_nodes(
         loads: Arc::new(Loads {
             dir: model.dir.clone(),
             unreadable: Mutex::default(),
+            any_unreadable: AtomicBool::new(false),
         }),
     };
     let initializers: HashSet<&str> = g
