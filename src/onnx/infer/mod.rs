@@ -5,27 +5,26 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::proto::{
     AttributeProto, FunctionProto, GraphProto, NodeProto, TensorProto, TypeProto, attr_type,
 };
-use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key, tensor};
+use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key};
 use graph::{Recorder, Records, attr_value};
 pub use graph::{infer_graph, to_graph, to_graph_with};
 pub use order::Taken;
 use order::{NodeList, Nodes, View, expanded_nodes, node_label, order_of, producers, topo_order};
 
+mod constants;
 pub(crate) mod graph;
 mod order;
 mod scope;
 use crate::error::{Error, Result};
 use crate::ir::{self, AttrValue, DType, Dim, TensorFact};
 use crate::shape::ctx::{SubgraphInfer, Symbols, TensorDecoder};
-use crate::shape::fact::ConstantData;
-use crate::shape::{Fact, InferCtx, ShapeError, TensorValue, ValueKind, registry};
+use crate::shape::{Fact, InferCtx, ShapeError, ValueKind, registry};
+use constants::{Loads, tensor_fact};
 use scope::{Scope, Slots, Vars};
 
 /// Caller-supplied facts: symbol bindings and input shape overrides.
@@ -97,78 +96,6 @@ pub struct Inferred {
     pub bound_symbols: Vec<String>,
 }
 
-/// An initializer (or Constant tensor) whose data is read only when needed.
-struct LazyTensor {
-    tensor: TensorProto,
-    /// Shared by every constant of the walk (one count, not a copy of the
-    /// folder's path each).
-    loads: Arc<Loads>,
-}
-
-/// Where a walk's constants load from and report to.
-struct Loads {
-    /// The model's folder: external data must stay inside it.
-    dir: PathBuf,
-    /// Where data that cannot be read is reported: shape functions take a
-    /// failed load as an unknown value, but a missing external file is a
-    /// broken model and must end inference with its own message.
-    unreadable: Mutex<Option<String>>,
-    /// Whether `unreadable` holds a message: read after every node, where
-    /// taking the lock each time was a quarter of the node's own work.
-    any_unreadable: AtomicBool,
-}
-
-impl Loads {
-    /// The message a failed load left, taken (each is reported once).
-    fn take_unreadable(&self) -> Option<String> {
-        if !self.any_unreadable.load(Ordering::Acquire) {
-            return None;
-        }
-        let mut slot = self.unreadable.lock().ok()?;
-        self.any_unreadable.store(false, Ordering::Release);
-        slot.take()
-    }
-}
-
-impl ConstantData for LazyTensor {
-    fn load(&self) -> std::result::Result<TensorValue, String> {
-        tensor::decode(&self.tensor, &self.loads.dir).map_err(|e| match e {
-            tensor::DecodeError::NotCarried(m) => m,
-            tensor::DecodeError::Unreadable(m) => {
-                let m = format!(
-                    "tensor '{}': {m}",
-                    self.tensor.name.as_deref().unwrap_or("")
-                );
-                if let Ok(mut slot) = self.loads.unreadable.lock() {
-                    slot.get_or_insert_with(|| m.clone());
-                    self.loads.any_unreadable.store(true, Ordering::Release);
-                }
-                m
-            }
-        })
-    }
-}
-
-fn tensor_fact(t: &TensorProto, loads: &Arc<Loads>) -> std::result::Result<Fact, String> {
-    let dtype = tensor::dtype_of(t)?;
-    let shape = t
-        .dims
-        .iter()
-        .map(|&d| {
-            u64::try_from(d)
-                .map(Dim::Known)
-                .map_err(|_| format!("negative dimension {d}"))
-        })
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(Fact {
-        constant: Some(Arc::new(LazyTensor {
-            tensor: t.clone(),
-            loads: Arc::clone(loads),
-        })),
-        ..Fact::new(dtype, shape)
-    })
-}
-
 /// The op of the pass-through record that defines a function call's
 /// outputs in the caller's scope; never costed.
 const FUNCTION_OUTPUTS: &str = "__function_outputs__";
@@ -198,7 +125,7 @@ struct Walker<'m> {
     /// on its other branch) can swallow it.
     limit: RefCell<Option<String>>,
     /// The constants' folder, and their data that could not be read, as
-    /// [`LazyTensor`] reports it.
+    /// [`constants::LazyTensor`] reports it.
     loads: Arc<Loads>,
 }
 
@@ -925,11 +852,7 @@ fn infer_nodes(
         visits: Cell::new(0),
         max_visits: NODE_VISITS_BASE.saturating_add(NODE_VISITS_PER_NODE.saturating_mul(expanded)),
         limit: RefCell::new(None),
-        loads: Arc::new(Loads {
-            dir: model.dir.clone(),
-            unreadable: Mutex::default(),
-            any_unreadable: AtomicBool::new(false),
-        }),
+        loads: Arc::new(Loads::new(model.dir.clone())),
     };
     let initializers: HashSet<&str> = g
         .initializer
