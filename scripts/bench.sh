@@ -26,10 +26,14 @@
 #   MODELS="gpt_100000" scripts/bench.sh
 #   C3=/path/to/c3 scripts/bench.sh  # time another build
 #   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
+#   ONE_CORE=0 scripts/bench.sh       # without the one-core row
 #   STARTUP=0 | STARTUP_RUNS=1000 scripts/bench.sh
 #   ONNX_TOOL_ALL=1 scripts/bench.sh  # onnx-tool on gpt_100000 too (hours)
 # Wall time on a shared machine includes waiting for a core; CPU time does
-# not, and instruction counts do not depend on load at all. Pages another
+# not, and instruction counts do not depend on load at all. The row "c3
+# estimate --format json, one core" holds c3 to one CPU (taskset -c 0):
+# the pace of a run on a machine whose cores are busy with something else,
+# when c3's second thread gains nothing; its ratio to ONNX is printed too. Pages another
 # process has mapped are not dropped: a cold figure far below the model's
 # records means the file was in use meanwhile.
 set -euo pipefail
@@ -91,6 +95,9 @@ for m in $models; do
   measure "c3 estimate --format json" "$m" "$runs" "$c3" estimate "$f" --format json
   measure "c3 estimate --format md" "$m" "$runs" "$c3" estimate "$f" --format md
   measure "c3 shapes --format json" "$m" "$runs" "$c3" shapes "$f" --format json
+  if [ "${ONE_CORE:-1}" != 0 ] && command -v taskset >/dev/null; then
+    measure "c3 estimate --format json, one core" "$m" "$runs" taskset -c 0 "$c3" estimate "$f" --format json
+  fi
   if [ "${TOOLS:-1}" != 0 ]; then
     measure "onnx infer_shapes_path" "$m" "$tool_runs" "$python" -c \
       'import sys, onnx; onnx.shape_inference.infer_shapes_path(sys.argv[1], sys.argv[2])' \
@@ -105,11 +112,13 @@ for m in $models; do
 done
 for m in $models; do
   c=$(awk -v m="$m" '$1 == m && $2 == "c3" && $3 == "estimate" && $5 == "json" { print $NF }' "$tmp/walls")
+  one=$(awk -v m="$m" '$1 == m && $2 == "c3" && $5 == "json," && $6 == "one" { print $NF }' "$tmp/walls")
   o=$(awk -v m="$m" '$1 == m && $3 == "infer_shapes_path" { print $NF }' "$tmp/walls")
   t=$(awk -v m="$m" '$1 == m && $2 == "onnx_tool.model_profile" { print $NF }' "$tmp/walls")
   if [ -n "$c" ] && [ -n "$o" ]; then
     printf '%s: c3 estimate --format json is %.0fx faster than infer_shapes_path' "$m" "$(echo "$o / $c" | bc -l)"
     if [ -n "$t" ]; then printf ', %.0fx faster than onnx-tool' "$(echo "$t / $c" | bc -l)"; fi
+    if [ -n "$one" ]; then printf '; on one core %.0fx faster than infer_shapes_path' "$(echo "$o / $one" | bc -l)"; fi
     echo
   fi
 done
