@@ -468,6 +468,7 @@ fn rows(c: &mut Chunked<'_>, layers: &[LayerJ<'_>], level: usize) -> io::Result<
         return c.write_all(b"[]");
     }
     c.write_all(b"[")?;
+    let keys = RowKeys::at(level + 2);
     c.items(layers, |c, i, l| {
         // The row's name and op type lie apart from it too.
         prefetch(layers.get(i + AHEAD).map(|j| {
@@ -475,52 +476,77 @@ fn rows(c: &mut Chunked<'_>, layers: &[LayerJ<'_>], level: usize) -> io::Result<
             [inputs, outputs, j.l.name.as_ptr(), j.l.op.as_ptr()]
         }));
         c.item(level + 1, i == 0)?;
-        row(c, l, level + 1)
+        row(c, l, level + 1, &keys)
     })?;
     c.close(level, b"]")
 }
 
-/// One layer, as [`LayerJ`] serializes it.
-fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize) -> io::Result<()> {
+/// The keys of a layer row whose entries are `level` deep, each as
+/// [`Chunked::key`] writes it ([`pretty::key_text`]), in the row's order.
+struct RowKeys {
+    name: Vec<u8>,
+    op: Vec<u8>,
+    /// flops, iops, mread, mwrite, mrw.
+    counts: [Vec<u8>; 5],
+    inputs: Vec<u8>,
+    outputs: Vec<u8>,
+    attrs: Vec<u8>,
+    /// params, weight_bytes, live_bytes.
+    sizes: [Vec<u8>; 3],
+    fused: Vec<u8>,
+    runs: Vec<u8>,
+}
+
+impl RowKeys {
+    fn at(level: usize) -> RowKeys {
+        let key = |name| pretty::key_text(level, false, name);
+        RowKeys {
+            name: pretty::key_text(level, true, "name"),
+            op: key("op"),
+            counts: ["flops", "iops", "mread", "mwrite", "mrw"].map(key),
+            inputs: key("inputs"),
+            outputs: key("outputs"),
+            attrs: key("attrs"),
+            sizes: ["params", "weight_bytes", "live_bytes"].map(key),
+            fused: key("fused"),
+            runs: key("runs"),
+        }
+    }
+}
+
+/// One layer, as [`LayerJ`] serializes it; `keys`: its keys at its depth.
+fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize, keys: &RowKeys) -> io::Result<()> {
     let (l, k) = (j.l, level + 1);
     c.write_all(b"{")?;
-    c.key(k, true, "name")?;
+    c.write_all(&keys.name)?;
     c.text(&l.name)?;
-    c.key(k, false, "op")?;
+    c.write_all(&keys.op)?;
     if l.domain.is_empty() {
         c.text(&l.op)?;
     } else {
         c.text(&qualified(&l.domain, &l.op))?;
     }
-    for (name, n) in [
-        ("flops", l.flops),
-        ("iops", l.iops),
-        ("mread", l.mread),
-        ("mwrite", l.mwrite),
-        ("mrw", l.mrw()),
-    ] {
-        c.key(k, false, name)?;
+    let counts = [l.flops, l.iops, l.mread, l.mwrite, l.mrw()];
+    for (key, n) in keys.counts.iter().zip(counts) {
+        c.write_all(key)?;
         c.uint(n)?;
     }
-    c.key(k, false, "inputs")?;
+    c.write_all(&keys.inputs)?;
     tensors(c, &l.inputs, k)?;
-    c.key(k, false, "outputs")?;
+    c.write_all(&keys.outputs)?;
     tensors(c, &l.outputs, k)?;
-    c.key(k, false, "attrs")?;
+    c.write_all(&keys.attrs)?;
     // Shared by the layers of one evaluation.
     let attrs = (l.attrs.as_ptr() as usize, 0, k as u32);
     c.shared(attrs, |c| c.value(&ParamsJ(&l.attrs), k))?;
-    for (name, n) in [
-        ("params", l.params),
-        ("weight_bytes", l.weight_bytes),
-        ("live_bytes", l.live_bytes),
-    ] {
-        c.key(k, false, name)?;
+    let sizes = [l.params, l.weight_bytes, l.live_bytes];
+    for (key, n) in keys.sizes.iter().zip(sizes) {
+        c.write_all(key)?;
         c.uint(n)?;
     }
-    c.key(k, false, "fused")?;
+    c.write_all(&keys.fused)?;
     c.scalar(&l.fused)?;
-    c.key(k, false, "runs")?;
+    c.write_all(&keys.runs)?;
     c.uint(l.runs)?;
     if let Some(t) = j.time {
         c.key(k, false, "precision")?;

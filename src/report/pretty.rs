@@ -155,6 +155,22 @@ pub(crate) fn stream(
     chunks.out.write_all(&chunks.buf)
 }
 
+/// What [`Chunked::key`] writes for `name` in an object whose entries are
+/// `level` deep (after its first entry unless `first`), made once: a list
+/// of like objects (a report's layer rows, 111k of them) then writes each
+/// key in one copy instead of piecing it together each time.
+pub(crate) fn key_text(level: usize, first: bool, name: &str) -> Vec<u8> {
+    let mut sink = io::sink();
+    let mut c = Chunked {
+        buf: Vec::new(),
+        out: &mut sink,
+        seen: Rendered::default(),
+    };
+    // A key is far below a chunk: nothing is handed on to the sink.
+    let _ = c.key(level, first, name);
+    c.buf
+}
+
 impl Chunked<'_> {
     /// `value` as pretty JSON whose first line continues the current one,
     /// the lines after it indented for nesting `level` deep.
@@ -453,6 +469,22 @@ mod tests {
 
     /// The text must be serde_json's own pretty text, byte for byte (issue
     /// 15: no output changes), deeper than one write of indentation too.
+    /// A key made once is the bytes `key` writes in place: the comma
+    /// unless first, the line break, two spaces a level, the quoted name
+    /// and `": "`; deeper than one copy of indentation reaches too.
+    #[test]
+    fn a_key_made_once_is_what_key_writes() {
+        assert_eq!(super::key_text(2, false, "flops"), b",\n    \"flops\": ");
+        assert_eq!(super::key_text(1, true, "name"), b"\n  \"name\": ");
+        let deep = super::LEVELS + 3;
+        let mut out = Vec::new();
+        super::stream(&mut out, |c| c.key(deep, false, "x")).unwrap();
+        let mut made = super::key_text(deep, false, "x");
+        made.push(b'\n');
+        assert_eq!(made, out);
+        assert_eq!(made.len(), 1 + 1 + 2 * deep + 3 + 2 + 1);
+    }
+
     #[test]
     fn writes_what_serde_json_pretty_writes() {
         let mut deep = json!([1, {"a": [], "b": {}}]);
