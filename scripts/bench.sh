@@ -33,9 +33,9 @@
 # not, and instruction counts do not depend on load at all. The row "c3
 # estimate --format json, one core" holds c3 to one CPU (taskset -c 0):
 # the pace of a run on a machine whose cores are busy with something else,
-# when c3's second thread gains nothing; its ratio to ONNX is printed too. Pages another
-# process has mapped are not dropped: a cold figure far below the model's
-# records means the file was in use meanwhile.
+# when c3's second thread gains nothing; its ratio to ONNX is printed too.
+# Pages another process has mapped are not dropped: a cold figure far below
+# the model's records means the file was in use meanwhile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${BENCH_DIR:-/tmp/c3-bench}

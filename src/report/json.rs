@@ -468,7 +468,7 @@ fn rows(c: &mut Chunked<'_>, layers: &[LayerJ<'_>], level: usize) -> io::Result<
         return c.write_all(b"[]");
     }
     c.write_all(b"[")?;
-    let keys = RowKeys::at(level + 2);
+    let keys = RowKeys::at(level + 1);
     c.items(layers, |c, i, l| {
         // The row's name and op type lie apart from it too.
         prefetch(layers.get(i + AHEAD).map(|j| {
@@ -481,8 +481,9 @@ fn rows(c: &mut Chunked<'_>, layers: &[LayerJ<'_>], level: usize) -> io::Result<
     c.close(level, b"]")
 }
 
-/// The keys of a layer row whose entries are `level` deep, each as
-/// [`Chunked::key`] writes it ([`pretty::key_text`]), in the row's order.
+/// The keys of a layer row written `level` deep (as [`row`] takes it: its
+/// entries one deeper), each as [`Chunked::key`] writes it
+/// ([`pretty::key_text`]), in the row's order.
 struct RowKeys {
     name: Vec<u8>,
     op: Vec<u8>,
@@ -499,9 +500,10 @@ struct RowKeys {
 
 impl RowKeys {
     fn at(level: usize) -> RowKeys {
-        let key = |name| pretty::key_text(level, false, name);
+        let k = level + 1;
+        let key = |name| pretty::key_text(k, false, name);
         RowKeys {
-            name: pretty::key_text(level, true, "name"),
+            name: pretty::key_text(k, true, "name"),
             op: key("op"),
             counts: ["flops", "iops", "mread", "mwrite", "mrw"].map(key),
             inputs: key("inputs"),

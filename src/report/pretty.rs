@@ -467,8 +467,6 @@ impl Write for Chunked<'_> {
 mod tests {
     use serde_json::json;
 
-    /// The text must be serde_json's own pretty text, byte for byte (issue
-    /// 15: no output changes), deeper than one write of indentation too.
     /// A key made once is the bytes `key` writes in place: the comma
     /// unless first, the line break, two spaces a level, the quoted name
     /// and `": "`; deeper than one copy of indentation reaches too.
@@ -485,6 +483,8 @@ mod tests {
         assert_eq!(made.len(), 1 + 1 + 2 * deep + 3 + 2 + 1);
     }
 
+    /// The text must be serde_json's own pretty text, byte for byte (issue
+    /// 15: no output changes), deeper than one write of indentation too.
     #[test]
     fn writes_what_serde_json_pretty_writes() {
         let mut deep = json!([1, {"a": [], "b": {}}]);
