@@ -295,7 +295,11 @@ impl Encoded {
         for a in &mut n.attribute {
             super::read::attach_attribute(a, &self.file)?;
         }
-        super::check_nodes(std::slice::from_ref(&n), &self.dir, 1)?;
+        super::check_nodes(
+            std::slice::from_ref(&n),
+            &mut super::tensor::ExternalFiles::new(&self.dir),
+            1,
+        )?;
         Ok(n)
     }
 

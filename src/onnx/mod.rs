@@ -162,12 +162,13 @@ fn decode_checked(
         .map(Path::to_path_buf)
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or_else(|| PathBuf::from("."));
-    check_graph(graph, &dir, 0).map_err(|m| bad(path, m))?;
+    let mut files = tensor::ExternalFiles::new(&dir);
+    check_graph(graph, &mut files, 0).map_err(|m| bad(path, m))?;
     for f in &model.functions {
         let name = f.name.as_deref().unwrap_or("");
         let here = |m: String| bad(path, format!("function '{name}': {m}"));
         opset_map(&f.opset_import).map_err(here)?;
-        check_nodes(&f.node, &dir, 1).map_err(here)?;
+        check_nodes(&f.node, &mut files, 1).map_err(here)?;
     }
     let encoded = kept.map(|blocks| Encoded::new(blocks, bytes.clone(), dir.clone()));
     let model = OnnxModel {
@@ -228,28 +229,36 @@ fn decode_message(e: &prost::DecodeError) -> String {
     }
 }
 
-fn check_attr_graphs(a: &proto::AttributeProto, dir: &Path, depth: usize) -> Result<(), String> {
+fn check_attr_graphs(
+    a: &proto::AttributeProto,
+    files: &mut tensor::ExternalFiles<'_>,
+    depth: usize,
+) -> Result<(), String> {
     if let Some(t) = &a.t {
-        tensor::check(t, dir)
+        tensor::check_in(t, files)
             .map_err(|m| format!("attribute '{}': {m}", a.name.as_deref().unwrap_or("")))?;
     }
     for t in &a.tensors {
-        tensor::check(t, dir)
+        tensor::check_in(t, files)
             .map_err(|m| format!("attribute '{}': {m}", a.name.as_deref().unwrap_or("")))?;
     }
     if let Some(sp) = &a.sparse_tensor {
-        tensor::check_sparse(sp, dir)
+        tensor::check_sparse(sp, files)
             .map_err(|m| format!("attribute '{}': {m}", a.name.as_deref().unwrap_or("")))?;
     }
     for g in a.g.iter().map(|g| &**g).chain(a.graphs.iter()) {
-        check_graph(g, dir, depth)?;
+        check_graph(g, files, depth)?;
     }
     Ok(())
 }
 
 /// Checks a graph and its subgraphs: tensors' sizes and external locations,
 /// declared dimensions, nesting depth, unique initializer names.
-fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
+fn check_graph(
+    g: &GraphProto,
+    files: &mut tensor::ExternalFiles<'_>,
+    depth: usize,
+) -> Result<(), String> {
     if depth > MAX_GRAPH_DEPTH {
         return Err(format!(
             "subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
@@ -261,7 +270,7 @@ fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
         if !names.insert(name) {
             return Err(format!("initializer '{name}' is defined twice"));
         }
-        tensor::check(t, dir).map_err(|m| format!("initializer '{name}': {m}"))?;
+        tensor::check_in(t, files).map_err(|m| format!("initializer '{name}': {m}"))?;
     }
     for (i, sp) in g.sparse_initializer.iter().enumerate() {
         let name = sp
@@ -269,7 +278,7 @@ fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
             .as_ref()
             .and_then(|v| v.name.as_deref())
             .unwrap_or("");
-        tensor::check_sparse(sp, dir)
+        tensor::check_sparse(sp, files)
             .map_err(|m| format!("sparse initializer {} '{name}': {m}", i + 1))?;
     }
     for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
@@ -277,18 +286,22 @@ fn check_graph(g: &GraphProto, dir: &Path, depth: usize) -> Result<(), String> {
             check_type(t).map_err(|m| format!("'{}' {m}", v.name.as_deref().unwrap_or("")))?;
         }
     }
-    check_nodes(&g.node, dir, depth + 1)
+    check_nodes(&g.node, files, depth + 1)
 }
 
 /// Checks nodes and, at `depth`, the graphs of their attributes.
-fn check_nodes(nodes: &[proto::NodeProto], dir: &Path, depth: usize) -> Result<(), String> {
+fn check_nodes(
+    nodes: &[proto::NodeProto],
+    files: &mut tensor::ExternalFiles<'_>,
+    depth: usize,
+) -> Result<(), String> {
     for n in nodes {
         let name = n.name.as_deref().unwrap_or("");
         if n.op_type.as_deref().unwrap_or("").is_empty() {
             return Err(format!("node '{name}' has no op_type"));
         }
         for a in &n.attribute {
-            check_attr_graphs(a, dir, depth).map_err(|m| format!("node '{name}': {m}"))?;
+            check_attr_graphs(a, files, depth).map_err(|m| format!("node '{name}': {m}"))?;
         }
     }
     Ok(())

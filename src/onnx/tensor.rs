@@ -1,6 +1,7 @@
 //! TensorProto data: size checks at load time (which read lengths, never the
 //! payload) and decoding of small tensors when a shape computation needs them.
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use bytes::Bytes;
@@ -80,13 +81,21 @@ fn decode_varints(b: &[u8]) -> Result<Vec<i64>, String> {
 
 /// Where an external tensor's data lives; refuses anything outside `dir`.
 pub fn external_location(t: &TensorProto, dir: &Path) -> Result<PathBuf, String> {
-    let location = t
-        .external_data
+    resolve(location_of(t)?, dir)
+}
+
+/// The `location` entry of a tensor's external data.
+fn location_of(t: &TensorProto) -> Result<&str, String> {
+    t.external_data
         .iter()
         .find(|e| e.key.as_deref() == Some("location"))
-        .and_then(|e| e.value.clone())
-        .ok_or("external data without a location")?;
-    let rel = Path::new(&location);
+        .and_then(|e| e.value.as_deref())
+        .ok_or_else(|| "external data without a location".into())
+}
+
+/// `location` in `dir`, unless it leads out of `dir`.
+fn resolve(location: &str, dir: &Path) -> Result<PathBuf, String> {
+    let rel = Path::new(location);
     let escapes = rel.is_absolute()
         || location.starts_with(['/', '\\'])
         || location.as_bytes().get(1) == Some(&b':')
@@ -110,6 +119,47 @@ pub fn external_location(t: &TensorProto, dir: &Path) -> Result<PathBuf, String>
     Ok(path)
 }
 
+/// The external data files of a model's folder as its checks find them.
+/// A model names one file for thousands of tensors; each location is
+/// resolved (every step of its path read as a possible link) and looked
+/// at once, not once a tensor.
+pub struct ExternalFiles<'d> {
+    dir: &'d Path,
+    seen: HashMap<String, Result<Found, String>>,
+}
+
+/// An external data file's path, and whether it is a regular file and
+/// its length, if it is there.
+#[derive(Clone)]
+struct Found {
+    path: PathBuf,
+    meta: Option<(bool, u64)>,
+}
+
+impl<'d> ExternalFiles<'d> {
+    /// None looked at yet, in `dir`.
+    pub fn new(dir: &'d Path) -> Self {
+        ExternalFiles {
+            dir,
+            seen: HashMap::new(),
+        }
+    }
+
+    fn find(&mut self, location: &str) -> Result<Found, String> {
+        if let Some(found) = self.seen.get(location) {
+            return found.clone();
+        }
+        let found = resolve(location, self.dir).map(|path| {
+            let meta = std::fs::metadata(&path)
+                .ok()
+                .map(|m| (m.is_file(), m.len()));
+            Found { path, meta }
+        });
+        self.seen.insert(location.to_owned(), found.clone());
+        found
+    }
+}
+
 fn external_field(t: &TensorProto, key: &str) -> Result<Option<u64>, String> {
     match t
         .external_data
@@ -130,6 +180,11 @@ fn external_field(t: &TensorProto, key: &str) -> Result<Option<u64>, String> {
 /// Checks that a tensor's stored data matches its declared type and shape.
 /// Reads lengths only (and the varints of packed integer fields).
 pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
+    check_in(t, &mut ExternalFiles::new(dir))
+}
+
+/// [`check`], with external files looked at through `files`.
+pub fn check_in(t: &TensorProto, files: &mut ExternalFiles<'_>) -> Result<(), String> {
     if t.dims.len() > super::MAX_RANK {
         return Err(format!(
             "rank {}, which exceeds the limit of {}",
@@ -141,7 +196,7 @@ pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
     let n = element_count(&t.dims)?;
     let expect = raw_len(dtype, n).ok_or("tensor size overflows 64 bits")?;
     if t.data_location == Some(EXTERNAL) {
-        let path = external_location(t, dir)?;
+        let found = files.find(location_of(t)?)?;
         if let Some(len) = external_field(t, "length")?
             && dtype != DType::String
             && len != expect
@@ -153,19 +208,15 @@ pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
         let offset = external_field(t, "offset")?.unwrap_or(0);
         // A missing file is allowed (weights are often not shipped and
         // rarely needed); one that is there must hold what is declared.
-        if let Ok(meta) = std::fs::metadata(&path) {
-            let shown = path.file_name().unwrap_or_default().to_string_lossy();
-            if !meta.is_file() {
+        if let Some((is_file, file_len)) = found.meta {
+            let shown = found.path.file_name().unwrap_or_default().to_string_lossy();
+            if !is_file {
                 return Err(format!("external data '{shown}' is not a regular file"));
             }
-            if dtype != DType::String
-                && offset
-                    .checked_add(expect)
-                    .is_none_or(|end| end > meta.len())
+            if dtype != DType::String && offset.checked_add(expect).is_none_or(|end| end > file_len)
             {
                 return Err(format!(
-                    "external data '{shown}' is {} bytes, but {n} {dtype} elements need {expect} at offset {offset}",
-                    meta.len()
+                    "external data '{shown}' is {file_len} bytes, but {n} {dtype} elements need {expect} at offset {offset}"
                 ));
             }
         }
@@ -226,7 +277,10 @@ pub fn check(t: &TensorProto, dir: &Path) -> Result<(), String> {
 /// element count), its values (a 1-D tensor of NNZ elements) and indices
 /// (int64, `[NNZ]` linear or `[NNZ, rank]`), each stored as declared, and,
 /// where the indices are small enough to read, every index inside the shape.
-pub fn check_sparse(sp: &super::proto::SparseTensorProto, dir: &Path) -> Result<(), String> {
+pub fn check_sparse(
+    sp: &super::proto::SparseTensorProto,
+    files: &mut ExternalFiles<'_>,
+) -> Result<(), String> {
     if sp.dims.len() > super::MAX_RANK {
         return Err(format!(
             "sparse tensor of rank {}, which exceeds the limit of {} (MAX_RANK)",
@@ -236,7 +290,7 @@ pub fn check_sparse(sp: &super::proto::SparseTensorProto, dir: &Path) -> Result<
     }
     let dense = element_count(&sp.dims).map_err(|m| format!("sparse tensor: {m}"))?;
     let values = sp.values.as_ref().ok_or("sparse tensor without values")?;
-    check(values, dir).map_err(|m| format!("sparse tensor values: {m}"))?;
+    check_in(values, files).map_err(|m| format!("sparse tensor values: {m}"))?;
     let [nnz] = values.dims[..] else {
         return Err(format!(
             "sparse tensor values must be 1-D, not of shape {:?}",
@@ -257,7 +311,7 @@ pub fn check_sparse(sp: &super::proto::SparseTensorProto, dir: &Path) -> Result<
             Err("sparse tensor without indices".into())
         };
     };
-    check(indices, dir).map_err(|m| format!("sparse tensor indices: {m}"))?;
+    check_in(indices, files).map_err(|m| format!("sparse tensor indices: {m}"))?;
     if dtype_of(indices)? != DType::Int64 {
         return Err("sparse tensor indices must be int64".into());
     }
@@ -273,7 +327,7 @@ pub fn check_sparse(sp: &super::proto::SparseTensorProto, dir: &Path) -> Result<
         }
     };
     // Indices too many to carry as a value are left unread, like weights.
-    let Ok(TensorValue::Ints(ix)) = decode(indices, dir) else {
+    let Ok(TensorValue::Ints(ix)) = decode(indices, files.dir) else {
         return Ok(());
     };
     for (k, i) in ix.iter().enumerate() {
@@ -567,5 +621,43 @@ mod tests {
         assert!(ext("a/../../w").unwrap_err().contains("leaves"));
         assert!(ext("/etc/passwd").unwrap_err().contains("leaves"));
         assert!(ext("C:\\x").unwrap_err().contains("leaves"));
+    }
+
+    /// Tensors naming one external file share one look at it: what it
+    /// was when first looked at decides for all of them.
+    #[test]
+    fn an_external_file_is_looked_at_once_for_all_its_tensors() {
+        let dir = std::env::temp_dir().join(format!("c3-external-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("w.bin"), [0u8; 8]).unwrap();
+        let at = |offset: u64| {
+            let mut t = tensor(DType::Float32, &[1]);
+            t.data_location = Some(EXTERNAL);
+            for (k, v) in [
+                ("location", "w.bin".to_string()),
+                ("offset", offset.to_string()),
+            ] {
+                t.external_data
+                    .push(super::super::proto::StringStringEntryProto {
+                        key: Some(k.into()),
+                        value: Some(v),
+                    });
+            }
+            t
+        };
+        let mut files = ExternalFiles::new(&dir);
+        // 8 bytes hold two float32s, at offsets 0 and 4.
+        assert!(check_in(&at(4), &mut files).is_ok());
+        assert_eq!(
+            check_in(&at(8), &mut files).unwrap_err(),
+            "external data 'w.bin' is 8 bytes, but 1 float32 elements need 4 at offset 8"
+        );
+        // Emptied after the first look: these checks still see 8 bytes,
+        // a fresh look sees none.
+        std::fs::write(dir.join("w.bin"), []).unwrap();
+        assert!(check_in(&at(4), &mut files).is_ok());
+        assert_eq!(files.seen.len(), 1);
+        assert!(check(&at(4), &dir).unwrap_err().contains("is 0 bytes"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
