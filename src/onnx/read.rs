@@ -8,17 +8,21 @@
 //!
 //! Instead the file is read with positioned reads, in order, through the
 //! messages that can hold tensors; a tensor payload of more than
-//! [`SKIP_BYTES`] is jumped over by its length and replaced by a
-//! [`StoredPayload`] (where it lies) in a copy of everything else. That copy
-//! is what prost decodes (what it keeps of it copied out, so the copy is
-//! freed once decoded; or, for an estimate, `skim_aside`'s, with the main
-//! graph's node records set aside and what decoding keeps sliced from the
-//! copy); then [`attach`] turns each stored payload into a
-//! slice of the file's mapping, which estimating never touches: a payload
-//! that large holds more elements than a value may have, so only copying the
-//! model (`shapes -o`, `annotate`) reads it. Smaller payloads (shapes, axes,
-//! biases) are read with the records, so thousands of constants read as
-//! values cost no page faults and map nothing.
+//! [`LEAVE_BYTES`] is left out and replaced by a [`StoredPayload`] (where it
+//! lies) in a copy of everything else, and one of more than [`SKIP_BYTES`]
+//! is also jumped over by its length, unread. That copy is what prost
+//! decodes (what it keeps of it copied out, so the copy is freed once
+//! decoded; or, for an estimate, `skim_aside`'s, with the main graph's node
+//! records set aside and what decoding keeps sliced from the copy); then
+//! [`attach`] turns each stored payload into a slice of the file's mapping,
+//! which estimating touches only for the few left out that a shape
+//! computation reads as a value (a payload over [`SKIP_BYTES`] holds more
+//! elements than a value may have, so only copying the model reads it).
+//! Smaller payloads (shapes, axes, scalars), and int32 and int64 ones up
+//! to [`SKIP_BYTES`], are copied with the records around them, so thousands
+//! of constants read as values cost no page faults and map nothing; weights
+//! of a few thousand bytes, which a model of many small layers holds by the
+//! hundred thousand, are neither copied nor held.
 //! Nested messages keep the width of their length prefix (a padded varint,
 //! which protobuf allows), so the copy is written in one pass.
 //!
@@ -36,11 +40,19 @@ use crate::ir::MAX_MESSAGE_DEPTH;
 use crate::proto::{AttributeProto, GraphProto, ModelProto, StoredPayload, TensorProto};
 use crate::shape::fact::MAX_VALUE_ELEMENTS;
 
-/// Tensor payloads of more than this many bytes are left in the file: they
-/// hold more than [`MAX_VALUE_ELEMENTS`] elements of any type c3 decodes (8
-/// bytes at most), so they are never read as a value. Smaller ones are
-/// copied with the records around them.
+/// Tensor payloads of more than this many bytes are jumped over, unread:
+/// they hold more than [`MAX_VALUE_ELEMENTS`] elements of any type c3
+/// decodes (8 bytes at most), so they are never read as a value.
 pub const SKIP_BYTES: u64 = 8 * MAX_VALUE_ELEMENTS as u64;
+
+/// Tensor payloads of more than this many bytes are left in the file (read
+/// past, not copied), unless they hold int32 or int64 elements (see
+/// [`leave_above`]); smaller ones, which hold the shapes, axes and scalars
+/// that shape computations read as values, are copied with the records
+/// around them. A model of many small layers holds hundreds of thousands
+/// of weights a few thousand bytes each: copied, they were most of its
+/// memory and a third of the time to estimate it.
+pub const LEAVE_BYTES: u64 = 1 << 10;
 
 /// The field number [`StoredPayload`]s are written under: the largest
 /// protobuf allows, unused by ONNX.
@@ -86,6 +98,19 @@ fn child(kind: Kind, field: u64) -> Option<Kind> {
 /// so `int32_data` and `int64_data` are read).
 fn is_payload(field: u64) -> bool {
     matches!(field, 4 | 9 | 10)
+}
+
+/// The size above which a tensor payload in `field` is left in the file,
+/// given the tensor's `data_type` so far: [`LEAVE_BYTES`], but for the
+/// `raw_data` of the types that shapes and indices take (int32, int64) or
+/// of a type not yet read, [`SKIP_BYTES`]. Any payload left in the file
+/// reads the same as a value; the types only say which are likely to be
+/// read as one.
+fn leave_above(field: u64, data_type: Option<u64>) -> u64 {
+    match (field, data_type) {
+        (9, Some(6 | 7) | None) => SKIP_BYTES,
+        _ => LEAVE_BYTES,
+    }
 }
 
 /// Positioned reads of a file (or of bytes, in tests).
@@ -250,7 +275,9 @@ impl<S: Source + ?Sized> Input<'_, S> {
         Ok(())
     }
 
-    /// Moves the cursor `n` bytes on without reading them.
+    /// Moves the cursor `n` bytes on without reading them. Past more than
+    /// [`SKIP_BYTES`], the next read starts small again: what follows a
+    /// weight that large is a record, likely followed by another weight.
     fn skip(&mut self, n: u64) {
         let have = (self.buf.len() - self.at) as u64;
         if n <= have {
@@ -259,13 +286,15 @@ impl<S: Source + ?Sized> Input<'_, S> {
             self.start = self.pos() + n;
             self.buf.clear();
             self.at = 0;
-            self.ahead = 0;
+            if n > SKIP_BYTES {
+                self.ahead = 0;
+            }
         }
     }
 
     /// Whether the `len` bytes of a record `head` bytes past the cursor may
     /// hold a stored-payload field (they hold the first byte of its tag, or
-    /// are not all there): a record no larger than [`SKIP_BYTES`] holds no
+    /// are not all there): a record no larger than [`LEAVE_BYTES`] holds no
     /// payload to leave out, and without that field it is skimmed as it is.
     fn may_hold_stored(&mut self, head: u64, len: u64) -> io::Result<bool> {
         let (head, len) = (head as usize, len as usize);
@@ -280,6 +309,9 @@ impl<S: Source + ?Sized> Input<'_, S> {
     /// tensors and leaving large tensor payloads out.
     fn message(&mut self, kind: Kind, end: u64, depth: usize, out: &mut Vec<u8>) -> io::Result<()> {
         let mut stored: Vec<StoredPayload> = Vec::new();
+        // A tensor's `data_type`, once read (writers put it before the
+        // payload, in field order).
+        let mut data_type = None;
         while self.pos() < end {
             let Some((tag, tag_w)) = self.peek_varint(0, end)? else {
                 break;
@@ -287,7 +319,12 @@ impl<S: Source + ?Sized> Input<'_, S> {
             let field = tag >> 3;
             if tag & 7 != 2 {
                 let size = match tag & 7 {
-                    0 => self.peek_varint(tag_w, end)?.map(|(_, w)| w as u64),
+                    0 => self.peek_varint(tag_w, end)?.map(|(v, w)| {
+                        if kind == Kind::Tensor && field == 2 {
+                            data_type = Some(v);
+                        }
+                        w as u64
+                    }),
                     1 => Some(8),
                     5 => Some(4),
                     _ => None,
@@ -315,7 +352,7 @@ impl<S: Source + ?Sized> Input<'_, S> {
                     self.skip(head + len);
                     continue;
                 }
-                if len > SKIP_BYTES {
+                if len > leave_above(field, data_type) {
                     stored.push(StoredPayload {
                         field: Some(field as u32),
                         offset: Some(body),
@@ -330,7 +367,7 @@ impl<S: Source + ?Sized> Input<'_, S> {
             // records are set aside.
             let enter = self.aside.is_some() && kind == Kind::Model && field == 7;
             match child(kind, field) {
-                Some(_) if len <= SKIP_BYTES && !enter && !self.may_hold_stored(head, len)? => {
+                Some(_) if len <= LEAVE_BYTES && !enter && !self.may_hold_stored(head, len)? => {
                     // Nothing in it to leave out: the bytes the walk copies.
                     self.copy(head + len, out)?;
                 }
@@ -398,7 +435,7 @@ fn put_padded_varint(slot: &mut [u8], v: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The model's bytes with every tensor payload of more than [`SKIP_BYTES`]
+/// The model's bytes with every tensor payload of more than [`LEAVE_BYTES`]
 /// left out (and located by a [`StoredPayload`] in its tensor).
 pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
     Ok(skimmed(src, None)?.0)
@@ -609,6 +646,46 @@ mod tests {
         assert!(copy.len() > 50_000 && copy.len() <= bytes.len());
         assert_eq!(copy.capacity(), bytes.len());
         assert_eq!(ModelProto::decode(&copy[..]).unwrap(), m);
+    }
+
+    /// A float32 weight of 2,400 bytes is left in the file; the int64
+    /// tensor of the same size, the type of shapes and indices, and a
+    /// float32 one of 800 bytes are copied with the records.
+    #[test]
+    fn weights_over_a_kilobyte_stay_in_the_file_shapes_are_copied() {
+        let typed = |name: &str, data_type: i32, bytes: usize| TensorProto {
+            data_type: Some(data_type),
+            dims: vec![(bytes / 4) as i64],
+            ..tensor(name, bytes)
+        };
+        let mut shape = typed("shape", 7, 2400);
+        shape.dims = vec![300];
+        let m = ModelProto {
+            graph: Some(GraphProto {
+                initializer: vec![typed("w", 1, 2400), shape, typed("b", 1, 800)],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bytes = Bytes::from(m.encode_to_vec());
+        let meta = skim(&bytes[..]).unwrap();
+        let mut back = ModelProto::decode(&meta[..]).unwrap();
+        attach(&mut back, &bytes).unwrap();
+        assert_eq!(back, m);
+        let in_file = |t: &TensorProto| {
+            let at = t.raw_data.as_ref().unwrap().as_ptr_range();
+            bytes.as_ptr_range().contains(&at.start)
+        };
+        let kept = &back.graph.as_ref().unwrap().initializer;
+        assert_eq!(
+            kept.iter().map(in_file).collect::<Vec<_>>(),
+            [true, false, false]
+        );
+        // The copy lacks the weight's 2,400 bytes, less the 16 or so of
+        // the note of where they lie.
+        let whole = bytes.len();
+        assert!(meta.len() < whole - 2400 + 32, "{} of {whole}", meta.len());
+        assert!(meta.len() > whole - 2400, "{} of {whole}", meta.len());
     }
 
     #[test]
