@@ -727,8 +727,11 @@ impl Graph {
         if given.is_empty() && self.bounds.is_empty() {
             return;
         }
+        // The symbols still in the graph, which only a bound needs.
         let mut present = BTreeSet::new();
-        self.for_each_node(&mut |node| symbols_of(node, &mut present));
+        if !self.bounds.is_empty() {
+            self.for_each_node(&mut |node| symbols_of(node, &mut present));
+        }
         let mut values = given.clone();
         // A bound may be made of other bounded sizes (NonZero of what an
         // If of data-dependent sizes returned): settle them until nothing
@@ -757,6 +760,17 @@ impl Graph {
             return;
         }
         let bind_tensors = |node: &mut Node| {
+            let symbolic = |t: &TensorFact| t.shape.iter().any(|d| matches!(d, Dim::Sym(_)));
+            // Lists without a symbol are left as they are, shared or not.
+            if !node
+                .inputs
+                .iter()
+                .chain(node.outputs.iter())
+                .flatten()
+                .any(symbolic)
+            {
+                return;
+            }
             for t in std::sync::Arc::make_mut(&mut node.inputs)
                 .iter_mut()
                 .chain(std::sync::Arc::make_mut(&mut node.outputs).iter_mut())
@@ -764,7 +778,7 @@ impl Graph {
             {
                 // Shared with copies of the fact: replaced only where a
                 // symbol is bound.
-                if t.shape.iter().any(|d| matches!(d, Dim::Sym(_))) {
+                if symbolic(t) {
                     t.shape = t.shape.iter().map(|d| d.bind(&values)).collect();
                 }
             }
