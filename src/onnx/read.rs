@@ -178,7 +178,11 @@ pub fn advise_random(file: &File) {
 struct Input<'a, S: Source + ?Sized> {
     src: &'a S,
     len: u64,
+    /// What was read, `buf[..end]`. The room past `end` is kept from read
+    /// to read: grown (and zeroed) only when a read needs more, not zeroed
+    /// again before each read.
     buf: Vec<u8>,
+    end: usize,
     /// The file offset of `buf[0]`.
     start: u64,
     /// The cursor in `buf`.
@@ -206,21 +210,22 @@ impl<S: Source + ?Sized> Input<'_, S> {
     }
 
     fn buffered(&self) -> &[u8] {
-        &self.buf[self.at..]
+        &self.buf[self.at..self.end]
     }
 
     /// Makes at least `need` bytes available at the cursor, or all that is
     /// left of the file. A read ends at a page boundary: the kernel reads
     /// whole pages anyway.
     fn fill(&mut self, need: usize) -> io::Result<()> {
-        let have = self.buf.len() - self.at;
+        let have = self.end - self.at;
         if have >= need {
             return Ok(());
         }
-        self.buf.drain(..self.at);
+        self.buf.copy_within(self.at..self.end, 0);
         self.start += self.at as u64;
         self.at = 0;
-        let from = self.start + self.buf.len() as u64;
+        self.end = have;
+        let from = self.start + have as u64;
         let want = (need - have).max(self.ahead) as u64;
         let to = from
             .saturating_add(want)
@@ -228,9 +233,12 @@ impl<S: Source + ?Sized> Input<'_, S> {
             .saturating_mul(PAGE)
             .min(self.len);
         if to > from {
-            let old = self.buf.len();
-            self.buf.resize(old + (to - from) as usize, 0);
-            self.src.read_exact_at(&mut self.buf[old..], from)?;
+            let end = have + (to - from) as usize;
+            if self.buf.len() < end {
+                self.buf.resize(end, 0);
+            }
+            self.src.read_exact_at(&mut self.buf[have..end], from)?;
+            self.end = end;
         }
         self.ahead = (self.ahead * 2).clamp(PAGE as usize, MAX_CHUNK);
         Ok(())
@@ -258,7 +266,7 @@ impl<S: Source + ?Sized> Input<'_, S> {
     /// Copies the next `n` bytes to `out`.
     fn copy(&mut self, n: u64, out: &mut Vec<u8>) -> io::Result<()> {
         let n = usize::try_from(n).map_err(io::Error::other)?;
-        let here = n.min(self.buf.len() - self.at);
+        let here = n.min(self.end - self.at);
         out.extend_from_slice(&self.buf[self.at..self.at + here]);
         self.at += here;
         if here < n {
@@ -269,7 +277,7 @@ impl<S: Source + ?Sized> Input<'_, S> {
             let from = self.pos();
             self.src.read_exact_at(&mut out[old..], from)?;
             self.start = from + rest as u64;
-            self.buf.clear();
+            self.end = 0;
             self.at = 0;
         }
         Ok(())
@@ -279,12 +287,12 @@ impl<S: Source + ?Sized> Input<'_, S> {
     /// [`SKIP_BYTES`], the next read starts small again: what follows a
     /// weight that large is a record, likely followed by another weight.
     fn skip(&mut self, n: u64) {
-        let have = (self.buf.len() - self.at) as u64;
+        let have = (self.end - self.at) as u64;
         if n <= have {
             self.at += n as usize;
         } else {
             self.start = self.pos() + n;
-            self.buf.clear();
+            self.end = 0;
             self.at = 0;
             if n > SKIP_BYTES {
                 self.ahead = 0;
@@ -510,6 +518,7 @@ fn skimmed<S: Source + ?Sized>(
         src,
         len,
         buf: Vec::new(),
+        end: 0,
         start: 0,
         at: 0,
         ahead: 0,
