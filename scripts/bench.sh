@@ -2,8 +2,10 @@
 # Times c3 beside ONNX's own shape inference and onnx-tool, side by side in
 # one run, on generated models (scripts/gen_bench_models.py: a VGG16 with its
 # 553 MB of embedded weights and GPT-2-style graphs of 1,113, 11,103 and
-# 111,003 nodes, the last with 609 MB of embedded weights). Models go to
-# ${BENCH_DIR:-/tmp/c3-bench}; nothing is committed.
+# 111,003 nodes, the last with 609 MB of embedded weights; on request, by
+# name in MODELS, convnet_100000, 100,001 nodes with 100,001 small weights,
+# and gpt_100000_ext, the 111k graph with its weights as external data).
+# Models go to ${BENCH_DIR:-/tmp/c3-bench}; nothing is committed.
 #
 # Every tool is timed as a whole process, as a user runs it:
 #   c3 estimate --format json | --format md, c3 shapes --format json
@@ -24,6 +26,7 @@
 #   scripts/bench.sh                  # the full report (Markdown)
 #   RUNS=7 TOOL_RUNS=1 scripts/bench.sh
 #   MODELS="gpt_100000" scripts/bench.sh
+#   MODELS="convnet_100000 gpt_100000_ext" scripts/bench.sh   # other shapes
 #   C3=/path/to/c3 scripts/bench.sh  # time another build
 #   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
 #   ONE_CORE=0 scripts/bench.sh       # without the one-core row
@@ -45,7 +48,9 @@ tool_runs=${TOOL_RUNS:-3}
 models=${MODELS:-"vgg16 gpt_1000 gpt_10000 gpt_100000"}
 c3=${C3:-target/release/c3}
 if [ -z "${C3:-}" ]; then cargo build --release --quiet; fi
-"$python" scripts/gen_bench_models.py "$dir" 1000 10000 100000 >/dev/null
+# shellcheck disable=SC2086
+"$python" scripts/gen_bench_models.py "$dir" 1000 10000 100000 \
+  $(printf '%s\n' $models | grep -E '^(convnet_100000|gpt_100000_ext)$' || true) >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$dir/inferred.onnx"' EXIT
 
@@ -103,8 +108,8 @@ for m in $models; do
       'import sys, onnx; onnx.shape_inference.infer_shapes_path(sys.argv[1], sys.argv[2])' \
       "$f" "$dir/inferred.onnx"
     # onnx-tool grows faster than linearly: 64 s on gpt_10000, so well
-    # over an hour on gpt_100000.
-    if [ "$m" != gpt_100000 ] || [ -n "${ONNX_TOOL_ALL:-}" ]; then
+    # over an hour on the 100k-node models.
+    if [[ "$m" != *100000* ]] || [ -n "${ONNX_TOOL_ALL:-}" ]; then
       measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
         'import sys, onnx_tool; onnx_tool.model_profile(sys.argv[1])' "$f"
     fi

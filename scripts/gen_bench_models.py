@@ -9,9 +9,18 @@
   of its own: gpt_100000.onnx has 111,003 nodes and 609 MB of embedded
   weights, gpt_10000.onnx 11,103 nodes and 61 MB.
 
+Asked for by name (`bench.sh` with MODELS naming them), two more shapes of
+large model:
+- convnet_100000.onnx: a ResNet-style stack of 12,500 blocks of 8 nodes
+  (100,001 nodes), each block with weights of its own, 100,001 tensors of
+  64 bytes to 9 KB (242 MB): many small weights rather than few large ones.
+- gpt_100000_ext.onnx: gpt_100000's graph with its weights saved as
+  external data (gpt_100000_ext.bin beside it), as exports over 2 GB must
+  be; ONNX's shape inference then reads 13 MB, not 618.
+
 Needs the `onnx` and `numpy` packages from PyPI:
     python3 -m pip install onnx numpy
-    python3 scripts/gen_bench_models.py OUT_DIR [N ...]
+    python3 scripts/gen_bench_models.py OUT_DIR [N | convnet_100000 | gpt_100000_ext ...]
 """
 import os
 import sys
@@ -145,17 +154,73 @@ def gpt(path, n_nodes, d=112, heads=4, seq=128, vocab=1024):
     onnx.save(model, path)
 
 
+def convnet(path, blocks=12500, c=16):
+    """A ResNet-style stack: a 3x3 stem, then `blocks` blocks of Conv,
+    BatchNormalization, Relu, Conv, a residual Add, Relu, a per-channel Mul
+    and Sigmoid (8 nodes, 8 weights of 64 bytes to 9 KB, float32 zeros) on
+    a 1x16x32x32 activation."""
+    inits, nodes = [], []
+
+    def w(name, shape):
+        inits.append(numpy_helper.from_array(np.zeros(shape, np.float32), name))
+        return name
+
+    def node(op, inputs, out, **attrs):
+        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    x = node("Conv", ["image", w("stem.weight", (c, 3, 3, 3))], "stem", pads=[1, 1, 1, 1])
+    for b in range(blocks):
+        p = f"block{b}."
+        h = node("Conv", [x, w(p + "conv1.weight", (c, c, 3, 3))], p + "conv1", pads=[1, 1, 1, 1])
+        bn = [w(p + f"bn.{k}", (c,)) for k in ("scale", "bias", "mean", "var")]
+        h = node("BatchNormalization", [h] + bn, p + "bn")
+        h = node("Relu", [h], p + "relu1")
+        h = node("Conv", [h, w(p + "conv2.weight", (c, c, 3, 3))], p + "conv2", pads=[1, 1, 1, 1])
+        h = node("Relu", [node("Add", [h, x], p + "add")], p + "relu2")
+        h = node("Mul", [h, w(p + "gate", (1, c, 1, 1))], p + "mul")
+        x = node("Sigmoid", [h], p + "out")
+    graph = helper.make_graph(
+        nodes, "convnet",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, 32, 32])],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
+
+
+def external(src, path):
+    """`src` saved again with every tensor of over 1 KB as external data,
+    in one file named after `path`."""
+    model = onnx.load(src)
+    bin_name = os.path.basename(path)[: -len(".onnx")] + ".bin"
+    onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+              location=bin_name, size_threshold=1024)
+
+
 def main():
     out = sys.argv[1]
-    sizes = [int(a) for a in sys.argv[2:]] or [1000, 10000, 100000]
+    asked = sys.argv[2:] or ["1000", "10000", "100000"]
     os.makedirs(out, exist_ok=True)
     vgg = os.path.join(out, "vgg16.onnx")
     if not os.path.exists(vgg):
         vgg16(vgg)
-    for n in sizes:
-        p = os.path.join(out, f"gpt_{n}.onnx")
-        if not os.path.exists(p):
-            gpt(p, n)
+    # The external copy is made from the embedded model: that one first.
+    if "gpt_100000_ext" in asked and "100000" not in asked:
+        asked.append("100000")
+    for name in sorted(asked, key=lambda a: not a.isdigit()):
+        p = os.path.join(out, (f"gpt_{name}" if name.isdigit() else name) + ".onnx")
+        if os.path.exists(p):
+            continue
+        if name.isdigit():
+            gpt(p, int(name))
+        elif name == "convnet_100000":
+            convnet(p)
+        elif name == "gpt_100000_ext":
+            external(os.path.join(out, "gpt_100000.onnx"), p)
+        else:
+            sys.exit(f"unknown model {name}")
     for f in sorted(os.listdir(out)):
         print(f"{f}: {os.path.getsize(os.path.join(out, f)):,} bytes")
 
