@@ -47,7 +47,7 @@ pub const SKIP_BYTES: u64 = 8 * MAX_VALUE_ELEMENTS as u64;
 
 /// Tensor payloads of more than this many bytes are left in the file (read
 /// past, not copied), unless they hold int32 or int64 elements (see
-/// [`leave_above`]); smaller ones, which hold the shapes, axes and scalars
+/// `leave_above`); smaller ones, which hold the shapes, axes and scalars
 /// that shape computations read as values, are copied with the records
 /// around them. A model of many small layers holds hundreds of thousands
 /// of weights a few thousand bytes each: copied, they were most of its
