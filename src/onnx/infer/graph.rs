@@ -734,6 +734,16 @@ impl Records for Vec<InferredNode> {
     }
 }
 
+#[cfg(test)]
+impl Level {
+    /// The names of the values the level still holds by name.
+    pub(super) fn made_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.made.keys().map(|k| k.to_string()).collect();
+        names.sort();
+        names
+    }
+}
+
 impl Records for Level {
     /// Room for `more` nodes in each list (see [`Level`]).
     fn reserve(&mut self, more: usize) {

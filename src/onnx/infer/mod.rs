@@ -14,7 +14,9 @@ use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key};
 use graph::{Recorder, Records, attr_value};
 pub use graph::{infer_graph, to_graph, to_graph_with};
 pub use order::Taken;
-use order::{NodeList, Nodes, View, expanded_nodes, node_label, order_of, producers, topo_order};
+use order::{
+    NO_SLOT, NodeList, Nodes, View, expanded_nodes, node_label, order_of, producers, topo_order,
+};
 
 mod constants;
 pub(crate) mod graph;
@@ -318,8 +320,22 @@ impl<'m> Walker<'m> {
                 let n = owned.as_ref().unwrap_or_else(|| &g.node[i]);
                 // The node's own record goes with its values' slots.
                 let given = (own && slots.list(i, n, &mut slot_list)).then_some(&slot_list[..]);
+                // An expansion's values are named inside it (the call's
+                // prefix) and read by nothing after it: let go once it is
+                // recorded, the level holds one call's at a time.
+                let inner: Vec<String> = match own {
+                    true => Vec::new(),
+                    false => rec
+                        .iter()
+                        .filter(|r| r.op != FUNCTION_OUTPUTS)
+                        .flat_map(|r| r.outputs.iter().flatten().map(|(name, _)| name.clone()))
+                        .collect(),
+                };
                 for r in rec {
                     records.record(r, given);
+                }
+                for name in &inner {
+                    records.let_go(name, NO_SLOT);
                 }
                 if counted {
                     slots.count_down(i, n, depth, scope, |name, slot| records.let_go(name, slot));
@@ -1143,6 +1159,61 @@ mod tests {
         assert_eq!(fact_of(&m, "m").unwrap(), "seq float32[2]");
         assert_eq!(fact_of(&m, "y").unwrap(), "float32[5]");
         assert_eq!(fact_of(&m, "z").unwrap(), "float32[5]");
+    }
+
+    /// The values named inside a call's expansion are read by nothing
+    /// after it: once recorded, the level lets them go, and holds one
+    /// call's at a time rather than every call's.
+    #[test]
+    fn an_expansions_values_are_let_go_once_recorded() {
+        // F(a) = Relu(Neg(a)): its values are `n` and `r`, called as
+        // `c1/n`, `c1/r`, then `c2/n`, `c2/r`.
+        let f = FunctionProto {
+            name: Some("F".into()),
+            domain: Some("local".into()),
+            input: vec!["a".into()],
+            output: vec!["r".into()],
+            node: vec![
+                node("Neg", &["a"], &["n"], vec![]),
+                node("Relu", &["n"], &["r"], vec![]),
+            ],
+            opset_import: vec![OperatorSetIdProto {
+                domain: Some(String::new()),
+                version: Some(17),
+            }],
+            ..Default::default()
+        };
+        let call = |name: &str, input: &str, output: &str| {
+            let mut c = node("F", &[input], &[output], vec![]);
+            c.name = Some(name.into());
+            c.domain = Some("local".into());
+            c
+        };
+        let g = graph(
+            vec![value("x", tensor_type(FLOAT, &["2"]))],
+            vec![call("c1", "x", "y"), call("c2", "y", "z")],
+            vec![untyped("z")],
+        );
+        let mut m = model(g, 17);
+        m.model.functions.push(f);
+        m.opsets.insert("local".into(), 1);
+        let opts = super::InferOptions {
+            nodes_only: true,
+            ..Default::default()
+        };
+        let mut level = super::graph::Level::new(super::HashSet::default(), true, "");
+        super::infer_nodes(&m, None, &opts, Some(&mut level)).unwrap();
+        let left: Vec<String> = level
+            .made_names()
+            .into_iter()
+            .filter(|n| n.contains('/'))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        // The expansion's layers are there all the same: two Negs, two
+        // Relus.
+        let (graph, _) = level.finish(Vec::new());
+        let ops: Vec<&str> = graph.nodes.iter().map(|n| n.op.as_str()).collect();
+        assert_eq!(ops, ["Neg", "Relu", "Neg", "Relu"]);
     }
 
     #[test]
