@@ -697,6 +697,61 @@ mod tests {
         assert!(meta.len() > whole - 2400, "{} of {whole}", meta.len());
     }
 
+    proptest::proptest! {
+        /// Whatever the tensors' types, sizes and data fields, the skim
+        /// decodes to the model itself, and what it leaves in the file is
+        /// what [`leave_above`] says: never an int32 or int64 payload of
+        /// 32 KB or less, always anything else over 1 KB.
+        #[test]
+        fn skimmed_tensors_decode_to_the_model(
+            specs in proptest::collection::vec((0usize..5, 0usize..5000, proptest::bool::ANY), 1..12)
+        ) {
+            // (data_type, element width): float32, int64, uint8, float16,
+            // int32.
+            const TYPES: [(i32, usize); 5] = [(1, 4), (7, 8), (2, 1), (10, 2), (6, 4)];
+            let mut left_out = 0;
+            let initializer: Vec<TensorProto> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, &(ty, n, as_field))| {
+                    let (data_type, width) = TYPES[ty];
+                    let bytes = Bytes::from((0..n * width).map(|b| b as u8).collect::<Vec<_>>());
+                    let mut t = TensorProto {
+                        name: Some(format!("t{i}")),
+                        dims: vec![n as i64],
+                        data_type: Some(data_type),
+                        ..Default::default()
+                    };
+                    // float32 may come in float_data, the rest in raw_data.
+                    let field = if as_field && data_type == 1 { 4 } else { 9 };
+                    if field == 4 {
+                        t.float_data = Some(bytes);
+                    } else {
+                        t.raw_data = Some(bytes);
+                    }
+                    if (n * width) as u64 > leave_above(field, Some(data_type as u64)) {
+                        left_out += n * width;
+                    }
+                    t
+                })
+                .collect();
+            let m = ModelProto {
+                graph: Some(GraphProto {
+                    initializer,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            let whole = m.encoded_len();
+            let (back, meta) = round_trip(&m);
+            proptest::prop_assert_eq!(&back, &m);
+            // Each payload left out leaves a note of where it lies: 32
+            // bytes at most.
+            proptest::prop_assert!(meta <= whole - left_out + 32 * specs.len());
+            proptest::prop_assert!(meta + left_out >= whole);
+        }
+    }
+
     #[test]
     fn payloads_are_left_out_and_found_again() {
         let constant = NodeProto {
