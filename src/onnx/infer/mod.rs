@@ -347,11 +347,7 @@ impl<'m> Walker<'m> {
             Ok::<(), String>(())
         })?;
         if let Some(values) = values {
-            values.extend(
-                order_names
-                    .into_iter()
-                    .filter_map(|n| scope.vars.get(&n).cloned().map(|f| (n, f))),
-            );
+            values.extend(scope.vars.take_listed(order_names));
         }
         Ok(())
     }

@@ -69,6 +69,36 @@ impl Vars {
             .map(|&i| self.facts[i as usize].as_deref().unwrap_or(&self.unknown))
     }
 
+    /// The facts of `names` (the values listed, in definition order), for
+    /// a walk that is done with them: each moved out, not copied, but for a
+    /// name listed twice, whose earlier entries copy its fact (the last
+    /// one set, as [`Vars::get`] reads). Names not set here are left out.
+    pub(super) fn take_listed(&mut self, names: Vec<String>) -> Vec<(String, Fact)> {
+        // Walked from the end: a fact's last entry takes it, and `at` says
+        // where it went for the entries before.
+        let mut at = vec![u32::MAX; self.facts.len()];
+        let mut listed: Vec<(String, Fact)> = Vec::with_capacity(names.len());
+        for name in names.into_iter().rev() {
+            let Some(&i) = self.index.get(name.as_str()) else {
+                continue;
+            };
+            let i = i as usize;
+            let fact = match at[i] {
+                u32::MAX => {
+                    // Within u32: one entry per value of the graph.
+                    at[i] = listed.len() as u32;
+                    self.facts[i]
+                        .take()
+                        .map_or_else(|| self.unknown.clone(), |f| *f)
+                }
+                k => listed[k as usize].1.clone(),
+            };
+            listed.push((name, fact));
+        }
+        listed.reverse();
+        listed
+    }
+
     /// Every name set here, in no order.
     pub(super) fn names(&self) -> impl Iterator<Item = &str> {
         self.index.keys().map(String::as_str)
@@ -318,6 +348,33 @@ impl Slots {
 mod tests {
     use super::*;
     use crate::ir::{DType, Dim};
+
+    /// The listed facts are moved out in order; a name listed twice gets
+    /// its last fact both times, and a name not set is left out.
+    #[test]
+    fn listed_facts_are_taken_in_order() {
+        let shaped = |n: u64| Fact::tensor(Some(DType::Float32), Some(vec![Dim::Known(n)]));
+        let mut vars = Vars::default();
+        vars.insert("a".into(), shaped(1));
+        vars.insert("b".into(), shaped(2));
+        vars.insert("a".into(), shaped(3));
+        let names = ["a", "b", "a", "c"].map(String::from).to_vec();
+        let listed = vars.take_listed(names);
+        let got: Vec<(&str, String)> = listed
+            .iter()
+            .map(|(n, f)| (n.as_str(), f.to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", "float32[3]".into()),
+                ("b", "float32[2]".into()),
+                ("a", "float32[3]".into())
+            ]
+        );
+        // Moved out: the scope holds them no more.
+        assert!(vars.facts.iter().all(Option::is_none));
+    }
 
     /// Counted by slot, an input's fact is copied for each read but the
     /// last, which takes it from its slot: A makes `x`, read once by B;
