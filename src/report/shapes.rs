@@ -172,6 +172,18 @@ mod tests {
         }
     }
 
+    /// A listing of `values` alone.
+    fn listing(values: Vec<(String, Fact)>) -> Inferred {
+        Inferred {
+            values,
+            nodes: Vec::new(),
+            outputs: Vec::new(),
+            bounds: Default::default(),
+            input_symbols: Vec::new(),
+            bound_symbols: Vec::new(),
+        }
+    }
+
     /// The JSON listing, written by hand, is the text serde writes for the
     /// same document: names to escape, a name defined twice, unknown
     /// types and shapes, scalars, symbolic sizes, and enough values
@@ -198,14 +210,7 @@ mod tests {
         ];
         values.extend((0..3000).map(|i| (format!("v{i}"), f32s(vec![crate::ir::Dim::Known(i)]))));
         values.push(("twice".into(), f32s(vec![crate::ir::Dim::Known(5)])));
-        let inferred = Inferred {
-            values,
-            nodes: Vec::new(),
-            outputs: Vec::new(),
-            bounds: Default::default(),
-            input_symbols: Vec::new(),
-            bound_symbols: Vec::new(),
-        };
+        let inferred = listing(values);
         let meta = Meta::default();
         let by_hand = shapes(&inferred, ListFormat::Json, &meta);
         let tensors = ByName::of(&inferred.values);
@@ -217,10 +222,7 @@ mod tests {
             "\"twice\": {\n      \"dtype\": \"float32\",\n      \"shape\": [\n        5\n"
         ));
         // No values: an empty object.
-        let none = Inferred {
-            values: Vec::new(),
-            ..inferred
-        };
+        let none = listing(Vec::new());
         assert_eq!(
             shapes(&none, ListFormat::Json, &meta),
             super::super::meta::wrap_sized(&meta, "tensors", &ByName::of(&[]), 0)
@@ -233,20 +235,13 @@ mod tests {
     #[test]
     fn a_long_name_wraps_within_its_cell_to_the_width() {
         let long = format!("blocks/{}/out", "x".repeat(90));
-        let inferred = Inferred {
-            values: vec![
-                (
-                    long.clone(),
-                    Fact::new(crate::ir::DType::Float32, vec![crate::ir::Dim::Known(3)]),
-                ),
-                ("y".into(), Fact::new(crate::ir::DType::Int64, vec![])),
-            ],
-            nodes: Vec::new(),
-            outputs: Vec::new(),
-            bounds: Default::default(),
-            input_symbols: Vec::new(),
-            bound_symbols: Vec::new(),
-        };
+        let inferred = listing(vec![
+            (
+                long.clone(),
+                Fact::new(crate::ir::DType::Float32, vec![crate::ir::Dim::Known(3)]),
+            ),
+            ("y".into(), Fact::new(crate::ir::DType::Int64, vec![])),
+        ]);
         let meta = Meta::default();
         let fitted = shapes_fitted(&inferred, ListFormat::Table, &meta, Some(60));
         let widths: Vec<usize> = fitted.lines().map(|l| l.chars().count()).collect();
