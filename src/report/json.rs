@@ -578,20 +578,26 @@ fn tensor(c: &mut Chunked<'_>, t: &TensorFact, level: usize) -> io::Result<()> {
     c.key(k, true, "dtype")?;
     c.plain(t.dtype.name())?;
     c.key(k, false, "shape")?;
-    if t.shape.is_empty() {
-        c.write_all(b"[]")?;
-    } else {
-        c.write_all(b"[")?;
-        for (i, d) in t.shape.iter().enumerate() {
-            c.item(k + 1, i == 0)?;
-            match d {
-                Dim::Known(n) => c.uint(*n)?,
-                Dim::Sym(v) => c.scalar(&v.to_string())?,
-            }
-        }
-        c.close(k, b"]")?;
-    }
+    dims(c, &t.shape, k)?;
     c.close(level, b"}")
+}
+
+/// A shape as a JSON array whose key is `level` deep (its elements one
+/// deeper): sizes as numbers, symbolic ones as text. `c3 shapes` writes
+/// its listing's shapes with it too.
+pub(super) fn dims(c: &mut Chunked<'_>, dims: &[Dim], level: usize) -> io::Result<()> {
+    if dims.is_empty() {
+        return c.write_all(b"[]");
+    }
+    c.write_all(b"[")?;
+    for (i, d) in dims.iter().enumerate() {
+        c.item(level + 1, i == 0)?;
+        match d {
+            Dim::Known(n) => c.uint(*n)?,
+            Dim::Sym(v) => c.text(&v.to_string())?,
+        }
+    }
+    c.close(level, b"]")
 }
 
 /// A layer's inputs or outputs, as [`TensorJ`] serializes each.

@@ -2,7 +2,6 @@
 
 use std::io::Write;
 
-use crate::ir::Dim;
 use crate::onnx::infer::Inferred;
 use crate::shape::Fact;
 
@@ -57,18 +56,7 @@ impl ByName<'_> {
                     c.key(3, false, "shape")?;
                     match f.shape.as_deref() {
                         None => c.write_all(b"null")?,
-                        Some([]) => c.write_all(b"[]")?,
-                        Some(dims) => {
-                            c.write_all(b"[")?;
-                            for (k, d) in dims.iter().enumerate() {
-                                c.item(4, k == 0)?;
-                                match d {
-                                    Dim::Known(n) => c.uint(*n)?,
-                                    Dim::Sym(v) => c.text(&v.to_string())?,
-                                }
-                            }
-                            c.close(3, b"]")?;
-                        }
+                        Some(dims) => super::json::dims(c, dims, 3)?,
                     }
                     c.close(2, b"}")
                 })?;
@@ -132,6 +120,7 @@ pub fn shapes_fitted(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Dim;
     use crate::shape::fact::Fact;
     use serde::Serialize;
     use serde::ser::{SerializeMap, SerializeSeq, Serializer};
