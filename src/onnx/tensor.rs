@@ -130,7 +130,6 @@ pub struct ExternalFiles<'d> {
 
 /// An external data file's path, and whether it is a regular file and
 /// its length, if it is there.
-#[derive(Clone)]
 struct Found {
     path: PathBuf,
     meta: Option<(bool, u64)>,
@@ -145,18 +144,19 @@ impl<'d> ExternalFiles<'d> {
         }
     }
 
-    fn find(&mut self, location: &str) -> Result<Found, String> {
-        if let Some(found) = self.seen.get(location) {
-            return found.clone();
+    /// What was found at `location`, looked at the first time it is asked
+    /// for; the same error each time it leads out of the folder.
+    fn find(&mut self, location: &str) -> Result<&Found, String> {
+        if !self.seen.contains_key(location) {
+            let found = resolve(location, self.dir).map(|path| {
+                let meta = std::fs::metadata(&path)
+                    .ok()
+                    .map(|m| (m.is_file(), m.len()));
+                Found { path, meta }
+            });
+            self.seen.insert(location.to_owned(), found);
         }
-        let found = resolve(location, self.dir).map(|path| {
-            let meta = std::fs::metadata(&path)
-                .ok()
-                .map(|m| (m.is_file(), m.len()));
-            Found { path, meta }
-        });
-        self.seen.insert(location.to_owned(), found.clone());
-        found
+        self.seen[location].as_ref().map_err(Clone::clone)
     }
 }
 
