@@ -443,8 +443,8 @@ fn put_padded_varint(slot: &mut [u8], v: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The model's bytes with every tensor payload of more than [`LEAVE_BYTES`]
-/// left out (and located by a [`StoredPayload`] in its tensor).
+/// The model's bytes with every tensor payload that `leave_above` leaves
+/// in the file left out (and located by a [`StoredPayload`] in its tensor).
 pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
     Ok(skimmed(src, None)?.0)
 }
