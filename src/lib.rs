@@ -287,10 +287,11 @@ mod tests {
         );
         // The looker, the outline's second half, the producers (listed
         // beside the initializers' facts), the ordering's second half, the
-        // decoder, the recorder and the unbound symbols' second half (when
-        // the machine has two cores).
+        // decoder, the recorder, the unbound symbols' second half and the
+        // costing's second thread (live bytes beside the layers' costs),
+        // when the machine has two cores.
         if crate::two_cores() {
-            assert_eq!(started, 7);
+            assert_eq!(started, 8);
         }
         assert_eq!(run(true), (json, text, 0));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -189,9 +189,12 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
         Ok(folded)
     };
     // The folded layers are costed on a second thread when there are many;
-    // so are the live bytes, when no branch can be left out (no subgraph).
-    if graph.folded_nodes.len() >= 1024 && crate::two_cores() {
-        let flat = graph.nodes.iter().all(|n| n.bodies.is_empty());
+    // so are the live bytes, when no branch can be left out (no subgraph),
+    // and the list of what makes each tensor the weights are tallied by.
+    let flat = || graph.nodes.iter().all(|n| n.bodies.is_empty());
+    let many = |nodes: &[crate::ir::Node]| nodes.len() >= SHARED_FROM;
+    if crate::two_cores() && (many(&graph.folded_nodes) || many(&graph.nodes) && flat()) {
+        let flat = flat();
         let (main, (folded, rows)) = crate::both(
             || {
                 level_costs(graph, rules, opts)
@@ -212,6 +215,10 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
     report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
     Ok(report)
 }
+
+/// Graphs with fewer main or folded nodes than this are costed on one
+/// thread: a second one would cost more than it takes over.
+const SHARED_FROM: usize = 1024;
 
 /// The main level's layers, fused groups and what the walk collected.
 fn level_costs(
@@ -740,10 +747,9 @@ fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost
 mod tests {
     use super::*;
 
-    /// With more than a thousand folded layers, their costs are worked out
-    /// on a second thread: the report must be the one worked out on one.
-    #[test]
-    fn folded_layers_costed_beside_the_main_level_give_the_same_report() {
+    /// A graph of 1,500 layers of three ops on 1 x i (i = 1..=1500),
+    /// layer i a Relu when i is a multiple of 3.
+    fn fifteen_hundred_layers() -> Graph {
         let layer = |i: usize| {
             format!(
                 r#"{{"op": "{}", "inputs": [{{"shape": [1, {i}]}}], "outputs": [{{"shape": [1, {i}]}}]}}"#,
@@ -752,23 +758,54 @@ mod tests {
         };
         let layers: Vec<String> = (1..=1500).map(layer).collect();
         let trace = format!(r#"{{"layers": [{}]}}"#, layers.join(","));
-        let mut graph = crate::trace::parse_trace(trace.as_bytes(), "inline").unwrap();
+        crate::trace::parse_trace(trace.as_bytes(), "inline").unwrap()
+    }
+
+    /// `graph`'s report as worked out on one thread.
+    fn on_one_thread(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> CostReport {
+        let producers = weights::producers(graph);
+        let mut folded = folded_costs(graph, rules, opts).unwrap();
+        weights::tally_layers(&producers, &mut folded);
+        let main = level_costs(graph, rules, opts).unwrap();
+        let mut report = finish(graph, &producers, main, folded).unwrap();
+        report.peak = memory::apply(graph, &[], &mut report.layers).unwrap();
+        report
+    }
+
+    /// With more than a thousand folded layers, their costs are worked out
+    /// on a second thread: the report must be the one worked out on one.
+    #[test]
+    fn folded_layers_costed_beside_the_main_level_give_the_same_report() {
+        let mut graph = fifteen_hundred_layers();
         graph.folded_nodes = graph.nodes.iter().rev().cloned().collect();
         let rules = RuleSet::builtin().unwrap();
         let opts = CountOptions::default();
         let report = estimate(&graph, &rules, opts).unwrap();
-        let producers = weights::producers(&graph);
-        let mut folded = folded_costs(&graph, &rules, opts).unwrap();
-        weights::tally_layers(&producers, &mut folded);
-        let main = level_costs(&graph, &rules, opts).unwrap();
-        let mut one_thread = finish(&graph, &producers, main, folded).unwrap();
-        one_thread.peak = memory::apply(&graph, &[], &mut one_thread.layers).unwrap();
-        assert_eq!(report, one_thread);
+        assert_eq!(report, on_one_thread(&graph, &rules, opts));
         // The folded list holds all 1,500 layers, last first: layer 1,500
         // is a Relu on 1 x 1500, one max per element.
         assert_eq!(report.folded.len(), 1500);
         assert_eq!(report.folded[0].name, report.layers[1499].name);
         assert_eq!(report.folded[0].flops, 1500);
+    }
+
+    /// More than a thousand main-level layers and none folded: the live
+    /// bytes and what makes each tensor are worked out on a second thread,
+    /// for the report worked out on one.
+    #[test]
+    fn a_large_flat_graph_costed_on_two_threads_gives_the_same_report() {
+        let graph = fifteen_hundred_layers();
+        assert!(graph.folded_nodes.is_empty());
+        let rules = RuleSet::builtin().unwrap();
+        let opts = CountOptions::default();
+        let report = estimate(&graph, &rules, opts).unwrap();
+        assert_eq!(report, on_one_thread(&graph, &rules, opts));
+        // Layer 1,500 is a Relu on 1 x 1500: 1,500 flops. The layers do not
+        // chain (each reads an input of its own), so at most one input and
+        // its output are live at once: the peak is layer 1,500's, 2 x 1,500
+        // float32 values, 12,000 bytes.
+        assert_eq!(report.layers[1499].flops, 1500);
+        assert_eq!(report.peak.bytes, 12_000);
     }
 
     /// Layers of the same evaluation (the same op, shapes and attributes)
