@@ -4,7 +4,8 @@
 # 553 MB of embedded weights and GPT-2-style graphs of 1,113, 11,103 and
 # 111,003 nodes, the last with 609 MB of embedded weights; on request, by
 # name in MODELS, convnet_100000, 100,001 nodes with 100,001 small weights,
-# and gpt_100000_ext, the 111k graph with its weights as external data).
+# and gpt_100000_ext and gpt_10000_ext, the 111k and 11k graphs with their
+# weights as external data).
 # Models go to ${BENCH_DIR:-/tmp/c3-bench}; nothing is committed.
 #
 # Every tool is timed as a whole process, as a user runs it:
@@ -26,7 +27,7 @@
 #   scripts/bench.sh                  # the full report (Markdown)
 #   RUNS=7 TOOL_RUNS=1 scripts/bench.sh
 #   MODELS="gpt_100000" scripts/bench.sh
-#   MODELS="convnet_100000 gpt_100000_ext" scripts/bench.sh   # other shapes
+#   MODELS="convnet_100000 gpt_100000_ext gpt_10000_ext" scripts/bench.sh   # other shapes
 #   C3=/path/to/c3 scripts/bench.sh  # time another build
 #   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
 #   ONE_CORE=0 scripts/bench.sh       # without the one-core row
@@ -50,7 +51,7 @@ c3=${C3:-target/release/c3}
 if [ -z "${C3:-}" ]; then cargo build --release --quiet; fi
 # shellcheck disable=SC2086
 "$python" scripts/gen_bench_models.py "$dir" 1000 10000 100000 \
-  $(printf '%s\n' $models | grep -E '^(convnet_100000|gpt_100000_ext)$' || true) >/dev/null
+  $(printf '%s\n' $models | grep -E '^(convnet_100000|gpt_[0-9]+_ext)$' || true) >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$dir/inferred.onnx"' EXIT
 

@@ -14,13 +14,14 @@ large model:
 - convnet_100000.onnx: a ResNet-style stack of 12,500 blocks of 8 nodes
   (100,001 nodes), each block with weights of its own, 100,001 tensors of
   64 bytes to 9 KB (242 MB): many small weights rather than few large ones.
-- gpt_100000_ext.onnx: gpt_100000's graph with its weights saved as
-  external data (gpt_100000_ext.bin beside it), as exports over 2 GB must
-  be; ONNX's shape inference then reads 13 MB, not 618.
+- gpt_<N>_ext.onnx (gpt_100000_ext, gpt_10000_ext): gpt_<N>'s graph with
+  its weights saved as external data (gpt_<N>_ext.bin beside it), as
+  exports over 2 GB must be; ONNX's shape inference then reads 13 MB of
+  gpt_100000_ext, not 618.
 
 Needs the `onnx` and `numpy` packages from PyPI:
     python3 -m pip install onnx numpy
-    python3 scripts/gen_bench_models.py OUT_DIR [N | convnet_100000 | gpt_100000_ext ...]
+    python3 scripts/gen_bench_models.py OUT_DIR [N | convnet_100000 | gpt_<N>_ext ...]
 """
 import os
 import sys
@@ -199,6 +200,14 @@ def external(src, path):
               location=bin_name, size_threshold=1024)
 
 
+def ext_of(name):
+    """N, for a name gpt_<N>_ext; else None."""
+    parts = name.split("_")
+    if len(parts) == 3 and parts[0] == "gpt" and parts[1].isdigit() and parts[2] == "ext":
+        return parts[1]
+    return None
+
+
 def main():
     out = sys.argv[1]
     asked = sys.argv[2:] or ["1000", "10000", "100000"]
@@ -206,9 +215,11 @@ def main():
     vgg = os.path.join(out, "vgg16.onnx")
     if not os.path.exists(vgg):
         vgg16(vgg)
-    # The external copy is made from the embedded model: that one first.
-    if "gpt_100000_ext" in asked and "100000" not in asked:
-        asked.append("100000")
+    # An external copy is made from the embedded model: that one first.
+    for name in list(asked):
+        n = ext_of(name)
+        if n and n not in asked:
+            asked.append(n)
     for name in sorted(asked, key=lambda a: not a.isdigit()):
         p = os.path.join(out, (f"gpt_{name}" if name.isdigit() else name) + ".onnx")
         if os.path.exists(p):
@@ -217,8 +228,8 @@ def main():
             gpt(p, int(name))
         elif name == "convnet_100000":
             convnet(p)
-        elif name == "gpt_100000_ext":
-            external(os.path.join(out, "gpt_100000.onnx"), p)
+        elif ext_of(name):
+            external(os.path.join(out, f"gpt_{ext_of(name)}.onnx"), p)
         else:
             sys.exit(f"unknown model {name}")
     for f in sorted(os.listdir(out)):
