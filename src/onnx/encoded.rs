@@ -54,7 +54,7 @@ pub struct Encoded {
 }
 
 /// The main graph's node records, copied out of the skimmed model as the
-/// skim reaches them ([`super::read::skim_aside`]): [`BLOCK`] records to a
+/// skim reaches them ([`super::read::skim_aside_then`]): [`BLOCK`] records to a
 /// block, each record's place in its block.
 #[derive(Default)]
 pub(super) struct Blocks {
@@ -63,7 +63,8 @@ pub(super) struct Blocks {
     /// The block being filled.
     last: Vec<u8>,
     /// Where filled blocks go to be looked at while the skim reads on
-    /// ([`look`]); they come back with [`Blocks::looked_at`].
+    /// ([`look`]); they come back with [`Blocks::looked_at`] once
+    /// [`Blocks::send_last`] has sent the last.
     look: Option<Sender<Filled>>,
     /// What [`look`] made of the records, once they are back.
     looked: Option<Box<Looked>>,
@@ -187,17 +188,24 @@ impl Blocks {
         }
     }
 
-    /// Sends the last block too and tells the looker there is no more;
-    /// `join` then gives back its answer, whose blocks take their places.
-    pub(super) fn looked_at(&mut self, join: impl FnOnce() -> (Vec<Box<[u8]>>, Looked)) {
+    /// Sends the last block too and tells the looker there is no more: it
+    /// ends once it has looked at what it was sent. True when there is a
+    /// looker, whose answer [`Blocks::looked_at`] then takes.
+    pub(super) fn send_last(&mut self) -> bool {
         if self.look.is_none() {
-            return;
+            return false;
         }
         if self.ranges.len() > self.blocks.len() * BLOCK {
             let last = std::mem::take(&mut self.last);
             self.seal(last);
         }
         self.look = None;
+        true
+    }
+
+    /// The looker's answer, which `join` gives back once it has ended
+    /// ([`Blocks::send_last`]): the blocks take their places again.
+    pub(super) fn looked_at(&mut self, join: impl FnOnce() -> (Vec<Box<[u8]>>, Looked)) {
         // Every block was sent (a send fails only when the looker is gone,
         // and joining it then raises its panic), and comes back in order.
         let (blocks, looked) = join();

@@ -66,8 +66,55 @@ pub fn load(path: &str) -> Result<OnnxModel> {
 /// when the records are not plainly readable: the model then holds them.
 pub fn load_encoded(path: &str) -> Result<(OnnxModel, Option<Encoded>)> {
     let (file, bytes) = mapped(path)?;
-    let (skimmed, blocks) = read::skim_aside(&file).map_err(|e| Error::io(path, e))?;
-    decode_checked(Records::Aside(skimmed, blocks), bytes, path)
+    let file_len = bytes.len();
+    // The copy is counted and decoded while the looker reads the last
+    // records (on a large model a millisecond or more); what came of it
+    // counts once the whole model is checked.
+    let (skimmed, blocks, early) = read::skim_aside_then(&file, |copy| {
+        let counted = wire::count_copy(copy, file_len)?;
+        let mut model = ModelProto::default();
+        let decoded = merge_sized(&mut model, copy.clone(), counted.main(), true);
+        Some(Box::new(Early {
+            counted,
+            model,
+            decoded,
+        }))
+    })
+    .map_err(|e| Error::io(path, e))?;
+    decode_checked(
+        Records::Aside(skimmed, blocks, early.flatten()),
+        bytes,
+        path,
+    )
+}
+
+/// The copy of a model whose records were set aside, counted and decoded
+/// before the records were counted ([`load_encoded`]).
+struct Early {
+    counted: wire::Counted,
+    model: ModelProto,
+    decoded: Result<(), prost::DecodeError>,
+}
+
+/// Decodes `bytes` into `model`, whose main graph's lists are first made
+/// the size `main` counted. `aside`: the main graph's node records were set
+/// aside, and its node list stays empty.
+fn merge_sized(
+    model: &mut ModelProto,
+    bytes: impl bytes::Buf,
+    main: wire::MainGraph,
+    aside: bool,
+) -> Result<(), prost::DecodeError> {
+    // A model with nodes or initializers has a graph, so decoding into one
+    // already there changes nothing.
+    if main.nodes > 0 || main.initializers > 0 {
+        model.graph = Some(GraphProto {
+            node: Vec::with_capacity(if aside { 0 } else { main.nodes }),
+            initializer: Vec::with_capacity(main.initializers),
+            ..GraphProto::default()
+        });
+    }
+    model.merge(bytes)
 }
 
 /// The model file, open and mapped. Its records are then read from the
@@ -100,11 +147,12 @@ enum Records<'a> {
     /// The copy [`read::skim`] made: what decoding keeps is copied out, so
     /// the copy is freed once decoded.
     Copied(&'a [u8]),
-    /// The copy [`read::skim_aside`] made, and the main graph's node
+    /// The copy [`read::skim_aside_then`] made, and the main graph's node
     /// records it set aside (left encoded, [`Encoded`]); `None` when it
     /// could not, and the copy holds them. What decoding keeps of the copy
-    /// are slices of it.
-    Aside(Vec<u8>, Option<encoded::Blocks>),
+    /// are slices of it. With the copy already counted and decoded, when it
+    /// was while the records were looked at.
+    Aside(Bytes, Option<encoded::Blocks>, Option<Box<Early>>),
 }
 
 /// Decodes and checks a model held in memory; `path` names it in errors and
@@ -124,27 +172,33 @@ fn decode_checked(
     let (wire, aside): (&[u8], _) = match &records {
         Records::Shared(b) => (b, None),
         Records::Copied(b) => (b, None),
-        Records::Aside(b, blocks) => (b, blocks.as_ref()),
+        Records::Aside(b, blocks, _) => (b, blocks.as_ref()),
     };
-    let main = wire::check(wire, aside, bytes.len()).map_err(|m| bad(path, m))?;
-    // The main graph's lists made their size at once: a model with nodes
-    // has a graph, so decoding into one already there changes nothing.
-    let mut model = ModelProto::default();
-    if main.nodes > 0 {
-        model.graph = Some(GraphProto {
-            node: Vec::with_capacity(if aside.is_some() { 0 } else { main.nodes }),
-            initializer: Vec::with_capacity(main.initializers),
-            ..GraphProto::default()
-        });
+    let main = match &records {
+        Records::Aside(_, _, Some(early)) => wire::check_counted(early.counted, aside, bytes.len()),
+        _ => wire::check(wire, aside, bytes.len()),
     }
+    .map_err(|m| bad(path, m))?;
+    // The main graph's lists are made their size at once.
+    let mut model = ModelProto::default();
     let (decoded, kept) = match records {
+        Records::Aside(_, blocks, Some(early)) => {
+            let Early {
+                model: m, decoded, ..
+            } = *early;
+            model = m;
+            (decoded, blocks)
+        }
         // Decoded from shared bytes: the small payloads kept (shapes,
         // biases) are slices of the copy, not copies of their own; the copy
         // lives as long as they do (until the estimate lets go of the
         // initializers).
-        Records::Aside(b, blocks) => (model.merge(Bytes::from(b)), blocks),
-        Records::Shared(b) => (model.merge(b), None),
-        Records::Copied(b) => (model.merge(b), None),
+        Records::Aside(b, blocks, None) => {
+            let aside = blocks.is_some();
+            (merge_sized(&mut model, b, main, aside), blocks)
+        }
+        Records::Shared(b) => (merge_sized(&mut model, b, main, false), None),
+        Records::Copied(b) => (merge_sized(&mut model, b, main, false), None),
     };
     decoded.map_err(|e| {
         bad(

@@ -12,7 +12,7 @@
 //! lies) in a copy of everything else, and one of more than [`SKIP_BYTES`]
 //! is also jumped over by its length, unread. That copy is what prost
 //! decodes (what it keeps of it copied out, so the copy is freed once
-//! decoded; or, for an estimate, `skim_aside`'s, with the main graph's node
+//! decoded; or, for an estimate, `skim_aside_then`'s, with the main graph's node
 //! records set aside and what decoding keeps sliced from the copy); then
 //! [`attach`] turns each stored payload into a slice of the file's mapping,
 //! which estimating touches only for the few left out that a shape
@@ -191,7 +191,7 @@ struct Input<'a, S: Source + ?Sized> {
     /// doubling while records follow one another.
     ahead: usize,
     /// Where the main graph's node records go instead of the copy, when
-    /// they are set aside ([`skim_aside`]).
+    /// they are set aside ([`skim_aside_then`]).
     aside: Option<Aside>,
 }
 
@@ -455,8 +455,24 @@ pub fn skim<S: Source + ?Sized>(src: &S) -> io::Result<Vec<u8>> {
 /// and each record is copied once. Without blocks when the model or its
 /// main graph is not plainly readable: the copy then holds the records.
 /// A file of [`LOOK_FROM`] bytes and more has its records looked at on a
-/// second thread as the skim reads on ([`super::encoded::look`]).
-pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Vec<u8>, Option<Blocks>)> {
+/// second thread as the skim reads on ([`super::encoded::look`]). With
+/// what `meanwhile` makes of the copy once the records are set aside,
+/// while that thread looks at the last of them (`None` when they were not
+/// set aside).
+pub(super) fn skim_aside_then<S: Source + ?Sized, R>(
+    src: &S,
+    meanwhile: impl FnOnce(&Bytes) -> R,
+) -> io::Result<(Bytes, Option<Blocks>, Option<R>)> {
+    skim_aside_meanwhile(
+        src,
+        src.size() >= LOOK_FROM && crate::two_cores(),
+        meanwhile,
+    )
+}
+
+/// [`skim_aside_then`] with nothing to do meanwhile.
+#[cfg(test)]
+pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Bytes, Option<Blocks>)> {
     skim_aside_looking(src, src.size() >= LOOK_FROM && crate::two_cores())
 }
 
@@ -466,21 +482,41 @@ const LOOK_FROM: u64 = 1 << 20;
 
 /// [`skim_aside`], with the records looked at on a second thread or not
 /// (nor when the system refuses the thread).
+#[cfg(test)]
 pub(super) fn skim_aside_looking<S: Source + ?Sized>(
     src: &S,
     look: bool,
-) -> io::Result<(Vec<u8>, Option<Blocks>)> {
+) -> io::Result<(Bytes, Option<Blocks>)> {
+    let (copy, blocks, _) = skim_aside_meanwhile(src, look, |_| ())?;
+    Ok((copy, blocks))
+}
+
+/// [`skim_aside_then`], with the records looked at on a second thread or
+/// not (nor when the system refuses the thread).
+fn skim_aside_meanwhile<S: Source + ?Sized, R>(
+    src: &S,
+    look: bool,
+    meanwhile: impl FnOnce(&Bytes) -> R,
+) -> io::Result<(Bytes, Option<Blocks>, Option<R>)> {
     let alone = || Aside {
         blocks: Blocks::default(),
         plain: true,
     };
-    let skimmed = if look {
+    // The copy as shared bytes (what decoding keeps of it are slices), and
+    // what `meanwhile` made of it, when the records were set aside.
+    let then = |out: &Bytes, aside: &Option<Aside>| {
+        aside.as_ref().filter(|a| a.plain).map(|_| meanwhile(out))
+    };
+    let (out, aside, made) = if look {
         std::thread::scope(|threads| {
             let (sender, filled) = std::sync::mpsc::channel();
             let Ok(looker) =
                 crate::spawn_with(crate::helper(), threads, filled, super::encoded::look)
             else {
-                return skimmed(src, Some(alone()));
+                let (out, aside) = skimmed(src, Some(alone()))?;
+                let out = Bytes::from(out);
+                let made = then(&out, &aside);
+                return Ok((out, aside, made));
             };
             let aside = Aside {
                 blocks: Blocks::looked_at_by(sender),
@@ -488,20 +524,29 @@ pub(super) fn skim_aside_looking<S: Source + ?Sized>(
             };
             // On an error the blocks (and their sender) are dropped, and
             // the looker ends with what it was sent.
-            let mut skimmed = skimmed(src, Some(aside))?;
-            if let Some(a) = &mut skimmed.1 {
+            let (out, mut aside) = skimmed(src, Some(aside))?;
+            let out = Bytes::from(out);
+            // The looker has the last records while `meanwhile` works.
+            let looking = aside.as_mut().is_some_and(|a| a.blocks.send_last());
+            let made = then(&out, &aside);
+            if let Some(a) = &mut aside
+                && looking
+            {
                 a.blocks.looked_at(|| crate::joined(looker));
             }
-            Ok::<_, io::Error>(skimmed)
+            Ok::<_, io::Error>((out, aside, made))
         })?
     } else {
-        skimmed(src, Some(alone()))?
+        let (out, aside) = skimmed(src, Some(alone()))?;
+        let out = Bytes::from(out);
+        let made = then(&out, &aside);
+        (out, aside, made)
     };
-    match skimmed {
-        (out, Some(a)) if a.plain => Ok((out, Some(a.blocks))),
+    match aside {
+        Some(a) if a.plain => Ok((out, Some(a.blocks), made)),
         // Read again with the records in place, for the decoder to name
         // the fault where it lies.
-        _ => Ok((skim(src)?, None)),
+        _ => Ok((Bytes::from(skim(src)?), None, None)),
     }
 }
 
@@ -1118,6 +1163,12 @@ mod tests {
                 let copies: Vec<Vec<u8>> = blocks.records().map(<[u8]>::to_vec).collect();
                 assert_eq!(copies.len(), n);
                 let checked = super::super::wire::check(&rest, Some(&blocks), bytes.len());
+                // The copy counted first, the records then added (how a
+                // load counts it while the looker ends): the same answer.
+                let copy = super::super::wire::count_copy(&rest, bytes.len())
+                    .expect("the copy alone keeps within every limit");
+                let added = super::super::wire::check_counted(copy, Some(&blocks), bytes.len());
+                assert_eq!(added, checked);
                 (rest, copies, checked, blocks)
             });
             let [

@@ -94,10 +94,10 @@ fn field(kind: Kind, f: u64) -> Field {
 }
 
 /// Totals over the whole model.
-#[derive(Default)]
+#[derive(Clone, Copy, Default)]
 pub(super) struct Totals<'a> {
     /// The main graph's node records when the skim set them aside
-    /// ([`super::read::skim_aside`]): counted where the main graph is
+    /// ([`super::read::skim_aside_then`]): counted where the main graph is
     /// entered, before its other fields, where a writer puts them.
     aside: Option<&'a Blocks>,
     nodes: usize,
@@ -117,6 +117,11 @@ pub(super) struct Totals<'a> {
 pub(super) type Counted = Totals<'static>;
 
 impl Totals<'_> {
+    /// The main graph's list sizes counted so far.
+    pub(super) fn main(&self) -> MainGraph {
+        self.main
+    }
+
     /// Adds counts made apart (by [`count_node`]).
     fn absorb(&mut self, c: &Counted) {
         self.nodes += c.nodes;
@@ -175,6 +180,37 @@ pub fn check(bytes: &[u8], aside: Option<&Blocks>, file_len: usize) -> Result<Ma
     scan(bytes, Kind::Model, 0, &mut t)?;
     // A model whose graph the look never entered.
     main_nodes(&mut t)?;
+    within_limits(&t, file_len)
+}
+
+/// What [`check`] counts of a copy whose main graph's node records were
+/// set aside ([`super::read::skim_aside_then`]), those records left out; `None`
+/// when the copy alone has a fault or breaks a limit. [`check_counted`]
+/// then adds the records.
+pub(super) fn count_copy(bytes: &[u8], file_len: usize) -> Option<Counted> {
+    let mut t = Counted::default();
+    scan(bytes, Kind::Model, 0, &mut t).ok()?;
+    within_limits(&t, file_len).ok()?;
+    Some(t)
+}
+
+/// [`check`] of a copy [`count_copy`] counted, with its main graph's node
+/// records (`aside`): the same answer, as the counts add up and the
+/// copy's own scan found no fault.
+pub(super) fn check_counted(
+    copy: Counted,
+    aside: Option<&Blocks>,
+    file_len: usize,
+) -> Result<MainGraph, String> {
+    let mut t: Totals<'_> = copy;
+    t.aside = aside;
+    main_nodes(&mut t)?;
+    within_limits(&t, file_len)
+}
+
+/// Each total against its limit: the first broken, or the main graph's
+/// list sizes.
+fn within_limits(t: &Totals<'_>, file_len: usize) -> Result<MainGraph, String> {
     let over = |what: &str, n: usize, limit: usize, name: &str| {
         let unit = what.split([' ', ',']).next().unwrap_or(what);
         let unit = if unit == "graph" { "entries" } else { unit };
