@@ -136,7 +136,7 @@ pub(crate) fn joined<R>(thread: std::thread::ScopedJoinHandle<'_, Option<R>>) ->
 }
 
 /// A builder for the threads that share a large model's work. Tests can
-/// have the system refuse them ([`refuse_threads`]).
+/// have the system refuse them (`refuse_threads`, in test builds only).
 pub(crate) fn helper() -> std::thread::Builder {
     #[cfg(test)]
     if REFUSE_THREADS.with(std::cell::Cell::get) {
