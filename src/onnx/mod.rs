@@ -72,13 +72,8 @@ pub fn load_encoded(path: &str) -> Result<(OnnxModel, Option<Encoded>)> {
     // counts once the whole model is checked.
     let (skimmed, blocks, early) = read::skim_aside_then(&file, |copy| {
         let counted = wire::count_copy(copy, file_len)?;
-        let mut model = ModelProto::default();
-        let decoded = merge_sized(&mut model, copy.clone(), counted.main(), true);
-        Some(Box::new(Early {
-            counted,
-            model,
-            decoded,
-        }))
+        let decoded = decode_sized(copy.clone(), counted.main(), true);
+        Some(Box::new(Early { counted, decoded }))
     })
     .map_err(|e| Error::io(path, e))?;
     decode_checked(
@@ -92,19 +87,17 @@ pub fn load_encoded(path: &str) -> Result<(OnnxModel, Option<Encoded>)> {
 /// before the records were counted ([`load_encoded`]).
 struct Early {
     counted: wire::Counted,
-    model: ModelProto,
-    decoded: Result<(), prost::DecodeError>,
+    decoded: Decoded,
 }
 
-/// Decodes `bytes` into `model`, whose main graph's lists are first made
+/// A model as decoding left it, and whether decoding finished.
+type Decoded = (ModelProto, Result<(), prost::DecodeError>);
+
+/// `bytes` decoded into a model whose main graph's lists are first made
 /// the size `main` counted. `aside`: the main graph's node records were set
 /// aside, and its node list stays empty.
-fn merge_sized(
-    model: &mut ModelProto,
-    bytes: impl bytes::Buf,
-    main: wire::MainGraph,
-    aside: bool,
-) -> Result<(), prost::DecodeError> {
+fn decode_sized(bytes: impl bytes::Buf, main: wire::MainGraph, aside: bool) -> Decoded {
+    let mut model = ModelProto::default();
     // A model with nodes or initializers has a graph, so decoding into one
     // already there changes nothing.
     if main.nodes > 0 || main.initializers > 0 {
@@ -114,7 +107,8 @@ fn merge_sized(
             ..GraphProto::default()
         });
     }
-    model.merge(bytes)
+    let done = model.merge(bytes);
+    (model, done)
 }
 
 /// The model file, open and mapped. Its records are then read from the
@@ -180,25 +174,18 @@ fn decode_checked(
     }
     .map_err(|m| bad(path, m))?;
     // The main graph's lists are made their size at once.
-    let mut model = ModelProto::default();
-    let (decoded, kept) = match records {
-        Records::Aside(_, blocks, Some(early)) => {
-            let Early {
-                model: m, decoded, ..
-            } = *early;
-            model = m;
-            (decoded, blocks)
-        }
+    let ((mut model, decoded), kept) = match records {
+        Records::Aside(_, blocks, Some(early)) => (early.decoded, blocks),
         // Decoded from shared bytes: the small payloads kept (shapes,
         // biases) are slices of the copy, not copies of their own; the copy
         // lives as long as they do (until the estimate lets go of the
         // initializers).
         Records::Aside(b, blocks, None) => {
             let aside = blocks.is_some();
-            (merge_sized(&mut model, b, main, aside), blocks)
+            (decode_sized(b, main, aside), blocks)
         }
-        Records::Shared(b) => (merge_sized(&mut model, b, main, false), None),
-        Records::Copied(b) => (merge_sized(&mut model, b, main, false), None),
+        Records::Shared(b) => (decode_sized(b, main, false), None),
+        Records::Copied(b) => (decode_sized(b, main, false), None),
     };
     decoded.map_err(|e| {
         bad(

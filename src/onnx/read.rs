@@ -503,9 +503,14 @@ fn skim_aside_meanwhile<S: Source + ?Sized, R>(
         plain: true,
     };
     // The copy as shared bytes (what decoding keeps of it are slices), and
-    // what `meanwhile` made of it, when the records were set aside.
-    let then = |out: &Bytes, aside: &Option<Aside>| {
-        aside.as_ref().filter(|a| a.plain).map(|_| meanwhile(out))
+    // what `meanwhile` made of it, when the records were set aside: once
+    // the looker, if there is one, has been sent the last of them (and
+    // true then: its answer is still to be taken).
+    let then = |(out, mut aside): (Vec<u8>, Option<Aside>)| {
+        let out = Bytes::from(out);
+        let looking = aside.as_mut().is_some_and(|a| a.blocks.send_last());
+        let made = aside.as_ref().filter(|a| a.plain).map(|_| meanwhile(&out));
+        (out, aside, made, looking)
     };
     let (out, aside, made) = if look {
         std::thread::scope(|threads| {
@@ -513,9 +518,7 @@ fn skim_aside_meanwhile<S: Source + ?Sized, R>(
             let Ok(looker) =
                 crate::spawn_with(crate::helper(), threads, filled, super::encoded::look)
             else {
-                let (out, aside) = skimmed(src, Some(alone()))?;
-                let out = Bytes::from(out);
-                let made = then(&out, &aside);
+                let (out, aside, made, _) = then(skimmed(src, Some(alone()))?);
                 return Ok((out, aside, made));
             };
             let aside = Aside {
@@ -524,11 +527,7 @@ fn skim_aside_meanwhile<S: Source + ?Sized, R>(
             };
             // On an error the blocks (and their sender) are dropped, and
             // the looker ends with what it was sent.
-            let (out, mut aside) = skimmed(src, Some(aside))?;
-            let out = Bytes::from(out);
-            // The looker has the last records while `meanwhile` works.
-            let looking = aside.as_mut().is_some_and(|a| a.blocks.send_last());
-            let made = then(&out, &aside);
+            let (out, mut aside, made, looking) = then(skimmed(src, Some(aside))?);
             if let Some(a) = &mut aside
                 && looking
             {
@@ -537,9 +536,7 @@ fn skim_aside_meanwhile<S: Source + ?Sized, R>(
             Ok::<_, io::Error>((out, aside, made))
         })?
     } else {
-        let (out, aside) = skimmed(src, Some(alone()))?;
-        let out = Bytes::from(out);
-        let made = then(&out, &aside);
+        let (out, aside, made, _) = then(skimmed(src, Some(alone()))?);
         (out, aside, made)
     };
     match aside {
