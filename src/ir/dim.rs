@@ -18,7 +18,8 @@ use super::limits::{
 /// An atom of a polynomial.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Atom {
-    Symbol(String),
+    /// Shared: a symbol's name is copied into each term that holds it.
+    Symbol(Arc<str>),
     FloorDiv(SymInt, i64),
     CeilDiv(SymInt, i64),
     Max(SymInt, SymInt),
@@ -140,15 +141,20 @@ impl Poly {
 
     fn add(&self, other: &Poly) -> R<Poly> {
         let mut out = self.clone();
-        out.constant = out.constant.checked_add(other.constant).ok_or(Overflow)?;
+        out.add_assign(other)?;
+        Ok(out)
+    }
+
+    fn add_assign(&mut self, other: &Poly) -> R<()> {
+        self.constant = self.constant.checked_add(other.constant).ok_or(Overflow)?;
         for (m, c) in &other.terms {
-            let e = out.terms.entry(m.clone()).or_insert(0);
+            let e = self.terms.entry(m.clone()).or_insert(0);
             *e = e.checked_add(*c).ok_or(Overflow)?;
             if *e == 0 {
-                out.terms.remove(m);
+                self.terms.remove(m);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn scale(&self, k: i64) -> R<Poly> {
@@ -283,7 +289,7 @@ impl Atom {
 
     fn eval(&self, env: &dyn Fn(&str) -> Option<i64>) -> Result<i64, EvalError> {
         Ok(match self {
-            Atom::Symbol(s) => env(s).ok_or_else(|| EvalError::Unbound(s.clone()))?,
+            Atom::Symbol(s) => env(s).ok_or_else(|| EvalError::Unbound(s.to_string()))?,
             Atom::FloorDiv(a, k) => {
                 if *k == 0 {
                     return Err(EvalError::DivisionByZero);
@@ -307,8 +313,8 @@ impl Atom {
     fn symbols(&self, out: &mut Vec<String>) {
         match self {
             Atom::Symbol(s) => {
-                if !out.contains(s) {
-                    out.push(s.clone())
+                if !out.iter().any(|o| **o == **s) {
+                    out.push(s.to_string())
                 }
             }
             Atom::FloorDiv(a, _) | Atom::CeilDiv(a, _) => a.symbols_into(out),
@@ -325,9 +331,39 @@ fn ceil_div(v: i64, k: i64) -> Option<i64> {
     v.checked_neg()?.checked_div_euclid(k)?.checked_neg()
 }
 
+/// A running sum: each [`Sum::add`] gives what [`SymInt::add`] would, the
+/// same value and the same refusal, but the terms are added in place, not
+/// copied at each step (a Concat of n symbolic sizes copied O(n^2) terms).
+#[derive(Debug)]
+pub struct Sum(Poly);
+
+impl Default for Sum {
+    fn default() -> Self {
+        Sum(Poly::constant(0))
+    }
+}
+
+impl Sum {
+    pub fn add(&mut self, o: &SymInt) -> R<()> {
+        match o {
+            SymInt::Int(k) => self.0.constant = self.0.constant.checked_add(*k).ok_or(Overflow)?,
+            SymInt::Sym(p) => self.0.add_assign(p)?,
+        }
+        // `add` checks every symbolic result's size.
+        if !self.0.terms.is_empty() || matches!(o, SymInt::Sym(_)) {
+            self.0.check_size()?;
+        }
+        Ok(())
+    }
+
+    pub fn value(self) -> SymInt {
+        SymInt::wrap(self.0)
+    }
+}
+
 impl SymInt {
     pub fn sym(name: impl Into<String>) -> SymInt {
-        SymInt::wrap(Poly::atom(Atom::Symbol(name.into())))
+        SymInt::wrap(Poly::atom(Atom::Symbol(name.into().into())))
     }
 
     /// A polynomial as a value, refused when it is larger than the limits.
@@ -365,7 +401,13 @@ impl SymInt {
     pub fn add(&self, o: &SymInt) -> R<SymInt> {
         match (self, o) {
             (SymInt::Int(a), SymInt::Int(b)) => a.checked_add(*b).map(SymInt::Int).ok_or(Overflow),
-            _ => SymInt::from_poly(self.poly().add(&o.poly())?),
+            // A known term moves only the constant: one copy of the terms.
+            (SymInt::Sym(p), SymInt::Int(k)) | (SymInt::Int(k), SymInt::Sym(p)) => {
+                let mut sum = (**p).clone();
+                sum.constant = sum.constant.checked_add(*k).ok_or(Overflow)?;
+                SymInt::from_poly(sum)
+            }
+            (SymInt::Sym(a), SymInt::Sym(b)) => SymInt::from_poly(a.add(b)?),
         }
     }
 
@@ -628,6 +670,46 @@ mod tests {
     }
     fn i(v: i64) -> SymInt {
         SymInt::Int(v)
+    }
+
+    /// A running sum gives, step by step, what adding one at a time gives:
+    /// the value, terms that cancel back to a known number, an overflow,
+    /// and the terms limit (MAX_DIM_TERMS = 1024 distinct symbols: the
+    /// 1,025th is refused at the step that adds it, by both).
+    #[test]
+    fn a_running_sum_gives_what_adding_one_at_a_time_gives() {
+        let minus_a = s("a").neg().unwrap();
+        let cases: Vec<Vec<SymInt>> = vec![
+            vec![i(2), i(3)],
+            vec![i(2), s("a"), i(3), s("b"), s("a")],
+            // 1 + a + 4 - a = 5: known again once a cancels.
+            vec![i(1), s("a"), i(4), minus_a.clone()],
+            vec![s("a"), minus_a, i(7), s("c")],
+            vec![i(i64::MAX), i(1)],
+            vec![s("a"), i(i64::MAX), i(1)],
+            (0..1100).map(|k| s(&format!("n{k}"))).collect(),
+        ];
+        for items in cases {
+            let mut one_at_a_time = Ok(i(0));
+            let mut sum = Sum::default();
+            let mut summed = Ok(());
+            for x in &items {
+                one_at_a_time = one_at_a_time.and_then(|acc| acc.add(x));
+                summed = summed.and_then(|()| sum.add(x));
+                assert_eq!(summed.is_ok(), one_at_a_time.is_ok(), "{items:?}");
+                if let (Err(e), Err(f)) = (&summed, &one_at_a_time) {
+                    assert_eq!(e, f);
+                }
+            }
+            if let Ok(v) = one_at_a_time {
+                assert_eq!(sum.value(), v, "{items:?}");
+            }
+        }
+        let mut sum = Sum::default();
+        for x in [i(1), s("a"), i(4), s("a").neg().unwrap()] {
+            sum.add(&x).unwrap();
+        }
+        assert_eq!(sum.value(), i(5));
     }
 
     #[test]

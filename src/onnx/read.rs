@@ -1303,7 +1303,7 @@ mod reads {
         let s = &loaded.model.graph.as_ref().unwrap().initializer[1];
         assert_eq!(
             crate::onnx::tensor::decode(s, std::path::Path::new(".")),
-            Ok(crate::shape::TensorValue::Ints(
+            Ok(crate::shape::TensorValue::ints(
                 (0..300).map(Into::into).collect()
             ))
         );

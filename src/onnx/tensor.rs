@@ -357,20 +357,20 @@ fn le_chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
 
 /// Decodes raw little-endian bytes of `dtype` into a value.
 fn from_raw(dtype: DType, b: &[u8], n: usize) -> Result<TensorValue, String> {
-    let ints = |v: Vec<i64>| TensorValue::Ints(v.into_iter().map(SymInt::Int).collect());
+    let ints = |v: Vec<i64>| TensorValue::ints(v.into_iter().map(SymInt::Int).collect());
     Ok(match dtype {
-        DType::Float32 => TensorValue::Floats(
+        DType::Float32 => TensorValue::floats(
             le_chunks::<4>(b)
                 .map(|c| f32::from_le_bytes(c) as f64)
                 .collect(),
         ),
-        DType::Float64 => TensorValue::Floats(le_chunks::<8>(b).map(f64::from_le_bytes).collect()),
-        DType::Float16 => TensorValue::Floats(
+        DType::Float64 => TensorValue::floats(le_chunks::<8>(b).map(f64::from_le_bytes).collect()),
+        DType::Float16 => TensorValue::floats(
             le_chunks::<2>(b)
                 .map(|c| f16_to_f64(u16::from_le_bytes(c)))
                 .collect(),
         ),
-        DType::Bfloat16 => TensorValue::Floats(
+        DType::Bfloat16 => TensorValue::floats(
             le_chunks::<2>(b)
                 .map(|c| f32::from_bits(u32::from(u16::from_le_bytes(c)) << 16) as f64)
                 .collect(),
@@ -503,16 +503,16 @@ fn decode_embedded(t: &TensorProto, dtype: DType, n: usize) -> Result<TensorValu
     if let Some(raw) = &t.raw_data {
         return from_raw(dtype, raw, n);
     }
-    let ints = |v: Vec<i64>| TensorValue::Ints(v.into_iter().map(SymInt::Int).collect());
+    let ints = |v: Vec<i64>| TensorValue::ints(v.into_iter().map(SymInt::Int).collect());
     if let Some(b) = &t.float_data {
-        return Ok(TensorValue::Floats(
+        return Ok(TensorValue::floats(
             le_chunks::<4>(b)
                 .map(|c| f32::from_le_bytes(c) as f64)
                 .collect(),
         ));
     }
     if let Some(b) = &t.double_data {
-        return Ok(TensorValue::Floats(
+        return Ok(TensorValue::floats(
             le_chunks::<8>(b).map(f64::from_le_bytes).collect(),
         ));
     }
@@ -527,9 +527,9 @@ fn decode_embedded(t: &TensorProto, dtype: DType, n: usize) -> Result<TensorValu
         return Ok(match dtype {
             // int32_data holds these as their bit patterns.
             DType::Float16 => {
-                TensorValue::Floats(v.iter().map(|&x| f16_to_f64(x as u16)).collect())
+                TensorValue::floats(v.iter().map(|&x| f16_to_f64(x as u16)).collect())
             }
-            DType::Bfloat16 => TensorValue::Floats(
+            DType::Bfloat16 => TensorValue::floats(
                 v.iter()
                     .map(|&x| f32::from_bits((x as u32 & 0xffff) << 16) as f64)
                     .collect(),
@@ -538,7 +538,7 @@ fn decode_embedded(t: &TensorProto, dtype: DType, n: usize) -> Result<TensorValu
         });
     }
     if !t.string_data.is_empty() {
-        return Ok(TensorValue::Strings(
+        return Ok(TensorValue::strings(
             t.string_data
                 .iter()
                 .map(|s| String::from_utf8_lossy(s).into_owned())
@@ -547,10 +547,10 @@ fn decode_embedded(t: &TensorProto, dtype: DType, n: usize) -> Result<TensorValu
     }
     Ok(match dtype {
         DType::Float32 | DType::Float64 | DType::Float16 | DType::Bfloat16 => {
-            TensorValue::Floats(Vec::new())
+            TensorValue::floats(Vec::new())
         }
-        DType::String => TensorValue::Strings(Vec::new()),
-        _ => TensorValue::Ints(Vec::new()),
+        DType::String => TensorValue::strings(Vec::new()),
+        _ => TensorValue::ints(Vec::new()),
     })
 }
 
@@ -582,7 +582,7 @@ mod tests {
         assert!(check(&t, dir).is_ok());
         assert_eq!(
             decode(&t, dir).unwrap(),
-            TensorValue::Ints(vec![1.into(), 2.into(), (-1).into()])
+            TensorValue::ints(vec![1.into(), 2.into(), (-1).into()])
         );
         let mut t = tensor(DType::Int64, &[3]);
         t.int64_data = Some(Bytes::from(vec![
@@ -590,7 +590,7 @@ mod tests {
         ]));
         assert_eq!(
             decode(&t, dir).unwrap(),
-            TensorValue::Ints(vec![1.into(), (-1).into(), 5.into()])
+            TensorValue::ints(vec![1.into(), (-1).into(), 5.into()])
         );
         let t = tensor(DType::Float32, &[-1, 3]);
         assert_eq!(check(&t, dir).unwrap_err(), "negative dimension -1");

@@ -436,9 +436,9 @@ fn run_trips(
         let iteration = Fact::with_value(
             DType::Int64,
             vec![],
-            TensorValue::Ints(vec![SymInt::Int(i)]),
+            TensorValue::ints(vec![SymInt::Int(i)]),
         );
-        let go = Fact::with_value(DType::Bool, vec![], TensorValue::Ints(vec![SymInt::Int(1)]));
+        let go = Fact::with_value(DType::Bool, vec![], TensorValue::ints(vec![SymInt::Int(1)]));
         let inputs: Vec<Fact> = [iteration, go]
             .into_iter()
             .chain(std::mem::take(carried))

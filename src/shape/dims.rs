@@ -262,9 +262,9 @@ pub(super) fn take(v: &TensorValue, pos: &[usize]) -> Option<TensorValue> {
         pos.iter().map(|&p| x.get(p).cloned()).collect()
     }
     Some(match v {
-        TensorValue::Ints(x) => TensorValue::Ints(pick(x, pos)?),
-        TensorValue::Floats(x) => TensorValue::Floats(pick(x, pos)?),
-        TensorValue::Strings(x) => TensorValue::Strings(pick(x, pos)?),
+        TensorValue::Ints(x) => TensorValue::ints(pick(x, pos)?),
+        TensorValue::Floats(x) => TensorValue::floats(pick(x, pos)?),
+        TensorValue::Strings(x) => TensorValue::strings(pick(x, pos)?),
     })
 }
 
@@ -279,9 +279,9 @@ pub(super) fn repeat_first(v: &TensorValue, n: usize) -> Option<TensorValue> {
         Some(vec![x.first()?.clone(); n])
     }
     Some(match v {
-        TensorValue::Ints(x) => TensorValue::Ints(copies(x, n)?),
-        TensorValue::Floats(x) => TensorValue::Floats(copies(x, n)?),
-        TensorValue::Strings(x) => TensorValue::Strings(copies(x, n)?),
+        TensorValue::Ints(x) => TensorValue::ints(copies(x, n)?),
+        TensorValue::Floats(x) => TensorValue::floats(copies(x, n)?),
+        TensorValue::Strings(x) => TensorValue::strings(copies(x, n)?),
     })
 }
 
@@ -335,10 +335,10 @@ mod tests {
     #[test]
     fn repeat_first_is_take_at_zeros() {
         let values = [
-            TensorValue::Ints(vec![SymInt::from(7), SymInt::from(9)]),
-            TensorValue::Floats(vec![0.5]),
-            TensorValue::Strings(vec!["a".into()]),
-            TensorValue::Floats(Vec::new()),
+            TensorValue::ints(vec![SymInt::from(7), SymInt::from(9)]),
+            TensorValue::floats(vec![0.5]),
+            TensorValue::strings(vec!["a".into()]),
+            TensorValue::floats(Vec::new()),
         ];
         for v in &values {
             for n in [0, 1, 3, 4096] {
@@ -347,7 +347,7 @@ mod tests {
         }
         assert_eq!(
             repeat_first(&values[1], 3),
-            Some(TensorValue::Floats(vec![0.5; 3]))
+            Some(TensorValue::floats(vec![0.5; 3]))
         );
     }
 }

@@ -21,16 +21,30 @@ pub enum ValueKind {
     Map,
 }
 
-/// The data of a small tensor, flattened in row-major order.
+/// The data of a small tensor, flattened in row-major order. Shared, not
+/// copied, when a fact is: a value is read by each of its consumers and
+/// kept in the records, and may hold `MAX_VALUE_ELEMENTS` entries.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TensorValue {
     /// Integer and boolean tensors; entries may be symbolic (from `Shape`).
-    Ints(Vec<SymInt>),
-    Floats(Vec<f64>),
-    Strings(Vec<String>),
+    Ints(Arc<Vec<SymInt>>),
+    Floats(Arc<Vec<f64>>),
+    Strings(Arc<Vec<String>>),
 }
 
 impl TensorValue {
+    pub fn ints(v: Vec<SymInt>) -> TensorValue {
+        TensorValue::Ints(Arc::new(v))
+    }
+
+    pub fn floats(v: Vec<f64>) -> TensorValue {
+        TensorValue::Floats(Arc::new(v))
+    }
+
+    pub fn strings(v: Vec<String>) -> TensorValue {
+        TensorValue::Strings(Arc::new(v))
+    }
+
     pub fn len(&self) -> usize {
         match self {
             TensorValue::Ints(v) => v.len(),
@@ -46,7 +60,7 @@ impl TensorValue {
     /// The values as integers: symbolic entries kept, floats truncated.
     pub fn as_ints(&self) -> Option<Vec<SymInt>> {
         match self {
-            TensorValue::Ints(v) => Some(v.clone()),
+            TensorValue::Ints(v) => Some(v.to_vec()),
             TensorValue::Floats(v) => Some(v.iter().map(|f| SymInt::Int(*f as i64)).collect()),
             TensorValue::Strings(_) => None,
         }
@@ -59,7 +73,7 @@ impl TensorValue {
 
     pub fn as_floats(&self) -> Option<Vec<f64>> {
         match self {
-            TensorValue::Floats(v) => Some(v.clone()),
+            TensorValue::Floats(v) => Some(v.to_vec()),
             TensorValue::Ints(v) => v.iter().map(|i| i.as_int().map(|i| i as f64)).collect(),
             TensorValue::Strings(_) => None,
         }
@@ -162,7 +176,7 @@ impl Fact {
     /// A 1-D int64 tensor holding `values` (what `Shape` produces).
     pub fn ints_1d(values: Vec<SymInt>) -> Fact {
         let n = values.len() as u64;
-        Fact::with_value(DType::Int64, vec![Dim::Known(n)], TensorValue::Ints(values))
+        Fact::with_value(DType::Int64, vec![Dim::Known(n)], TensorValue::ints(values))
     }
 
     pub fn rank(&self) -> Option<usize> {

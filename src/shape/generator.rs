@@ -10,7 +10,7 @@ use crate::ir::{DType, Dim};
 
 /// Constant: one of its value attributes gives type, shape and data.
 fn constant(ctx: &mut InferCtx) -> Result<()> {
-    let ints = |v: Vec<i64>| TensorValue::Ints(v.into_iter().map(SymInt::Int).collect());
+    let ints = |v: Vec<i64>| TensorValue::ints(v.into_iter().map(SymInt::Int).collect());
     let vector = |n: usize| vec![Dim::Known(n as u64)];
     let fact = if let Some(t) = ctx.attr_tensor("value") {
         let mut f = ctx.tensors.fact_of(t)?;
@@ -37,17 +37,17 @@ fn constant(ctx: &mut InferCtx) -> Result<()> {
             .collect::<Result<Vec<_>>>()?;
         Fact::tensor(dtype, Some(shape))
     } else if let Some(v) = ctx.attr_float("value_float") {
-        Fact::with_value(DType::Float32, vec![], TensorValue::Floats(vec![v]))
+        Fact::with_value(DType::Float32, vec![], TensorValue::floats(vec![v]))
     } else if let Some(v) = ctx.attr_floats("value_floats") {
-        Fact::with_value(DType::Float32, vector(v.len()), TensorValue::Floats(v))
+        Fact::with_value(DType::Float32, vector(v.len()), TensorValue::floats(v))
     } else if let Some(v) = ctx.attr_int("value_int") {
         Fact::with_value(DType::Int64, vec![], ints(vec![v]))
     } else if let Some(v) = ctx.attr_ints("value_ints") {
         Fact::with_value(DType::Int64, vector(v.len()), ints(v))
     } else if let Some(v) = ctx.attr_string("value_string") {
-        Fact::with_value(DType::String, vec![], TensorValue::Strings(vec![v]))
+        Fact::with_value(DType::String, vec![], TensorValue::strings(vec![v]))
     } else if let Some(v) = ctx.attr_strings("value_strings") {
-        Fact::with_value(DType::String, vector(v.len()), TensorValue::Strings(v))
+        Fact::with_value(DType::String, vector(v.len()), TensorValue::strings(v))
     } else {
         return err("Constant has no value attribute");
     };
@@ -63,7 +63,7 @@ fn constant_of_shape(ctx: &mut InferCtx) -> Result<()> {
             let fill = f.constant.as_ref().and_then(|c| c.load().ok());
             (f.dtype, fill)
         }
-        None => (Some(DType::Float32), Some(TensorValue::Floats(vec![0.0]))),
+        None => (Some(DType::Float32), Some(TensorValue::floats(vec![0.0]))),
     };
     let shape = match ctx.ints(0) {
         Some(v) => Some(
@@ -105,7 +105,7 @@ fn range(ctx: &mut InferCtx) -> Result<()> {
                         .map(|k| d.mul(&SymInt::Int(k)).and_then(|x| x.add(&s)).ok())
                         .collect::<Option<Vec<_>>>()
                 })
-                .map(TensorValue::Ints);
+                .map(TensorValue::ints);
         } else if let (true, Some(s), Some(l), Some(d)) = (float, real(&s), real(&l), real(&d)) {
             if d == 0.0 {
                 return err("Range delta is 0");
@@ -114,7 +114,7 @@ fn range(ctx: &mut InferCtx) -> Result<()> {
             if n.is_finite() && n < 1e15 {
                 len = Some(SymInt::Int(n as i64));
                 if (n as usize) <= MAX_VALUE_ELEMENTS {
-                    value = Some(TensorValue::Floats(
+                    value = Some(TensorValue::floats(
                         (0..n as usize).map(|k| s + k as f64 * d).collect(),
                     ));
                 }
@@ -207,7 +207,7 @@ mod tests {
         let half = Some(Fact::with_value(
             DType::Float32,
             vec![],
-            TensorValue::Floats(vec![0.5]),
+            TensorValue::floats(vec![0.5]),
         ));
         let out = one(
             "Range",
@@ -217,12 +217,12 @@ mod tests {
                 Some(Fact::with_value(
                     DType::Float32,
                     vec![],
-                    TensorValue::Floats(vec![0.0]),
+                    TensorValue::floats(vec![0.0]),
                 )),
                 Some(Fact::with_value(
                     DType::Float32,
                     vec![],
-                    TensorValue::Floats(vec![2.0]),
+                    TensorValue::floats(vec![2.0]),
                 )),
                 half,
             ],
@@ -230,12 +230,12 @@ mod tests {
         assert_eq!(out.shape, Some(vec![k(4)]));
         assert_eq!(
             out.value,
-            Some(TensorValue::Floats(vec![0.0, 0.5, 1.0, 1.5]))
+            Some(TensorValue::floats(vec![0.0, 0.5, 1.0, 1.5]))
         );
         let seq = Some(Fact::with_value(
             DType::Int64,
             vec![],
-            TensorValue::Ints(vec![SymInt::sym("seq")]),
+            TensorValue::ints(vec![SymInt::sym("seq")]),
         ));
         let out = one("Range", 11, &[], vec![scalar_i(0), seq, scalar_i(1)]);
         assert_eq!(out.shape, Some(vec![s("seq")]));

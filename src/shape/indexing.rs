@@ -72,7 +72,7 @@ fn elems(ctx: &InferCtx, i: usize) -> Option<Vec<Elem>> {
                 .map(|f| Elem::Float(if *f == 0.0 { 0 } else { f.to_bits() }))
                 .collect(),
         ),
-        TensorValue::Strings(v) => Some(v.into_iter().map(Elem::Str).collect()),
+        TensorValue::Strings(v) => Some(v.iter().cloned().map(Elem::Str).collect()),
     }
 }
 
@@ -114,7 +114,7 @@ fn int_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<SymInt>)> {
     let TensorValue::Ints(v) = ctx.value(i)? else {
         return None;
     };
-    fills(&dims, v.len()).then_some((dims, v))
+    fills(&dims, v.len()).then_some((dims, std::sync::Arc::unwrap_or_clone(v)))
 }
 
 /// Input `i`'s known sizes and known index values.
@@ -193,7 +193,7 @@ fn fold_gather_elements(ctx: &InferCtx, a: usize) -> Option<TensorValue> {
         .enumerate()
         .map(|(p, &i)| data.get(element_target(p, &id, &dd, a, i)?).cloned())
         .collect::<Option<Vec<_>>>()?;
-    Some(TensorValue::Ints(out))
+    Some(TensorValue::ints(out))
 }
 
 /// GatherND without batch dimensions: each index tuple picks a slice.
@@ -214,7 +214,7 @@ fn fold_gather_nd(ctx: &InferCtx) -> Option<TensorValue> {
         let off = nd_offset(tuple, &dd, &st)?;
         out.extend_from_slice(data.get(off..off.checked_add(slice)?)?);
     }
-    Some(TensorValue::Ints(out))
+    Some(TensorValue::ints(out))
 }
 
 /// ScatterND: each index tuple's slice of the data takes an update slice.
@@ -236,7 +236,7 @@ fn fold_scatter_nd(ctx: &InferCtx) -> Option<TensorValue> {
             *slot = combine(ctx, &how, slot, n)?;
         }
     }
-    Some(TensorValue::Ints(data))
+    Some(TensorValue::ints(data))
 }
 
 /// Scatter/ScatterElements: element p of the updates goes where element p
@@ -257,7 +257,7 @@ fn fold_scatter_elements(ctx: &InferCtx, a: usize) -> Option<TensorValue> {
         let slot = data.get_mut(element_target(p, &id, &dd, a, i)?)?;
         *slot = combine(ctx, &how, slot, n)?;
     }
-    Some(TensorValue::Ints(data))
+    Some(TensorValue::ints(data))
 }
 
 // ---------------------------------------------------------------- gather / scatter
@@ -437,7 +437,7 @@ fn non_zero(ctx: &mut InferCtx) -> Result<()> {
                 }
             }
         }
-        fact.value = Some(TensorValue::Ints(rows.concat()));
+        fact.value = Some(TensorValue::ints(rows.concat()));
     }
     ctx.set(0, fact);
     Ok(())
@@ -726,7 +726,7 @@ pub(super) mod tests {
         Some(Fact::new(DType::Float32, dims))
     }
     pub(in crate::shape) fn i64s(dims: Vec<Dim>, v: &[i64]) -> Option<Fact> {
-        let vals = TensorValue::Ints(v.iter().map(|&x| SymInt::Int(x)).collect());
+        let vals = TensorValue::ints(v.iter().map(|&x| SymInt::Int(x)).collect());
         Some(Fact::with_value(DType::Int64, dims, vals))
     }
     pub(in crate::shape) fn floats_value(v: &[f64]) -> Option<Fact> {
@@ -734,7 +734,7 @@ pub(super) mod tests {
         Some(Fact::with_value(
             DType::Float32,
             vec![k(n)],
-            TensorValue::Floats(v.to_vec()),
+            TensorValue::floats(v.to_vec()),
         ))
     }
 
@@ -844,7 +844,7 @@ pub(super) mod tests {
         let out = run("NonZero", 13, &[], vec![x], 1).unwrap();
         assert_eq!(shape(&out[0]), vec![k(2), k(2)]);
         let want: Vec<SymInt> = [0, 1, 0, 1].iter().map(|&v| SymInt::Int(v)).collect();
-        assert_eq!(out[0].value, Some(TensorValue::Ints(want)));
+        assert_eq!(out[0].value, Some(TensorValue::ints(want)));
         // Unknown data: a fresh count.
         let out = run("NonZero", 13, &[], vec![f32s(vec![sym("b"), k(4)])], 1).unwrap();
         assert_eq!(shape(&out[0])[0], k(2));
@@ -879,7 +879,7 @@ pub(super) mod tests {
         let cond = Some(Fact::with_value(
             DType::Bool,
             vec![k(3)],
-            TensorValue::Ints(vec![SymInt::Int(1), SymInt::Int(0), SymInt::Int(1)]),
+            TensorValue::ints(vec![SymInt::Int(1), SymInt::Int(0), SymInt::Int(1)]),
         ));
         let x = f32s(vec![k(3), sym("w")]);
         let out = run("Compress", 11, &[int("axis", 0)], vec![x, cond], 1).unwrap();
@@ -983,7 +983,7 @@ mod gather_tests {
         let m = Fact::with_value(
             DType::Int64,
             vec![k(2), k(3)],
-            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+            TensorValue::ints((1..=6).map(SymInt::Int).collect()),
         );
         // Column -1 of a 2x3 matrix, as a [2] vector.
         let out = one(

@@ -13,7 +13,7 @@ fn same_bool(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?;
     let shape = x.shape.clone();
     let value = match (ctx.op, x.value.clone()) {
-        ("Not", Some(TensorValue::Ints(v))) => Some(TensorValue::Ints(
+        ("Not", Some(TensorValue::Ints(v))) => Some(TensorValue::ints(
             v.iter()
                 .map(|i| i.as_int().map(|i| SymInt::Int((i == 0) as i64)))
                 .collect::<Option<Vec<_>>>()
@@ -68,13 +68,13 @@ fn where_op(ctx: &mut InferCtx) -> Result<()> {
                 .iter()
                 .map(|&(c, i)| if c { x.get(i) } else { y.get(i) }.cloned())
                 .collect::<Option<_>>()
-                .map(TensorValue::Ints),
+                .map(TensorValue::ints),
             _ => {
                 let (x, y) = (a.as_floats()?, b.as_floats()?);
                 p.iter()
                     .map(|&(c, i)| if c { x.get(i) } else { y.get(i) }.copied())
                     .collect::<Option<_>>()
-                    .map(TensorValue::Floats)
+                    .map(TensorValue::floats)
             }
         });
     }
@@ -114,7 +114,7 @@ fn cast(ctx: &mut InferCtx) -> Result<()> {
 /// Converts small data to element type `t`; `None` where it cannot be
 /// done exactly (strings, symbolic values to non-integers...).
 fn cast_value(v: TensorValue, t: DType) -> Option<TensorValue> {
-    let ints = |v: Vec<i64>| Some(TensorValue::Ints(v.into_iter().map(SymInt::Int).collect()));
+    let ints = |v: Vec<i64>| Some(TensorValue::ints(v.into_iter().map(SymInt::Int).collect()));
     match (v, t) {
         (_, DType::String) | (TensorValue::Strings(_), _) => None,
         (TensorValue::Ints(v), DType::Bool) => ints(
@@ -183,7 +183,7 @@ mod tests {
         let cond = Some(Fact::with_value(
             DType::Bool,
             vec![k(2)],
-            TensorValue::Ints(vec![SymInt::Int(1), SymInt::Int(0)]),
+            TensorValue::ints(vec![SymInt::Int(1), SymInt::Int(0)]),
         ));
         let out = one(
             "Where",
@@ -191,12 +191,12 @@ mod tests {
             &[],
             vec![cond.clone(), floats(&[0.5, 1.5]), floats(&[2.5])],
         );
-        assert_eq!(out.value, Some(TensorValue::Floats(vec![0.5, 2.5])));
+        assert_eq!(out.value, Some(TensorValue::floats(vec![0.5, 2.5])));
         let a = Some(Fact::ints_1d(vec![SymInt::sym("n"), SymInt::Int(4)]));
         let out = one("Where", 16, &[], vec![cond, a, vec_i(&[-1, -1])]);
         assert_eq!(
             out.value,
-            Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(-1)]))
+            Some(TensorValue::ints(vec![SymInt::sym("n"), SymInt::Int(-1)]))
         );
     }
 
@@ -209,7 +209,7 @@ mod tests {
         let out = one("Where", 16, &[], vec![Some(is_keep), scalar_i(1), target]);
         assert_eq!(
             out.value,
-            Some(TensorValue::Ints(vec![SymInt::sym("b"), SymInt::Int(1)]))
+            Some(TensorValue::ints(vec![SymInt::sym("b"), SymInt::Int(1)]))
         );
         // b - 1 may be anything: no answer.
         let d = SymInt::sym("b").sub(&SymInt::Int(1)).unwrap();

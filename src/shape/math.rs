@@ -33,7 +33,7 @@ pub(super) fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
         && let Some(out) = xs.iter().map(f).collect::<Option<Vec<_>>>()
     {
         if let Some(o) = ctx.output_mut(0) {
-            o.value = Some(TensorValue::Ints(out));
+            o.value = Some(TensorValue::ints(out));
         }
         return Ok(());
     }
@@ -55,7 +55,7 @@ pub(super) fn unary_fold(ctx: &mut InferCtx) -> Result<()> {
         _ => return Ok(()),
     };
     if let (Some(xs), Some(o)) = (v.as_floats(), ctx.output_mut(0)) {
-        o.value = Some(TensorValue::Floats(xs.into_iter().map(g).collect()));
+        o.value = Some(TensorValue::floats(xs.into_iter().map(g).collect()));
     }
     Ok(())
 }
@@ -67,7 +67,7 @@ const EXACT_F64: f64 = 9_007_199_254_740_992.0;
 /// tensor) floats that are whole numbers.
 pub(super) fn integral(v: &TensorValue, float: bool) -> Option<Vec<SymInt>> {
     match v {
-        TensorValue::Ints(x) => Some(x.clone()),
+        TensorValue::Ints(x) => Some(x.to_vec()),
         TensorValue::Floats(x) if float => x
             .iter()
             .map(|f| (f.fract() == 0.0 && f.abs() < EXACT_F64).then_some(SymInt::Int(*f as i64)))
@@ -244,7 +244,7 @@ fn fold_values(ctx: &InferCtx, values: &[TensorValue], float: bool) -> Option<Te
         for v in &ints[1..] {
             acc = fold2(&acc, v, |x, y| binary_op(ctx, x, y, float))?;
         }
-        Some(TensorValue::Ints(acc))
+        Some(TensorValue::ints(acc))
     };
     if let Some(v) = exact() {
         return Some(v);
@@ -261,11 +261,11 @@ fn fold_values(ctx: &InferCtx, values: &[TensorValue], float: bool) -> Option<Te
         acc = fold2(&acc, v, |x, y| float_op(ctx.op, *x, *y))?;
     }
     if COMPARE.contains(&ctx.op) {
-        Some(TensorValue::Ints(
+        Some(TensorValue::ints(
             acc.iter().map(|&f| SymInt::Int(f as i64)).collect(),
         ))
     } else {
-        Some(TensorValue::Floats(acc))
+        Some(TensorValue::floats(acc))
     }
 }
 
@@ -351,7 +351,7 @@ pub(super) mod tests {
         Some(Fact::with_value(
             DType::Float32,
             vec![Dim::Known(v.len() as u64)],
-            TensorValue::Floats(v.to_vec()),
+            TensorValue::floats(v.to_vec()),
         ))
     }
 
@@ -371,7 +371,7 @@ pub(super) mod tests {
         let h2 = SymInt::sym("h").mul(&SymInt::Int(2)).unwrap();
         assert_eq!(
             sizes.value,
-            Some(TensorValue::Ints(vec![
+            Some(TensorValue::ints(vec![
                 SymInt::sym("b"),
                 SymInt::Int(3),
                 h2
@@ -379,9 +379,9 @@ pub(super) mod tests {
         );
         // 7 / 2 as floats is 3.5: no longer integral, folded as a float.
         let half = one("Div", 13, &[], vec![floats(&[7.0]), floats(&[2.0])]);
-        assert_eq!(half.value, Some(TensorValue::Floats(vec![3.5])));
+        assert_eq!(half.value, Some(TensorValue::floats(vec![3.5])));
         let up = one("Ceil", 13, &[], vec![Some(half)]);
-        assert_eq!(up.value, Some(TensorValue::Floats(vec![4.0])));
+        assert_eq!(up.value, Some(TensorValue::floats(vec![4.0])));
     }
 
     #[test]
@@ -394,7 +394,7 @@ pub(super) mod tests {
         let n = Fact::with_value(
             DType::Float32,
             vec![k(1)],
-            TensorValue::Ints(vec![SymInt::sym("n")]),
+            TensorValue::ints(vec![SymInt::sym("n")]),
         );
         let out = one("Div", 13, &[], vec![Some(n), floats(&[3.0])]);
         assert_eq!(out.value, None);

@@ -612,7 +612,7 @@ mod tests {
         let total = Some(crate::shape::Fact::with_value(
             DType::Int32,
             vec![],
-            crate::shape::TensorValue::Ints(vec![crate::dim::SymInt::sym("t")]),
+            crate::shape::TensorValue::ints(vec![crate::dim::SymInt::sym("t")]),
         ));
         let inputs = |past: &str, total: Option<crate::shape::Fact>| {
             vec![
@@ -643,7 +643,7 @@ mod tests {
         let total_p1 = Some(crate::shape::Fact::with_value(
             DType::Int32,
             vec![],
-            crate::shape::TensorValue::Ints(vec![
+            crate::shape::TensorValue::ints(vec![
                 crate::dim::SymInt::sym("p").add(&1.into()).unwrap(),
             ]),
         ));

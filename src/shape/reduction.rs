@@ -159,7 +159,7 @@ fn fold_reduce(ctx: &mut InferCtx, shape: &[Dim], reduced: &[bool]) {
     // A value past the dimension limits is the node's error (`folded`).
     let folded = reduce_values(&dims, reduced, &values, |a, b| ctx.folded(op(a, b)), empty);
     if let (Some(v), Some(o)) = (folded, ctx.output_mut(0)) {
-        o.value = Some(TensorValue::Ints(v));
+        o.value = Some(TensorValue::ints(v));
     }
 }
 
@@ -290,7 +290,7 @@ pub(super) mod testing {
         Some(Fact::with_value(
             DType::Int64,
             dims(spec),
-            TensorValue::Ints(v.iter().map(|&i| i.into()).collect()),
+            TensorValue::ints(v.iter().map(|&i| i.into()).collect()),
         ))
     }
 
@@ -445,7 +445,7 @@ pub(super) mod tests {
         ]));
         let out = run("", "ReduceProd", 18, &[ai("keepdims", 0)], vec![shape], 1).unwrap();
         let want = crate::dim::SymInt::sym("batch").mul(&12.into()).unwrap();
-        assert_eq!(out[0].value, Some(TensorValue::Ints(vec![want])));
+        assert_eq!(out[0].value, Some(TensorValue::ints(vec![want])));
         // A 2x3 matrix summed over its rows: [[1,2,3],[4,5,6]] -> [5,7,9].
         let m = int_tensor("2,3", &[1, 2, 3, 4, 5, 6]);
         let out = run(
@@ -459,13 +459,13 @@ pub(super) mod tests {
         .unwrap();
         assert_eq!(
             out[0].value,
-            Some(TensorValue::Ints(vec![5.into(), 7.into(), 9.into()]))
+            Some(TensorValue::ints(vec![5.into(), 7.into(), 9.into()]))
         );
         let out = run("", "ReduceMax", 18, &[], vec![m, ints(&[1])], 1).unwrap();
         assert_eq!(shapes(&out), "2,1");
         assert_eq!(
             out[0].value,
-            Some(TensorValue::Ints(vec![3.into(), 6.into()]))
+            Some(TensorValue::ints(vec![3.into(), 6.into()]))
         );
         // Float reductions of unknown data carry no value.
         let out = run("", "ReduceSum", 13, &[], vec![f32("3")], 1).unwrap();

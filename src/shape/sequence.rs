@@ -127,7 +127,7 @@ fn sequence_length(ctx: &mut InferCtx) -> Result<()> {
     let len = ctx
         .input(0)
         .and_then(|s| s.elements.as_ref())
-        .map(|e| TensorValue::Ints(vec![SymInt::Int(e.len() as i64)]));
+        .map(|e| TensorValue::ints(vec![SymInt::Int(e.len() as i64)]));
     let mut out = Fact::new(DType::Int64, vec![]);
     out.value = len;
     ctx.set(0, out);
@@ -307,7 +307,7 @@ fn optional_has_element(ctx: &mut InferCtx) -> Result<()> {
         }
         Some(_) => None,
     };
-    let value = known.map(|b| TensorValue::Ints(vec![SymInt::Int(i64::from(b))]));
+    let value = known.map(|b| TensorValue::ints(vec![SymInt::Int(i64::from(b))]));
     ctx.set(
         0,
         Fact {
@@ -367,7 +367,7 @@ mod tests {
         assert_eq!(fact_of(&m, "s3").unwrap(), "seq float32[batch, 3]");
         let n = fact(&m, "n").unwrap();
         assert_eq!(n.to_string(), "int64[]");
-        assert_eq!(n.value, Some(TensorValue::Ints(vec![2.into()])));
+        assert_eq!(n.value, Some(TensorValue::ints(vec![2.into()])));
     }
 
     #[test]

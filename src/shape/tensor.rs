@@ -55,7 +55,7 @@ fn size(ctx: &mut InferCtx) -> Result<()> {
         out_fact(
             Some(DType::Int64),
             Some(vec![]),
-            n.map(|n| TensorValue::Ints(vec![n])),
+            n.map(|n| TensorValue::ints(vec![n])),
         ),
     );
     Ok(())
@@ -291,7 +291,7 @@ fn concat(ctx: &mut InferCtx) -> Result<()> {
     )?;
     // Sizes off the axis: the known ones win; none known is a fresh size.
     let mut other: Vec<Option<Dim>> = vec![None; rank];
-    let mut along = Some(SymInt::Int(0));
+    let mut along = Some(crate::dim::Sum::default());
     for &i in &present {
         let Some(s) = ctx.shape(i) else {
             along = None;
@@ -308,10 +308,9 @@ fn concat(ctx: &mut InferCtx) -> Result<()> {
                 });
             }
         }
-        along = match along {
-            Some(n) => Some(n.add(&s[a].to_symint())?),
-            None => None,
-        };
+        if let Some(n) = &mut along {
+            n.add(&s[a].to_symint())?;
+        }
     }
     let mut out: Vec<Dim> = other
         .into_iter()
@@ -323,7 +322,7 @@ fn concat(ctx: &mut InferCtx) -> Result<()> {
         })
         .collect();
     out[a] = match along {
-        Some(n) => dim(&n)?,
+        Some(n) => dim(&n.value())?,
         None => ctx.fresh_dim("concat"),
     };
     let value = concat_values(ctx, &present, a, &out);
@@ -344,7 +343,7 @@ fn unknown_elements(ctx: &InferCtx, i: usize) -> Option<(Vec<usize>, TensorValue
     let v = (0..len)
         .map(|_| ctx.fresh_dim("value").to_symint())
         .collect();
-    Some((vec![len], TensorValue::Ints(v)))
+    Some((vec![len], TensorValue::ints(v)))
 }
 
 fn concat_values(ctx: &InferCtx, present: &[usize], a: usize, out: &[Dim]) -> Option<TensorValue> {
@@ -370,17 +369,17 @@ fn concat_values(ctx: &InferCtx, present: &[usize], a: usize, out: &[Dim]) -> Op
         bases.push(all.len());
         all = match (all, v) {
             (TensorValue::Ints(mut x), TensorValue::Ints(y)) => {
-                x.extend(y.iter().cloned());
+                std::sync::Arc::make_mut(&mut x).extend(y.iter().cloned());
                 TensorValue::Ints(x)
             }
             (TensorValue::Strings(mut x), TensorValue::Strings(y)) => {
-                x.extend(y.iter().cloned());
+                std::sync::Arc::make_mut(&mut x).extend(y.iter().cloned());
                 TensorValue::Strings(x)
             }
             (x, y) => {
                 let mut x = x.as_floats()?;
                 x.extend(y.as_floats()?);
-                TensorValue::Floats(x)
+                TensorValue::floats(x)
             }
         };
     }
@@ -843,10 +842,10 @@ fn one_hot_values(ctx: &InferCtx, out: &[Dim]) -> Option<TensorValue> {
     };
     Some(match ctx.value(2)? {
         TensorValue::Ints(v) if v.len() == 2 => {
-            TensorValue::Ints((0..total).map(|f| v[pick(at(f))].clone()).collect())
+            TensorValue::ints((0..total).map(|f| v[pick(at(f))].clone()).collect())
         }
         TensorValue::Floats(v) if v.len() == 2 => {
-            TensorValue::Floats((0..total).map(|f| v[pick(at(f))]).collect())
+            TensorValue::floats((0..total).map(|f| v[pick(at(f))]).collect())
         }
         _ => return None,
     })
@@ -1000,7 +999,7 @@ pub(super) mod tests {
         Some(Fact::with_value(
             DType::Int64,
             vec![],
-            TensorValue::Ints(vec![SymInt::Int(v)]),
+            TensorValue::ints(vec![SymInt::Int(v)]),
         ))
     }
     pub(in crate::shape) fn known_vals(f: &Fact) -> Vec<i64> {
@@ -1038,7 +1037,7 @@ pub(super) mod tests {
         assert_eq!(out.shape, Some(vec![k(2)]));
         assert_eq!(
             out.value,
-            Some(TensorValue::Ints(vec![SymInt::sym("n"), SymInt::Int(5)]))
+            Some(TensorValue::ints(vec![SymInt::sym("n"), SymInt::Int(5)]))
         );
         // A start past the end gives an empty vector, not an error.
         let out = one("Shape", 15, &[int("start", 3), int("end", 1)], vec![x]);
@@ -1256,12 +1255,12 @@ pub(super) mod tests {
         let a = Fact::with_value(
             DType::Int64,
             vec![k(2), k(1)],
-            TensorValue::Ints(vec![1.into(), 2.into()]),
+            TensorValue::ints(vec![1.into(), 2.into()]),
         );
         let b = Fact::with_value(
             DType::Int64,
             vec![k(2), k(2)],
-            TensorValue::Ints(vec![3.into(), 4.into(), 5.into(), 6.into()]),
+            TensorValue::ints(vec![3.into(), 4.into(), 5.into(), 6.into()]),
         );
         let out = one("Concat", 13, &[int("axis", -1)], vec![Some(a), Some(b)]);
         assert_eq!(known_vals(&out), vec![1, 3, 4, 2, 5, 6]);
@@ -1314,7 +1313,7 @@ pub(super) mod tests {
         let m = Fact::with_value(
             DType::Int64,
             vec![k(2), k(3)],
-            TensorValue::Ints((1..=6).map(SymInt::Int).collect()),
+            TensorValue::ints((1..=6).map(SymInt::Int).collect()),
         );
         let out = one("Transpose", 13, &[], vec![Some(m)]);
         assert_eq!(out.shape, Some(vec![k(3), k(2)]));
@@ -1394,11 +1393,11 @@ pub(super) mod tests {
         assert_eq!(out.dtype, Some(DType::Float32));
         assert_eq!(out.shape, Some(vec![s("n"), k(2)]));
         let out = one("ConstantOfShape", 9, &[], vec![vec_i(&[2])]);
-        assert_eq!(out.value, Some(TensorValue::Floats(vec![0.0, 0.0])));
+        assert_eq!(out.value, Some(TensorValue::floats(vec![0.0, 0.0])));
         assert!(run("ConstantOfShape", 9, &[], vec![vec_i(&[-1])], 1).is_err());
         let out = one("Size", 13, &[], vec![f32(vec![s("n"), k(2)])]);
         let n2 = SymInt::sym("n").mul(&SymInt::Int(2)).unwrap();
-        assert_eq!(out.value, Some(TensorValue::Ints(vec![n2])));
+        assert_eq!(out.value, Some(TensorValue::ints(vec![n2])));
     }
 
     #[test]
