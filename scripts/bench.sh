@@ -5,7 +5,9 @@
 # 111,003 nodes, the last with 609 MB of embedded weights; on request, by
 # name in MODELS, convnet_100000, 100,001 nodes with 100,001 small weights,
 # and gpt_100000_ext and gpt_10000_ext, the 111k and 11k graphs with their
-# weights as external data).
+# weights as external data). A MODELS entry that names an .onnx file is timed
+# as it is (real exports: the repository's weight-stripped ones, or any
+# other), under its file name.
 # Models go to ${BENCH_DIR:-/tmp/c3-bench}; nothing is committed.
 #
 # Every tool is timed as a whole process, as a user runs it:
@@ -28,6 +30,7 @@
 #   RUNS=7 TOOL_RUNS=1 scripts/bench.sh
 #   MODELS="gpt_100000" scripts/bench.sh
 #   MODELS="convnet_100000 gpt_100000_ext gpt_10000_ext" scripts/bench.sh   # other shapes
+#   MODELS="tests/fixtures/exports/mvit.onnx tests/fixtures/exports/ssdlite.onnx" scripts/bench.sh
 #   C3=/path/to/c3 scripts/bench.sh  # time another build
 #   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
 #   ONE_CORE=0 scripts/bench.sh       # without the one-core row
@@ -55,6 +58,15 @@ if [ -z "${C3:-}" ]; then cargo build --release --quiet; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$dir/inferred.onnx"' EXIT
 
+# file_of NAME: the model a MODELS entry names (a path ending in .onnx, or
+# a generated model's name).
+file_of() {
+  case $1 in
+    *.onnx) echo "$1" ;;
+    *) echo "$dir/$1.onnx" ;;
+  esac
+}
+
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 drop_cache() {
@@ -67,19 +79,20 @@ os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
 measure() {
   local label=$1 model=$2 n=$3
   shift 3
-  local cold=""
+  local cold="" file
+  file=$(file_of "$model")
   # Every tool's timed runs start with the whole file in the page cache:
   # the previous row's cold run dropped its pages, and c3 reads back only
   # its metadata, so the next tool's first runs read the weights from disk
   # (in rounds five to eight that gave ONNX a cold start: 3.2-5.1 s on the
   # 111k graph against 1.9-2.4 s warm).
-  cat "$dir/$model.onnx" >/dev/null
+  cat "$file" >/dev/null
   if ! "$python" scripts/timed.py "$n" "$@" >"$tmp/t" 2>"$tmp/err"; then
-    printf '| %s | %s | failed: %s | | | |\n' "$model" "$label" "$(tail -1 "$tmp/err" | cut -c1-80)"
+    printf '| %s | %s | failed: %s | | | |\n' "${model##*/}" "$label" "$(tail -1 "$tmp/err" | cut -c1-80)"
     return
   fi
   if [ "${COLD:-1}" != 0 ]; then
-    drop_cache "$dir/$model.onnx"
+    drop_cache "$file"
     "$python" scripts/timed.py 1 "$@" >"$tmp/cold" 2>/dev/null || true
     cold=$(awk '{ printf "%.1f", $5 * 512 / 1000000 }' "$tmp/cold")
   fi
@@ -87,7 +100,7 @@ measure() {
   wall=$(awk '{ print $1 }' "$tmp/t" | median)
   cpu=$(awk '{ print $2 + $3 }' "$tmp/t" | median)
   max_rss=$(awk '$4 > m { m = $4 } END { print m }' "$tmp/t")
-  printf '| %s | %s | %.3f | %.3f | %.0f | %s |\n' "$model" "$label" "$wall" "$cpu" \
+  printf '| %s | %s | %.3f | %.3f | %.0f | %s |\n' "${model##*/}" "$label" "$wall" "$cpu" \
     "$(echo "$max_rss / 1024" | bc -l)" "$cold"
   echo "$model $label $wall" >>"$tmp/walls"
 }
@@ -97,7 +110,7 @@ echo
 echo '| model | tool | wall (s, median) | CPU (s, median) | peak RSS (MB) | read cold (MB) |'
 echo '|---|---|--:|--:|--:|--:|'
 for m in $models; do
-  f="$dir/$m.onnx"
+  f=$(file_of "$m")
   measure "c3 estimate --format json" "$m" "$runs" "$c3" estimate "$f" --format json
   measure "c3 estimate --format md" "$m" "$runs" "$c3" estimate "$f" --format md
   measure "c3 shapes --format json" "$m" "$runs" "$c3" shapes "$f" --format json
@@ -122,7 +135,7 @@ for m in $models; do
   o=$(awk -v m="$m" '$1 == m && $3 == "infer_shapes_path" { print $NF }' "$tmp/walls")
   t=$(awk -v m="$m" '$1 == m && $2 == "onnx_tool.model_profile" { print $NF }' "$tmp/walls")
   if [ -n "$c" ] && [ -n "$o" ]; then
-    printf '%s: c3 estimate --format json is %.0fx faster than infer_shapes_path' "$m" "$(echo "$o / $c" | bc -l)"
+    printf '%s: c3 estimate --format json is %.1fx faster than infer_shapes_path' "${m##*/}" "$(echo "$o / $c" | bc -l)"
     if [ -n "$t" ]; then printf ', %.0fx faster than onnx-tool' "$(echo "$t / $c" | bc -l)"; fi
     if [ -n "$one" ]; then printf '; on one core %.0fx faster than infer_shapes_path' "$(echo "$o / $one" | bc -l)"; fi
     echo

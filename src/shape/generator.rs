@@ -101,9 +101,13 @@ fn range(ctx: &mut InferCtx) -> Result<()> {
                 .and_then(SymInt::as_int)
                 .filter(|&n| usize::try_from(n).is_ok_and(|n| n <= MAX_VALUE_ELEMENTS))
                 .and_then(|n| {
-                    (0..n)
-                        .map(|k| d.mul(&SymInt::Int(k)).and_then(|x| x.add(&s)).ok())
-                        .collect::<Option<Vec<_>>>()
+                    // Made at its size: collected through `Option`, the list
+                    // grew by doubling, copied at each step.
+                    let mut v = Vec::with_capacity(n as usize);
+                    for k in 0..n {
+                        v.push(d.mul(&SymInt::Int(k)).and_then(|x| x.add(&s)).ok()?);
+                    }
+                    Some(v)
                 })
                 .map(TensorValue::ints);
         } else if let (true, Some(s), Some(l), Some(d)) = (float, real(&s), real(&l), real(&d)) {
