@@ -18,7 +18,8 @@ use super::limits::{
 /// An atom of a polynomial.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Atom {
-    /// Shared: a symbol's name is copied into each term that holds it.
+    /// Every term that holds the symbol shares its name (copying a term
+    /// counts a reference instead of copying the text).
     Symbol(Arc<str>),
     FloorDiv(SymInt, i64),
     CeilDiv(SymInt, i64),
