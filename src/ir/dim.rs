@@ -140,12 +140,6 @@ impl Poly {
         Poly { terms, constant: 0 }
     }
 
-    fn add(&self, other: &Poly) -> R<Poly> {
-        let mut out = self.clone();
-        out.add_assign(other)?;
-        Ok(out)
-    }
-
     fn add_assign(&mut self, other: &Poly) -> R<()> {
         self.constant = self.constant.checked_add(other.constant).ok_or(Overflow)?;
         for (m, c) in &other.terms {
@@ -400,16 +394,14 @@ impl SymInt {
     }
 
     pub fn add(&self, o: &SymInt) -> R<SymInt> {
-        match (self, o) {
-            (SymInt::Int(a), SymInt::Int(b)) => a.checked_add(*b).map(SymInt::Int).ok_or(Overflow),
-            // A known term moves only the constant: one copy of the terms.
-            (SymInt::Sym(p), SymInt::Int(k)) | (SymInt::Int(k), SymInt::Sym(p)) => {
-                let mut sum = (**p).clone();
-                sum.constant = sum.constant.checked_add(*k).ok_or(Overflow)?;
-                SymInt::from_poly(sum)
-            }
-            (SymInt::Sym(a), SymInt::Sym(b)) => SymInt::from_poly(a.add(b)?),
+        if let (SymInt::Int(a), SymInt::Int(b)) = (self, o) {
+            return a.checked_add(*b).map(SymInt::Int).ok_or(Overflow);
         }
+        // A running sum of the two: one copy of `self`'s terms, `o`'s added
+        // in place, the size checked as every symbolic result's is.
+        let mut sum = Sum(self.poly());
+        sum.add(o)?;
+        Ok(sum.value())
     }
 
     pub fn sub(&self, o: &SymInt) -> R<SymInt> {
@@ -711,6 +703,20 @@ mod tests {
             sum.add(&x).unwrap();
         }
         assert_eq!(sum.value(), i(5));
+        // The refusals themselves: a known sum past 64 bits, a symbolic one
+        // whose constant passes it, and the 1,025th distinct symbol (the
+        // terms limit, MAX_DIM_TERMS = 1024) at the step that adds it.
+        let mut sum = Sum::default();
+        sum.add(&i(i64::MAX)).unwrap();
+        assert_eq!(sum.add(&i(1)), Err(Overflow));
+        let mut sum = Sum::default();
+        sum.add(&s("a")).unwrap();
+        sum.add(&i(i64::MAX)).unwrap();
+        assert_eq!(sum.add(&i(1)), Err(Overflow));
+        let mut sum = Sum::default();
+        let added: Vec<R<()>> = (0..1025).map(|k| sum.add(&s(&format!("n{k}")))).collect();
+        assert!(added[..1024].iter().all(Result::is_ok));
+        assert_eq!(added[1024], Err(too_big(Limit::Terms)));
     }
 
     #[test]

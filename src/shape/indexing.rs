@@ -114,7 +114,7 @@ fn int_data(ctx: &InferCtx, i: usize) -> Option<(Vec<u64>, Vec<SymInt>)> {
     let TensorValue::Ints(v) = ctx.value(i)? else {
         return None;
     };
-    fills(&dims, v.len()).then_some((dims, std::sync::Arc::unwrap_or_clone(v)))
+    fills(&dims, v.len()).then_some((dims, v.to_vec()))
 }
 
 /// Input `i`'s known sizes and known index values.

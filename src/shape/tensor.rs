@@ -4,6 +4,8 @@
 
 // ---------------------------------------------------------------- helpers
 
+use std::sync::Arc;
+
 use super::ctx::{
     InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, dtype_code, err, join,
 };
@@ -369,11 +371,11 @@ fn concat_values(ctx: &InferCtx, present: &[usize], a: usize, out: &[Dim]) -> Op
         bases.push(all.len());
         all = match (all, v) {
             (TensorValue::Ints(mut x), TensorValue::Ints(y)) => {
-                std::sync::Arc::make_mut(&mut x).extend(y.iter().cloned());
+                Arc::make_mut(&mut x).extend(y.iter().cloned());
                 TensorValue::Ints(x)
             }
             (TensorValue::Strings(mut x), TensorValue::Strings(y)) => {
-                std::sync::Arc::make_mut(&mut x).extend(y.iter().cloned());
+                Arc::make_mut(&mut x).extend(y.iter().cloned());
                 TensorValue::Strings(x)
             }
             (x, y) => {
