@@ -313,15 +313,24 @@ impl Chunked<'_> {
         }
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
+            // Each block's bytes, once written, go back to be filled again:
+            // a fresh buffer a block touched fresh memory (a page fault
+            // each 4 KB), and was freed on the other thread.
+            let (back, spare) = std::sync::mpsc::channel::<Vec<u8>>();
             scope.spawn(move || {
+                // Text rendered once is copied after, block to block.
+                let mut seen = Rendered::default();
                 for b in (1..blocks).step_by(2) {
                     let mut out = Vec::new();
+                    let mut buf = spare.try_recv().unwrap_or_default();
+                    buf.reserve(CHUNK);
                     let mut c = Chunked {
-                        buf: Vec::with_capacity(CHUNK),
+                        buf,
                         out: &mut out,
-                        seen: Rendered::default(),
+                        seen,
                     };
                     let done = block(&mut c, b);
+                    seen = c.seen;
                     let rest = c.buf;
                     // A block under a chunk (most are) was never handed on:
                     // its bytes go as they are, not copied.
@@ -342,8 +351,11 @@ impl Chunked<'_> {
                 if b % 2 == 0 {
                     block(self, b)?;
                 } else {
-                    let bytes = rx.recv().map_err(io::Error::other)??;
+                    let mut bytes = rx.recv().map_err(io::Error::other)??;
                     self.write_all(&bytes)?;
+                    bytes.clear();
+                    // The writer may have finished: its buffer is dropped.
+                    let _ = back.send(bytes);
                 }
             }
             Ok(())
