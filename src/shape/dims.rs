@@ -259,7 +259,13 @@ pub(super) fn index_map(
 /// The entries of `v` at `pos`.
 pub(super) fn take(v: &TensorValue, pos: &[usize]) -> Option<TensorValue> {
     fn pick<T: Clone>(x: &[T], pos: &[usize]) -> Option<Vec<T>> {
-        pos.iter().map(|&p| x.get(p).cloned()).collect()
+        // Made at its size (collected through `Option`, it grew by
+        // doubling).
+        let mut out = Vec::with_capacity(pos.len());
+        for &p in pos {
+            out.push(x.get(p)?.clone());
+        }
+        Some(out)
     }
     Some(match v {
         TensorValue::Ints(x) => TensorValue::ints(pick(x, pos)?),

@@ -104,6 +104,18 @@ fn range(ctx: &mut InferCtx) -> Result<()> {
                     // Made at its size: collected through `Option`, the list
                     // grew by doubling, copied at each step.
                     let mut v = Vec::with_capacity(n as usize);
+                    if let (SymInt::Int(s), SymInt::Int(d)) = (&s, &d) {
+                        // Known bounds (most are): s + k * d in plain
+                        // integers, a Range of thousands at a time.
+                        let mut x = *s;
+                        for k in 0..n {
+                            if k > 0 {
+                                x = x.checked_add(*d)?;
+                            }
+                            v.push(SymInt::Int(x));
+                        }
+                        return Some(v);
+                    }
                     for k in 0..n {
                         v.push(d.mul(&SymInt::Int(k)).and_then(|x| x.add(&s)).ok()?);
                     }
@@ -259,6 +271,37 @@ mod tests {
             vec![scalar_i(5), scalar_i(1), scalar_i(1)],
         );
         assert_eq!(out.shape, Some(vec![k(0)]));
+    }
+
+    /// Known integer bounds take a path of plain integers: each entry is
+    /// start + k * delta, either way, to the last below the limit, and near
+    /// the ends of 64 bits as anywhere (start + k * delta stays between
+    /// start and limit).
+    #[test]
+    fn range_of_known_integers_is_start_plus_k_deltas() {
+        let range = |s: i64, l: i64, d: i64| {
+            let out = one(
+                "Range",
+                11,
+                &[],
+                vec![scalar_i(s), scalar_i(l), scalar_i(d)],
+            );
+            known_vals(&out)
+        };
+        // ceil((9 - -3) / 4) = 3 entries; ceil((-7 - 5) / -3) = 4.
+        assert_eq!(range(-3, 9, 4), vec![-3, 1, 5]);
+        assert_eq!(range(5, -7, -3), vec![5, 2, -1, -4]);
+        // ceil(10 / 3) = 4 entries, the last 1 below i64::MAX.
+        let max = i64::MAX;
+        assert_eq!(
+            range(max - 10, max, 3),
+            vec![max - 10, max - 7, max - 4, max - 1]
+        );
+        let min = i64::MIN;
+        assert_eq!(range(min + 5, min, -2), vec![min + 5, min + 3, min + 1]);
+        // 4,096 entries (the most a value holds): 0, 7, ..., 7 * 4095.
+        let long = range(0, 7 * 4096, 7);
+        assert_eq!((long.len(), long[4095]), (4096, 28_665));
     }
 
     #[test]
