@@ -10,8 +10,8 @@ use super::ctx::{
     InferCtx, Result, ShapeError, axis, axis_inclusive, broadcast, dim, dtype_code, err, join,
 };
 use super::dims::{
-    Param, axes_of, dense, fold_map, fresh_dims, index_map, ints_param, known_param, known_usize,
-    like_input, out_fact, product, same_data, shape_len, strides, take, to_dim,
+    Param, axes_of, dense, fold_map, fresh_dims, grid_take, index_map, ints_param, known_param,
+    known_usize, like_input, out_fact, product, same_data, shape_len, strides, take, to_dim,
 };
 use super::fact::{Fact, MAX_VALUE_ELEMENTS, TensorValue};
 use super::{InferFn, OpEntry};
@@ -568,13 +568,15 @@ fn slice(ctx: &mut InferCtx) -> Result<()> {
         shape[a] = d;
         walk[a] = w;
     }
-    let value = fold_map(ctx, &shape, |o, src| {
-        for (k, x) in src.iter_mut().enumerate() {
-            let (first, step) = walk[k]?;
-            *x = usize::try_from(first.checked_add((o[k] as i64).checked_mul(step)?)?).ok()?;
-        }
-        Some(())
-    });
+    // An axis of unknown step has a fresh size, so no value either way.
+    let value = walk
+        .iter()
+        .copied()
+        .collect::<Option<Vec<(i64, i64)>>>()
+        .and_then(|w| {
+            let (first, step): (Vec<i64>, Vec<i64>) = w.into_iter().unzip();
+            grid_take(ctx, &shape, &first, &step)
+        });
     ctx.set(0, out_fact(data.dtype, Some(shape), value));
     Ok(())
 }
@@ -1176,6 +1178,38 @@ pub(super) mod tests {
             )
             .is_err()
         );
+    }
+
+    /// A 2-D value sliced on both axes reads each output place at
+    /// start + k * step per axis, backwards too, whatever the step's size
+    /// when an axis keeps one entry.
+    #[test]
+    fn slice_folds_values_on_every_axis() {
+        // [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+        let grid = Some(Fact::with_value(
+            DType::Int64,
+            vec![k(3), k(4)],
+            TensorValue::ints((0..12).map(SymInt::Int).collect()),
+        ));
+        let slice = |starts: &[i64], ends: &[i64], steps: &[i64]| {
+            let axes = vec_i(&[0, 1]);
+            let inputs = vec![grid.clone(), vec_i(starts), vec_i(ends), axes, vec_i(steps)];
+            let out = one("Slice", 13, &[], inputs);
+            (out.shape.clone().unwrap(), known_vals(&out))
+        };
+        // Rows 2, 1 (from 2 down, not reaching 0); columns 1, 3.
+        assert_eq!(
+            slice(&[2, 1], &[0, 4], &[-1, 2]),
+            (vec![k(2), k(2)], vec![9, 11, 5, 7])
+        );
+        // Every row backwards, the first column alone (a step past 64
+        // bits' worth of places, never taken).
+        assert_eq!(
+            slice(&[-1, 0], &[i64::MIN, 1], &[-1, i64::MAX]),
+            (vec![k(3), k(1)], vec![8, 4, 0])
+        );
+        // No row at all: an empty value.
+        assert_eq!(slice(&[1, 0], &[1, 4], &[1, 1]), (vec![k(0), k(4)], vec![]));
     }
 
     #[test]
