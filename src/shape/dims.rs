@@ -292,61 +292,36 @@ pub(super) fn repeat_first(v: &TensorValue, n: usize) -> Option<TensorValue> {
 }
 
 /// Input 0's data (when known) read along a grid: output multi-index `o`
-/// reads the input at `first[k] + o[k] * step[k]` on each axis `k` (as
-/// [`fold_map`] with that map gives, stepping a position instead of
-/// working each one out). `None` when a place falls outside the input.
-pub(super) fn grid_take(
-    ctx: &InferCtx,
-    out: &[Dim],
-    first: &[i64],
-    step: &[i64],
-) -> Option<TensorValue> {
+/// reads the input at `first + o[k] * step` on each axis `k`, `grid[k]`
+/// being `(first, step)` (as [`fold_map`] with that map gives, a place
+/// worked out as one sum rather than an index per axis). `None` when a
+/// place falls outside the input.
+pub(super) fn grid_take(ctx: &InferCtx, out: &[Dim], grid: &[(i64, i64)]) -> Option<TensorValue> {
     let (in_dims, v) = dense(ctx, 0)?;
     let out_dims = known_usize(out)?;
-    let n = out_dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
-    if n > MAX_VALUE_ELEMENTS || [first.len(), step.len(), out_dims.len()] != [in_dims.len(); 3] {
+    if grid.len() != in_dims.len() || out_dims.len() != in_dims.len() {
         return None;
     }
     // In i128, where no product of 64-bit numbers overflows.
     let st = strides(&in_dims);
-    let at: i128 = first
+    let first: i128 = grid
         .iter()
         .zip(&st)
-        .map(|(&f, &s)| f as i128 * s as i128)
+        .map(|(&(f, _), &s)| f as i128 * s as i128)
         .sum();
-    let delta: Vec<i128> = step
+    let step: Vec<i128> = grid
         .iter()
         .zip(&st)
-        .map(|(&d, &s)| d as i128 * s as i128)
+        .map(|(&(_, d), &s)| d as i128 * s as i128)
         .collect();
-    fn walk<T: Clone>(
-        x: &[T],
-        n: usize,
-        dims: &[usize],
-        delta: &[i128],
-        mut at: i128,
-    ) -> Option<Vec<T>> {
-        let mut out = Vec::with_capacity(n);
-        let mut idx = vec![0usize; dims.len()];
-        for _ in 0..n {
-            out.push(x.get(usize::try_from(at).ok()?)?.clone());
-            for k in (0..dims.len()).rev() {
-                idx[k] += 1;
-                if idx[k] < dims[k] {
-                    at += delta[k];
-                    break;
-                }
-                at -= delta[k] * (dims[k] as i128 - 1);
-                idx[k] = 0;
-            }
-        }
-        Some(out)
-    }
-    Some(match &v {
-        TensorValue::Ints(x) => TensorValue::ints(walk(x, n, &out_dims, &delta, at)?),
-        TensorValue::Floats(x) => TensorValue::floats(walk(x, n, &out_dims, &delta, at)?),
-        TensorValue::Strings(x) => TensorValue::strings(walk(x, n, &out_dims, &delta, at)?),
-    })
+    let pos = index_map(&out_dims, |o| {
+        let at = o
+            .iter()
+            .zip(&step)
+            .fold(first, |at, (&i, &d)| at + i as i128 * d);
+        usize::try_from(at).ok()
+    })?;
+    take(&v, &pos)
 }
 
 /// Rearranges input 0's data (when known) by a map from output multi-index

@@ -573,10 +573,7 @@ fn slice(ctx: &mut InferCtx) -> Result<()> {
         .iter()
         .copied()
         .collect::<Option<Vec<(i64, i64)>>>()
-        .and_then(|w| {
-            let (first, step): (Vec<i64>, Vec<i64>) = w.into_iter().unzip();
-            grid_take(ctx, &shape, &first, &step)
-        });
+        .and_then(|grid| grid_take(ctx, &shape, &grid));
     ctx.set(0, out_fact(data.dtype, Some(shape), value));
     Ok(())
 }
