@@ -167,24 +167,46 @@ fn sources<'a>(
     }
 }
 
-/// Distinct parameters, by name; unnamed ones each count.
+/// Distinct parameters by name (unnamed ones each count), in all and by
+/// operator type: each name is filed once, with the first type that read
+/// it, and another type that reads it apart (a weight shared across types
+/// is rare). One look-up a parameter, where a set for the totals and one
+/// per type took two.
 #[derive(Default)]
-struct Distinct<'a> {
-    seen: FxHashSet<&'a str>,
-    params: u64,
-    bytes: u64,
+struct Tally<'a> {
+    first: FxHashMap<&'a str, u32>,
+    again: FxHashSet<(&'a str, u32)>,
+    /// Elements and bytes, in all and by type.
+    total: (u64, u64),
+    rows: Vec<(u64, u64)>,
 }
 
-impl<'a> Distinct<'a> {
-    fn add(&mut self, t: &'a TensorFact) {
-        if let Some(name) = &t.name
-            && !self.seen.insert(name)
-        {
-            return;
-        }
+impl<'a> Tally<'a> {
+    /// Counts `t` in the totals and in type `row`'s, unless each has it.
+    fn add(&mut self, t: &'a TensorFact, row: u32) {
+        let (in_total, in_row) = match t.name.as_deref() {
+            None => (true, true),
+            Some(name) => match self.first.entry(name) {
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(row);
+                    (true, true)
+                }
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    (false, *e.get() != row && self.again.insert((name, row)))
+                }
+            },
+        };
         let (n, b) = size_of(t).unwrap_or_default();
-        self.params = self.params.saturating_add(n);
-        self.bytes = self.bytes.saturating_add(b);
+        let add = |(params, bytes): &mut (u64, u64)| {
+            *params = params.saturating_add(n);
+            *bytes = bytes.saturating_add(b);
+        };
+        if in_total {
+            add(&mut self.total);
+        }
+        if in_row {
+            add(&mut self.rows[row as usize]);
+        }
     }
 }
 
@@ -226,8 +248,11 @@ pub(super) fn producers(graph: &Graph) -> Producers<'_> {
 /// branches' layers get their own ([`tally_layers`]); the folded ones are
 /// left to the caller.
 pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Result<()> {
-    let mut total = Distinct::default();
-    let mut by_type: FxHashMap<(&str, &str), Distinct> = FxHashMap::default();
+    let mut tally = Tally::default();
+    // Most layers read a weight or two: room for one each at once, where
+    // growing from nothing rehashed every name many times over.
+    tally.first.reserve(report.layers.len());
+    let mut by_type: FxHashMap<(&str, &str), u32> = FxHashMap::default();
     let mut per_layer = Vec::with_capacity(report.layers.len());
     for (i, l) in report.layers.iter().enumerate() {
         prefetch(report.layers.get(i + AHEAD).map(LayerCost::ahead));
@@ -238,10 +263,15 @@ pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Resul
         }
         let list = layer_sources(&l.inputs, producers);
         check(l, &list)?;
-        let row = by_type.entry(type_key(&l.op, &l.domain)).or_default();
+        let row = *by_type
+            .entry(type_key(&l.op, &l.domain))
+            .or_insert_with(|| {
+                tally.rows.push((0, 0));
+                // Within u32: one row an operator type.
+                (tally.rows.len() - 1) as u32
+            });
         for &t in &list {
-            total.add(t);
-            row.add(t);
+            tally.add(t, row);
         }
         per_layer.push(own(&list));
     }
@@ -251,11 +281,12 @@ pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Resul
         .map(|s| {
             by_type
                 .get(&type_key(&s.op, &s.domain))
-                .map_or((0, 0), |d| (d.params, d.bytes))
+                .map_or((0, 0), |&row| tally.rows[row as usize])
         })
         .collect();
-    let (params, bytes) = (total.params, total.bytes);
+    let (params, bytes) = tally.total;
     drop(by_type);
+    drop(tally);
     for (l, (params, bytes)) in report.layers.iter_mut().zip(per_layer) {
         l.params = params;
         l.weight_bytes = bytes;
@@ -304,6 +335,38 @@ mod tests {
             name: name.map(Into::into),
             ..TensorFact::new(DType::Float32, vec![Dim::Known(n)])
         }
+    }
+
+    /// A name counts once in the totals and once in each type's row that
+    /// reads it; an unnamed tensor counts every time. Float32: 4 bytes an
+    /// element.
+    #[test]
+    fn a_tally_counts_each_name_once_in_all_and_once_a_type() {
+        let (w, v, a, b) = (
+            named(Some("w"), 4),
+            named(Some("v"), 3),
+            named(None, 2),
+            named(None, 2),
+        );
+        let mut t = Tally {
+            rows: vec![(0, 0); 2],
+            ..Tally::default()
+        };
+        for (fact, row) in [
+            (&w, 0),
+            (&v, 0),
+            (&w, 0),
+            (&w, 1),
+            (&w, 1),
+            (&a, 1),
+            (&b, 0),
+        ] {
+            t.add(fact, row);
+        }
+        // All: w 4 + v 3 + two unnamed 2 each.
+        assert_eq!(t.total, (11, 44));
+        // Type 0: w 4 + v 3 + b 2; type 1: w 4 (again, its own) + a 2.
+        assert_eq!(t.rows, [(9, 36), (6, 24)]);
     }
 
     #[test]
