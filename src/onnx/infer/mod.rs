@@ -866,10 +866,15 @@ fn infer_nodes(
         limit: RefCell::new(None),
         loads: Arc::new(Loads::new(model.dir.clone())),
     };
+    // The graph inputs that are initializers (IR < 4 lists the initializers
+    // among the inputs too), found from the inputs' names: a model of 100k
+    // weights and one input filed every weight's name to ask of one.
+    let input_names: HashSet<&str> = g.input.iter().filter_map(|v| v.name.as_deref()).collect();
     let initializers: HashSet<&str> = g
         .initializer
         .iter()
         .filter_map(|t| t.name.as_deref())
+        .filter(|n| input_names.contains(n))
         .collect();
     // The inputs a run feeds: IR < 4 lists the initializers among them too.
     let fed: Vec<&str> = g
