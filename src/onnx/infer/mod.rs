@@ -261,9 +261,22 @@ impl<'m> Walker<'m> {
         // its initializers' facts are made (5 and 4.5 ms on a 111k-node
         // graph, one after the other before).
         let (inits, made) = if crate::second_thread(nodes.count()) {
+            // The names the scope will hold once the initializers are in
+            // it, for the producers' thread to look up (100k on a convnet
+            // of 100k weights): those it has now (the graph's inputs),
+            // copied, as this thread adds to it meanwhile.
+            let before: Vec<String> = scope.vars.names().map(str::to_owned).collect();
             crate::both(
                 || initializers(scope, &mut order_names),
-                || producers(&nodes),
+                || {
+                    let mut made = producers(&nodes);
+                    let inits = g
+                        .initializer
+                        .iter()
+                        .map(|t| t.name.as_deref().unwrap_or(""));
+                    made.shadowing(before.iter().map(String::as_str).chain(inits));
+                    made
+                },
             )
         } else {
             (initializers(scope, &mut order_names), producers(&nodes))
@@ -1160,6 +1173,70 @@ mod tests {
         assert_eq!(fact_of(&m, "m").unwrap(), "seq float32[2]");
         assert_eq!(fact_of(&m, "y").unwrap(), "float32[5]");
         assert_eq!(fact_of(&m, "z").unwrap(), "float32[5]");
+    }
+
+    /// A large graph lists its producers on a second thread, which looks
+    /// there for outputs named like the scope's values (its input, its
+    /// initializers) while this one fills the scope: the first value
+    /// defined twice in file order is the one named, an output like the
+    /// scope's or a repeated output, as when one thread does both.
+    #[test]
+    fn a_large_graph_names_the_first_value_defined_twice() {
+        let n = crate::SECOND_THREAD_FROM + 100;
+        // A chain of Relus from `x`; node k also makes `extra[k]`.
+        let refused = |extra: &[(usize, &str)]| {
+            let nodes = (0..n)
+                .map(|i| {
+                    let input = if i == 0 {
+                        "x".to_string()
+                    } else {
+                        format!("v{}", i - 1)
+                    };
+                    let mut outputs = vec![format!("v{i}")];
+                    outputs.extend(
+                        extra
+                            .iter()
+                            .filter(|(k, _)| *k == i)
+                            .map(|(_, o)| o.to_string()),
+                    );
+                    let outputs: Vec<&str> = outputs.iter().map(String::as_str).collect();
+                    let mut r = node("Relu", &[&input], &outputs, vec![]);
+                    r.name = Some(format!("n{i}"));
+                    r
+                })
+                .collect();
+            let mut g = graph(
+                vec![value("x", tensor_type(FLOAT, &["2"]))],
+                nodes,
+                vec![untyped(&format!("v{}", n - 1))],
+            );
+            g.initializer.push(crate::proto::TensorProto {
+                name: Some("w".into()),
+                dims: vec![1],
+                data_type: Some(FLOAT),
+                raw_data: Some(bytes::Bytes::from(vec![0u8; 4])),
+                ..Default::default()
+            });
+            let opts = super::InferOptions::default();
+            super::infer_nodes(&model(g, 17), None, &opts, None)
+                .err()
+                .expect("refused")
+                .to_string()
+        };
+        let twice = |value: &str, node: usize| {
+            format!("value '{value}' is defined twice (node 'n{node}' (Relu) defines it again)")
+        };
+        // The initializer made again before an output is repeated, and after.
+        let e = refused(&[(4000, "w"), (4050, "v10")]);
+        assert!(e.contains(&twice("w", 4000)), "{e}");
+        let e = refused(&[(4050, "w"), (4000, "v10")]);
+        assert!(e.contains(&twice("v10", 4000)), "{e}");
+        // The graph's input made again, late in the second half.
+        let e = refused(&[(n - 5, "x")]);
+        assert!(e.contains(&twice("x", n - 5)), "{e}");
+        // The earliest of two outputs like the scope's.
+        let e = refused(&[(4090, "x"), (30, "w")]);
+        assert!(e.contains(&twice("w", 30)), "{e}");
     }
 
     /// The values named inside a call's expansion are read by nothing

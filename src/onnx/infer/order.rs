@@ -504,6 +504,29 @@ pub(super) struct Producers<'n> {
     /// The first output (its slot, and the error) whose name an earlier
     /// output has: the table stops there.
     again: Option<(u32, String)>,
+    /// The earliest output (slot, node, name) that makes a value of the
+    /// scope again, when worked out beside the table ([`Producers::shadowing`]).
+    shadowed: Option<Option<(u32, u32, String)>>,
+}
+
+impl Producers<'_> {
+    /// Works out which output first makes again one of `names`, the
+    /// names the scope will hold when the nodes are ordered: on the
+    /// thread that made the table, while the other fills the scope.
+    pub(super) fn shadowing<'a>(&mut self, names: impl Iterator<Item = &'a str>) {
+        self.shadowed =
+            Some(first_shadowed(&self.producer, names).map(|(s, i, n)| (s, i, n.to_owned())));
+    }
+}
+
+/// The earliest output (slot, node, name) `producer` has of `names`.
+fn first_shadowed<'a>(
+    producer: &HashMap<&str, (u32, u32)>,
+    names: impl Iterator<Item = &'a str>,
+) -> Option<(u32, u32, &'a str)> {
+    names
+        .filter_map(|name| producer.get(name).map(|&(i, slot)| (slot, i, name)))
+        .min()
 }
 
 pub(super) fn producers<'n>(nodes: &'n (impl NodeList + ?Sized)) -> Producers<'n> {
@@ -538,6 +561,7 @@ pub(super) fn producers<'n>(nodes: &'n (impl NodeList + ?Sized)) -> Producers<'n
                     producer,
                     readers,
                     again,
+                    shadowed: None,
                 };
             }
         }
@@ -546,6 +570,7 @@ pub(super) fn producers<'n>(nodes: &'n (impl NodeList + ?Sized)) -> Producers<'n
         producer,
         readers,
         again: None,
+        shadowed: None,
     }
 }
 
@@ -570,14 +595,14 @@ pub(super) fn order_of<'n>(
         producer,
         mut readers,
         again,
+        shadowed,
     } = made;
     // The scope's own values (the enclosing scopes' may be shadowed) that
     // a node makes again: the earliest, against the first repeat.
-    let shadowed = scope
-        .vars
-        .names()
-        .filter_map(|name| producer.get(name).map(|&(i, slot)| (slot, i, name)))
-        .min();
+    let shadowed = match &shadowed {
+        Some(s) => s.as_ref().map(|(slot, i, name)| (*slot, *i, name.as_str())),
+        None => first_shadowed(&producer, scope.vars.names()),
+    };
     match (shadowed, again) {
         (Some((slot, i, name)), again) if again.as_ref().is_none_or(|(s, _)| slot < *s) => {
             return Err(defined_twice(nodes, i as usize, name));
