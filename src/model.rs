@@ -204,7 +204,7 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Graph> {
-        self.graph_with(dims, inputs, true, None)
+        self.graph_with(dims, inputs, true, None, None)
     }
 
     /// [`Model::graph`]; with `fold` false nothing is folded away.
@@ -214,6 +214,7 @@ impl Model {
         inputs: &BTreeMap<String, Vec<u64>>,
         fold: bool,
         taken: Option<Taken>,
+        initializers: Option<Vec<crate::proto::TensorProto>>,
     ) -> Result<Graph> {
         let mut graph = match &self.source {
             Source::Trace(g) => {
@@ -226,7 +227,7 @@ impl Model {
             }
             Source::Onnx(m) => {
                 let opts = infer_options(dims, inputs, true, false);
-                crate::onnx::infer::infer_graph(m, taken, &opts, fold)?
+                crate::onnx::infer::graph::infer_graph_with(m, taken, &opts, fold, initializers)?
             }
         };
         let declared = match &self.source {
@@ -276,7 +277,7 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
-        let graph = self.prepare(opts, &rules, None)?;
+        let graph = self.prepare(opts, &rules, None, None)?;
         costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))
     }
 
@@ -318,7 +319,18 @@ impl Model {
             Source::Onnx(m) => taken.or_else(|| take_nodes(m).map(Taken::Nodes)),
             Source::Trace(_) => None,
         };
-        let graph = self.prepare(opts, &rules, taken)?;
+        // The main graph's initializers go to the walk, which frees them
+        // once their facts are made, unless a rule reads a weight's
+        // nonzeros (counted from them after the walk).
+        let initializers = match &mut self.source {
+            Source::Onnx(m) if !rules.reads_nonzeros() => m
+                .model
+                .graph
+                .as_mut()
+                .map(|g| std::mem::take(&mut g.initializer)),
+            _ => None,
+        };
+        let graph = self.prepare(opts, &rules, taken, initializers)?;
         // The weights' records have given all they had to give: shapes,
         // and the nonzeros a rule asked for.
         if let Source::Onnx(m) = &mut self.source
@@ -344,9 +356,11 @@ impl Model {
         opts: &EstimateOptions,
         rules: &RuleSet,
         taken: Option<Taken>,
+        initializers: Option<Vec<crate::proto::TensorProto>>,
     ) -> Result<Graph> {
         opts.check_prune(rules)?;
-        let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, taken)?;
+        let mut graph =
+            self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, taken, initializers)?;
         if opts.count.prune.is_none() && rules.reads_nonzeros() {
             self.count_nonzeros(&mut graph.nodes, rules, &mut Weights::default())?;
         }

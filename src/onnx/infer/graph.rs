@@ -543,8 +543,20 @@ pub fn infer_graph(
     opts: &InferOptions,
     fold: bool,
 ) -> Result<ir::Graph> {
+    infer_graph_with(model, taken, opts, fold, None)
+}
+
+/// [`infer_graph`], the main graph's initializers taken out of the model
+/// (its graph then holds none) and freed once their facts are made.
+pub(crate) fn infer_graph_with(
+    model: &OnnxModel,
+    taken: Option<super::Taken>,
+    opts: &InferOptions,
+    fold: bool,
+    initializers: Option<Vec<crate::proto::TensorProto>>,
+) -> Result<ir::Graph> {
     let mut level = Level::new(HashSet::default(), fold, "");
-    let inferred = infer_nodes(model, taken, opts, Some(&mut level))?;
+    let inferred = infer_nodes(model, taken, opts, Some(&mut level), initializers)?;
     let (mut graph, _) = level.finish(inferred.outputs);
     graph.bounds = inferred.bounds;
     graph.input_symbols = inferred.input_symbols;

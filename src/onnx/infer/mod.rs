@@ -129,6 +129,9 @@ struct Walker<'m> {
     /// The constants' folder, and their data that could not be read, as
     /// [`constants::LazyTensor`] reports it.
     loads: Arc<Loads>,
+    /// The main graph's initializers, when the caller took them out of the
+    /// model: the walk makes their facts, then frees them at once.
+    initializers: RefCell<Option<Vec<crate::proto::TensorProto>>>,
 }
 
 impl<'m> Walker<'m> {
@@ -238,7 +241,15 @@ impl<'m> Walker<'m> {
             )));
         }
         let nodes = taken.as_ref().map_or(View::Protos(&g.node), Nodes::view);
-        scope.vars.reserve(g.initializer.len());
+        // The main graph's initializers, when taken out of the model, are
+        // freed once their facts are made (a convnet's 100k records are 33
+        // MB, which the rest of the walk then reuses).
+        let owned = match depth {
+            0 => self.initializers.borrow_mut().take(),
+            _ => None,
+        };
+        let init_list: &[crate::proto::TensorProto] = owned.as_deref().unwrap_or(&g.initializer);
+        scope.vars.reserve(init_list.len());
         if let Some(r) = record.as_deref_mut() {
             r.reserve(nodes.count());
         }
@@ -246,7 +257,7 @@ impl<'m> Walker<'m> {
         let listing = values.is_some();
         let mut order_names: Vec<String> = Vec::new();
         let initializers = |scope: &mut Scope, order_names: &mut Vec<String>| {
-            for t in &g.initializer {
+            for t in init_list {
                 let name = t.name.clone().unwrap_or_default();
                 let f = tensor_fact(t, &self.loads)
                     .map_err(|m| format!("initializer '{name}': {m}"))?;
@@ -270,17 +281,15 @@ impl<'m> Walker<'m> {
                 || initializers(scope, &mut order_names),
                 || {
                     let mut made = producers(&nodes);
-                    let inits = g
-                        .initializer
-                        .iter()
-                        .map(|t| t.name.as_deref().unwrap_or(""));
-                    made.shadowing(before.iter().map(String::as_str).chain(inits));
+                    let names = init_list.iter().map(|t| t.name.as_deref().unwrap_or(""));
+                    made.shadowing(before.iter().map(String::as_str).chain(names));
                     made
                 },
             )
         } else {
             (initializers(scope, &mut order_names), producers(&nodes))
         };
+        drop(owned);
         inits?;
         let declared: HashMap<&str, &TypeProto> = g
             .value_info
@@ -818,7 +827,7 @@ impl TensorDecoder for SubWalker<'_, '_> {
 
 /// Infers every value of the model's main graph.
 pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
-    infer_nodes(model, None, opts, None)
+    infer_nodes(model, None, opts, None, None)
 }
 
 /// [`infer`] over the main graph's nodes taken out of `model` (its graph
@@ -826,7 +835,7 @@ pub fn infer(model: &OnnxModel, opts: &InferOptions) -> Result<Inferred> {
 /// inferred, which keeps a large model's peak memory to one copy of its
 /// nodes, decoded or inferred.
 pub fn infer_taken(model: &OnnxModel, taken: Taken, opts: &InferOptions) -> Result<Inferred> {
-    infer_nodes(model, Some(taken), opts, None)
+    infer_nodes(model, Some(taken), opts, None, None)
 }
 
 /// [`infer`]; with `level`, the main graph's nodes go there as they are
@@ -836,6 +845,7 @@ fn infer_nodes(
     taken: Option<Taken>,
     opts: &InferOptions,
     level: Option<&mut graph::Level>,
+    initializers: Option<Vec<crate::proto::TensorProto>>,
 ) -> Result<Inferred> {
     let bad = |m: String| Error::Input {
         path: model.path.clone(),
@@ -878,13 +888,14 @@ fn infer_nodes(
         max_visits: NODE_VISITS_BASE.saturating_add(NODE_VISITS_PER_NODE.saturating_mul(expanded)),
         limit: RefCell::new(None),
         loads: Arc::new(Loads::new(model.dir.clone())),
+        initializers: RefCell::new(None),
     };
+    let init_list = initializers.as_deref().unwrap_or(&g.initializer);
     // The graph inputs that are initializers (IR < 4 lists the initializers
     // among the inputs too), found from the inputs' names: a model of 100k
     // weights and one input filed every weight's name to ask of one.
     let input_names: HashSet<&str> = g.input.iter().filter_map(|v| v.name.as_deref()).collect();
-    let initializers: HashSet<&str> = g
-        .initializer
+    let listed: HashSet<&str> = init_list
         .iter()
         .filter_map(|t| t.name.as_deref())
         .filter(|n| input_names.contains(n))
@@ -894,7 +905,7 @@ fn infer_nodes(
         .input
         .iter()
         .filter_map(|v| v.name.as_deref())
-        .filter(|n| !initializers.contains(n))
+        .filter(|n| !listed.contains(n))
         .collect();
     for name in opts.inputs.keys() {
         if !fed.contains(&name.as_str()) {
@@ -912,7 +923,7 @@ fn infer_nodes(
     let mut input_symbols = std::collections::BTreeSet::new();
     for v in &g.input {
         let name = v.name.clone().unwrap_or_default();
-        if initializers.contains(name.as_str()) {
+        if listed.contains(name.as_str()) {
             continue; // an initializer listed as input (IR < 4) is a constant
         }
         let f = walker.declared(v.r#type.as_ref(), true, &name);
@@ -926,6 +937,9 @@ fn infer_nodes(
         }
         values.push((name, f));
     }
+    // Given to the walk once the inputs no longer read their names.
+    drop(listed);
+    *walker.initializers.borrow_mut() = initializers;
     let mut nodes = Vec::new();
     let records: Option<&mut dyn Records> = match level {
         Some(level) => Some(level),
@@ -1218,7 +1232,7 @@ mod tests {
                 ..Default::default()
             });
             let opts = super::InferOptions::default();
-            super::infer_nodes(&model(g, 17), None, &opts, None)
+            super::infer_nodes(&model(g, 17), None, &opts, None, None)
                 .err()
                 .expect("refused")
                 .to_string()
@@ -1280,7 +1294,7 @@ mod tests {
             ..Default::default()
         };
         let mut level = super::graph::Level::new(super::HashSet::default(), true, "");
-        super::infer_nodes(&m, None, &opts, Some(&mut level)).unwrap();
+        super::infer_nodes(&m, None, &opts, Some(&mut level), None).unwrap();
         let left: Vec<String> = level
             .made_names()
             .into_iter()
