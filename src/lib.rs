@@ -288,8 +288,8 @@ mod tests {
         // The looker, the outline's second half, the producers (listed
         // beside the initializers' facts), the ordering's second half, the
         // decoder, the recorder, the unbound symbols' second half and the
-        // costing's second thread (live bytes beside the layers' costs),
-        // when the machine has two cores.
+        // costing's second thread (live bytes beside the layers' costs, and
+        // layers from the back), when the machine has two cores.
         if crate::two_cores() {
             assert_eq!(started, 8);
         }

@@ -2,6 +2,7 @@
 //! pack's fusion patterns ([`fusion`]); [`roofline`](mod@roofline) turns a report into
 //! times on a device.
 
+mod ends;
 pub mod fusion;
 pub mod memory;
 pub mod roofline;
@@ -195,18 +196,41 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
     let many = |nodes: &[crate::ir::Node]| nodes.len() >= SHARED_FROM;
     if crate::two_cores() && (many(&graph.folded_nodes) || many(&graph.nodes) && flat()) {
         let flat = flat();
+        // A large flat level with no pattern to fuse is costed from both
+        // ends: the second thread takes nodes from the back once its folded
+        // layers are costed ([`ends`]).
+        let ends = (flat && many(&graph.nodes) && rules.fusions.is_empty())
+            .then(|| ends::Ends::new(graph.nodes.len()))
+            .flatten();
+        let (to_front, back) = std::sync::mpsc::channel();
         let (main, (folded, rows)) = crate::both(
             || {
-                level_costs(graph, rules, opts)
-                    .and_then(|main| finish(graph, producers(), main, Vec::new()))
+                match &ends {
+                    Some(ends) => ends::from_front(graph, rules, opts, ends, &back),
+                    None => level_costs(graph, rules, opts),
+                }
+                .and_then(|main| {
+                    let mut report = finish(graph, producers(), main, Vec::new())?;
+                    // With subgraphs, the live bytes are worked out here
+                    // while the other thread may still cost folded layers.
+                    if !flat {
+                        report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
+                    }
+                    Ok(report)
+                })
             },
-            || (folded(), flat.then(|| memory::rows(graph, &[]))),
+            || {
+                let folded = folded();
+                if let Some(ends) = &ends {
+                    ends::from_back(graph, rules, opts, ends, to_front, usize::MAX);
+                }
+                (folded, flat.then(|| memory::rows(graph, &[])))
+            },
         );
         let mut report = main?;
-        report.peak = match rows {
-            Some(rows) => memory::assign(&rows?, &mut report.layers),
-            None => memory::apply(graph, &report.skipped, &mut report.layers)?,
-        };
+        if let Some(rows) = rows {
+            report.peak = memory::assign(&rows?, &mut report.layers);
+        }
         report.folded = folded?;
         return Ok(report);
     }
@@ -380,12 +404,7 @@ fn cost_level(
         let rule = match rule_of(rules, node) {
             Ok(rule) => rule,
             Err(reason) => {
-                acc.unsupported.push(Unsupported {
-                    name: node.name.clone(),
-                    op: node.op.clone(),
-                    domain: node.domain.clone(),
-                    reason: reason.to_string(),
-                });
+                acc.unsupported.push(unsupported(node, reason.to_string()));
                 continue;
             }
         };
@@ -394,16 +413,14 @@ fn cost_level(
         let unknown = unbound_in_bodies(node);
         if !unknown.is_empty() {
             let flags: Vec<String> = unknown.iter().map(|n| format!("--dim {n}=N")).collect();
-            acc.unsupported.push(Unsupported {
-                name: node.name.clone(),
-                op: node.op.clone(),
-                domain: node.domain.clone(),
-                reason: format!(
+            acc.unsupported.push(unsupported(
+                node,
+                format!(
                     "its subgraphs run a number of times or on sizes only known at run time ({}); bind them with {}",
                     unknown.join(", "),
                     flags.join(" ")
                 ),
-            });
+            ));
             continue;
         }
         let mut layer = cost_of(node, rule, opts)?;
@@ -426,18 +443,7 @@ fn cost_level(
     } else {
         Vec::new()
     };
-    for (node, reason) in graph.unanalysed {
-        let reason = match rules.get(&node.domain, &node.op) {
-            None => format!("{NO_RULE}; {reason}"),
-            Some(_) => reason.clone(),
-        };
-        acc.unsupported.push(Unsupported {
-            name: node.name.clone(),
-            op: node.op.clone(),
-            domain: node.domain.clone(),
-            reason,
-        });
-    }
+    unanalysed(graph.unanalysed, rules, &mut acc.unsupported);
     if nested.is_empty() {
         return Ok((own, own_groups));
     }
@@ -463,6 +469,44 @@ fn cost_level(
         g
     }));
     Ok((layers, groups))
+}
+
+/// `node`, listed as not costed for `reason`.
+fn unsupported(node: &Node, reason: String) -> Unsupported {
+    Unsupported {
+        name: node.name.clone(),
+        op: node.op.clone(),
+        domain: node.domain.clone(),
+        reason,
+    }
+}
+
+/// Lists the nodes inference could not analyse, each with why.
+fn unanalysed(nodes: &[(Node, String)], rules: &RuleSet, out: &mut Vec<Unsupported>) {
+    for (node, reason) in nodes {
+        let reason = match rules.get(&node.domain, &node.op) {
+            None => format!("{NO_RULE}; {reason}"),
+            Some(_) => reason.clone(),
+        };
+        out.push(unsupported(node, reason));
+    }
+}
+
+/// A node without subgraphs costed as [`cost_level`] costs it: its layer,
+/// or `None` when it has no rule (then listed in `out`).
+fn cost_plain(
+    node: &Node,
+    rules: &RuleSet,
+    opts: CountOptions,
+    out: &mut Vec<Unsupported>,
+) -> Result<Option<LayerCost>> {
+    match rule_of(rules, node) {
+        Ok(rule) => cost_of(node, rule, opts).map(Some),
+        Err(reason) => {
+            out.push(unsupported(node, reason.to_string()));
+            Ok(None)
+        }
+    }
 }
 
 /// The symbols left in a node's subgraphs: their run counts and their
