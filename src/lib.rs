@@ -237,8 +237,8 @@ mod tests {
     /// A large model (5,000 nodes, 2 MB: every helper thread wanted) is
     /// estimated the same when the system refuses every helper thread: the
     /// skim's looker, the outline and ordering halves, the producers beside
-    /// the initializers, the decoding ahead, the recorder, the costing and
-    /// the Markdown rows all run on this one.
+    /// the initializers, the decoding ahead, the recorder, the costing, the
+    /// weights' tally and the Markdown rows all run on this one.
     #[test]
     fn a_large_model_is_estimated_the_same_on_one_thread() {
         use crate::onnx::build::{self, FLOAT, GraphBuilder, node, sized_value, untyped};
@@ -287,11 +287,13 @@ mod tests {
         );
         // The looker, the outline's second half, the producers (listed
         // beside the initializers' facts), the ordering's second half, the
-        // decoder, the recorder, the unbound symbols' second half and the
+        // decoder, the recorder, the unbound symbols' second half, the
         // costing's second thread (live bytes beside the layers' costs, and
-        // layers from the back), when the machine has two cores.
+        // layers from the back) and the weights' tally's two (the second
+        // half of the layers' sources, then of the names), when the machine
+        // has two cores.
         if crate::two_cores() {
-            assert_eq!(started, 8);
+            assert_eq!(started, 10);
         }
         assert_eq!(run(true), (json, text, 0));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -269,23 +269,27 @@ fn finish(
     number_groups(&mut fusions, &mut layers);
     let total = totals_of(&layers)?;
     let mut summary: Vec<OpSummary> = Vec::new();
+    // Each layer's row, for the weights' tally.
+    let mut rows = Vec::with_capacity(layers.len());
     for l in &layers {
         let row = match summary.iter_mut().position(|s| {
             s.op == l.op
                 && crate::ir::domain_lookup_key(&s.domain)
                     == crate::ir::domain_lookup_key(&l.domain)
         }) {
-            Some(i) => &mut summary[i],
+            Some(i) => i,
             None => {
                 summary.push(OpSummary {
                     op: l.op.clone(),
                     domain: l.domain.clone(),
                     totals: Totals::default(),
                 });
-                summary.last_mut().expect("just pushed")
+                summary.len() - 1
             }
         };
-        row.totals.add(l)?;
+        summary[row].totals.add(l)?;
+        // Within u32: one row an operator type.
+        rows.push(row as u32);
     }
     let mut report = CostReport {
         layers,
@@ -298,7 +302,7 @@ fn finish(
         folded,
         peak: memory::Peak::default(),
     };
-    weights::tally(producers, &mut report)?;
+    weights::tally(producers, &mut report, &rows)?;
     Ok(report)
 }
 

@@ -243,51 +243,121 @@ pub(super) fn producers(graph: &Graph) -> Producers<'_> {
     producers
 }
 
-/// Sets every layer's parameters, and those of the total and of each
-/// summary row: the distinct tensors their layers read. The skipped
-/// branches' layers get their own ([`tally_layers`]); the folded ones are
-/// left to the caller.
-pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Result<()> {
-    let mut tally = Tally::default();
-    // Most layers read a weight or two: room for one each at once, where
-    // growing from nothing rehashed every name many times over.
-    tally.first.reserve(report.layers.len());
-    let mut by_type: FxHashMap<(&str, &str), u32> = FxHashMap::default();
-    let mut per_layer = Vec::with_capacity(report.layers.len());
-    for (i, l) in report.layers.iter().enumerate() {
-        prefetch(report.layers.get(i + AHEAD).map(LayerCost::ahead));
-        // The names a layer's constants are looked up by, once its lists
-        // (asked for above) have come.
-        if let Some(soon) = report.layers.get(i + AHEAD / 2) {
-            prefetch_names(soon.inputs.iter().flatten().filter(|t| t.constant));
+/// Each layer's parameters, end to end (as [`layer_sources`] gives them),
+/// checked, with their sums.
+#[derive(Default)]
+struct Sources<'a> {
+    facts: Vec<&'a TensorFact>,
+    /// Where each layer's list ends in `facts`.
+    ends: Vec<usize>,
+    own: Vec<(u64, u64)>,
+}
+
+impl<'a> Sources<'a> {
+    /// `layers`' sources; the first layer with a size that cannot be
+    /// counted is the error.
+    fn of(layers: &'a [LayerCost], producers: &Producers<'a>) -> Result<Sources<'a>> {
+        let mut s = Sources {
+            facts: Vec::with_capacity(layers.len()),
+            ends: Vec::with_capacity(layers.len()),
+            own: Vec::with_capacity(layers.len()),
+        };
+        for (i, l) in layers.iter().enumerate() {
+            prefetch(layers.get(i + AHEAD).map(LayerCost::ahead));
+            // The names a layer's constants are looked up by, once its
+            // lists (asked for above) have come.
+            if let Some(soon) = layers.get(i + AHEAD / 2) {
+                prefetch_names(soon.inputs.iter().flatten().filter(|t| t.constant));
+            }
+            let list = layer_sources(&l.inputs, producers);
+            check(l, &list)?;
+            s.own.push(own(&list));
+            s.facts.extend(list);
+            s.ends.push(s.facts.len());
         }
-        let list = layer_sources(&l.inputs, producers);
-        check(l, &list)?;
-        let row = *by_type
-            .entry(type_key(&l.op, &l.domain))
-            .or_insert_with(|| {
-                tally.rows.push((0, 0));
-                // Within u32: one row an operator type.
-                (tally.rows.len() - 1) as u32
-            });
-        for &t in &list {
-            tally.add(t, row);
-        }
-        per_layer.push(own(&list));
+        Ok(s)
     }
-    let sums: Vec<(u64, u64)> = report
-        .summary
-        .iter()
-        .map(|s| {
-            by_type
-                .get(&type_key(&s.op, &s.domain))
-                .map_or((0, 0), |&row| tally.rows[row as usize])
-        })
-        .collect();
-    let (params, bytes) = tally.total;
-    drop(by_type);
-    drop(tally);
-    for (l, (params, bytes)) in report.layers.iter_mut().zip(per_layer) {
+
+    fn lists(&self) -> impl Iterator<Item = &[&'a TensorFact]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(a, &b)| &self.facts[a..b])
+    }
+}
+
+/// Layers from which [`tally`] shares its work with a second thread.
+const SHARED_FROM: usize = 4096;
+
+/// Sets every layer's parameters, and those of the total and of each
+/// summary row: the distinct tensors their layers read. `rows`: each
+/// layer's summary row. The skipped branches' layers get their own
+/// ([`tally_layers`]); the folded ones are left to the caller.
+pub(super) fn tally(
+    producers: &Producers<'_>,
+    report: &mut CostReport,
+    rows: &[u32],
+) -> Result<()> {
+    let shared = report.layers.len() >= SHARED_FROM && crate::two_cores();
+    tally_with(producers, report, rows, shared)
+}
+
+/// [`tally`], on two threads when `shared`: each finds the sources of half
+/// the layers, then each counts the names of one half of the names (by
+/// their hash; unnamed tensors on the first), all the layers in order. A
+/// name is counted by one thread only, so the two counts add up to the
+/// count of one thread that did it all.
+fn tally_with(
+    producers: &Producers<'_>,
+    report: &mut CostReport,
+    rows: &[u32],
+    shared: bool,
+) -> Result<()> {
+    let layers = &report.layers;
+    let (front, back) = match shared {
+        true => {
+            let (front, back) = layers.split_at(layers.len() / 2);
+            crate::both(
+                || Sources::of(front, producers),
+                || Sources::of(back, producers),
+            )
+        }
+        false => (Sources::of(layers, producers), Ok(Sources::default())),
+    };
+    let (front, back) = (front?, back?);
+    let count = |part: Option<u64>| {
+        let mut tally = Tally {
+            rows: vec![(0, 0); report.summary.len()],
+            ..Tally::default()
+        };
+        // Most layers read a weight or two: room for one each at once,
+        // where growing from nothing rehashed every name many times over.
+        tally
+            .first
+            .reserve(layers.len() / if part.is_some() { 2 } else { 1 });
+        let ours = |t: &TensorFact| match (part, t.name.as_deref()) {
+            (None, _) => true,
+            (Some(p), None) => p == 0,
+            (Some(p), Some(name)) => half_of(name) == p,
+        };
+        for (list, &row) in front.lists().chain(back.lists()).zip(rows) {
+            for &t in list {
+                if ours(t) {
+                    tally.add(t, row);
+                }
+            }
+        }
+        (tally.total, tally.rows)
+    };
+    let ((total, mut sums), (total_b, sums_b)) = match shared {
+        true => crate::both(|| count(Some(0)), || count(Some(1))),
+        false => (count(None), Default::default()),
+    };
+    let add = |(p, b): (u64, u64), (q, c): (u64, u64)| (p.saturating_add(q), b.saturating_add(c));
+    let total = add(total, total_b);
+    for (s, b) in sums.iter_mut().zip(sums_b) {
+        *s = add(*s, b);
+    }
+    let own = front.own.into_iter().chain(back.own);
+    for (l, (params, bytes)) in report.layers.iter_mut().zip(own) {
         l.params = params;
         l.weight_bytes = bytes;
     }
@@ -295,17 +365,17 @@ pub(super) fn tally(producers: &Producers<'_>, report: &mut CostReport) -> Resul
         s.totals.params = params;
         s.totals.weight_bytes = bytes;
     }
-    report.total.params = params;
-    report.total.weight_bytes = bytes;
+    (report.total.params, report.total.weight_bytes) = total;
     for b in &mut report.skipped {
         tally_layers(producers, &mut b.layers);
     }
     Ok(())
 }
 
-/// An operator type's key (see [`crate::ir::domain_lookup_key`]).
-fn type_key<'s>(op: &'s str, domain: &'s str) -> (&'s str, &'s str) {
-    (op, crate::ir::domain_lookup_key(domain))
+/// Which of two threads counts the tensors named `name`.
+fn half_of(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(name) >> 63
 }
 
 /// Gives layers that are not in the totals (folded, skipped) their own
@@ -367,6 +437,84 @@ mod tests {
         assert_eq!(t.total, (11, 44));
         // Type 0: w 4 + v 3 + b 2; type 1: w 4 (again, its own) + a 2.
         assert_eq!(t.rows, [(9, 36), (6, 24)]);
+    }
+
+    /// Each layer's summary row, as `finish` numbers them.
+    fn rows_of(report: &CostReport) -> Vec<u32> {
+        let key = |op: &str, domain: &str| {
+            (
+                op.to_string(),
+                crate::ir::domain_lookup_key(domain).to_string(),
+            )
+        };
+        let keys: Vec<_> = report
+            .summary
+            .iter()
+            .map(|s| key(&s.op, &s.domain))
+            .collect();
+        report
+            .layers
+            .iter()
+            .map(|l| {
+                keys.iter()
+                    .position(|k| *k == key(&l.op, &l.domain))
+                    .unwrap() as u32
+            })
+            .collect()
+    }
+
+    /// The tally on two threads (half the layers' sources each, then half
+    /// the names each) is the tally on one: every layer's parameters, each
+    /// type's and the total. 5,000 layers of three types add a constant:
+    /// even layer i the weight `w(i/2 mod 700)` (each read by several
+    /// layers of each type), odd layers an unnamed one of one element.
+    #[test]
+    fn a_tally_on_two_threads_is_the_tally_on_one() {
+        let n = 5000;
+        let layer = |i: usize| {
+            let op = ["Add", "Mul", "Sub"][i % 3];
+            // w(k) has k mod 7 + 1 elements.
+            let (d, name) = match i % 2 {
+                0 => (
+                    i / 2 % 700 % 7 + 1,
+                    format!(r#", "name": "w{}""#, i / 2 % 700),
+                ),
+                _ => (1, String::new()),
+            };
+            format!(
+                r#"{{"op": "{op}", "inputs": [{{"shape": [1, {d}]}}, {{"shape": [{d}], "const": true{name}}}], "outputs": [{{"shape": [1, {d}]}}]}}"#
+            )
+        };
+        let layers: Vec<String> = (0..n).map(layer).collect();
+        let trace = format!(r#"{{"layers": [{}]}}"#, layers.join(","));
+        let graph = crate::trace::parse_trace(trace.as_bytes(), "inline").unwrap();
+        let rules = crate::rules::RuleSet::builtin().unwrap();
+        let report = super::super::estimate(&graph, &rules, Default::default()).unwrap();
+        let producers = producers(&graph);
+        let rows = rows_of(&report);
+        for shared in [false, true] {
+            let mut again = report.clone();
+            for l in &mut again.layers {
+                (l.params, l.weight_bytes) = (0, 0);
+            }
+            (again.total.params, again.total.weight_bytes) = (0, 0);
+            for s in &mut again.summary {
+                (s.totals.params, s.totals.weight_bytes) = (0, 0);
+            }
+            tally_with(&producers, &mut again, &rows, shared).unwrap();
+            assert!(again == report, "shared: {shared}");
+        }
+        // The weights, 100 of each size 1..=7: 2,800 elements; the unnamed
+        // constants: 2,500. Float32, 4 bytes each.
+        assert_eq!(report.total.params, 2800 + 2500);
+        assert_eq!(report.total.weight_bytes, 4 * 5300);
+        // Add (i = 0 mod 3) reads every weight (its even layers, i = 6m,
+        // read w(3m mod 700), and 3 and 700 are coprime) and the unnamed
+        // constants of i = 3 mod 6: 3, 9, ..., 4995, 833 of them.
+        assert_eq!(report.summary[0].op, "Add");
+        assert_eq!(report.summary[0].totals.params, 2800 + 833);
+        // Layer 8 reads w4 (5 elements), layer 9 an unnamed one.
+        assert_eq!((report.layers[8].params, report.layers[9].params), (5, 1));
     }
 
     #[test]
