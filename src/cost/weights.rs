@@ -167,6 +167,48 @@ fn sources<'a>(
     }
 }
 
+/// A parameter as the tally counts it: its name with the name's hash (made
+/// once, where the name was just read: the tally's threads then pick and
+/// file names by the hash, and compare the names only when two hashes are
+/// equal), and its elements and bytes.
+#[derive(Clone, Copy)]
+struct Counted<'a> {
+    name: Option<Hashed<'a>>,
+    size: (u64, u64),
+}
+
+impl<'a> Counted<'a> {
+    fn of(t: &'a TensorFact) -> Counted<'a> {
+        use std::hash::BuildHasher;
+        Counted {
+            name: t.name.as_deref().map(|name| Hashed {
+                hash: rustc_hash::FxBuildHasher.hash_one(name),
+                name,
+            }),
+            size: size_of(t).unwrap_or_default(),
+        }
+    }
+}
+
+/// A name filed by the hash it came with.
+#[derive(Clone, Copy, Eq)]
+struct Hashed<'a> {
+    hash: u64,
+    name: &'a str,
+}
+
+impl PartialEq for Hashed<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.name == other.name
+    }
+}
+
+impl std::hash::Hash for Hashed<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
 /// Distinct parameters by name (unnamed ones each count), in all and by
 /// operator type: each name is filed once, with the first type that read
 /// it, and another type that reads it apart (a weight shared across types
@@ -174,8 +216,8 @@ fn sources<'a>(
 /// per type took two.
 #[derive(Default)]
 struct Tally<'a> {
-    first: FxHashMap<&'a str, u32>,
-    again: FxHashSet<(&'a str, u32)>,
+    first: FxHashMap<Hashed<'a>, u32>,
+    again: FxHashSet<(Hashed<'a>, u32)>,
     /// Elements and bytes, in all and by type.
     total: (u64, u64),
     rows: Vec<(u64, u64)>,
@@ -183,8 +225,8 @@ struct Tally<'a> {
 
 impl<'a> Tally<'a> {
     /// Counts `t` in the totals and in type `row`'s, unless each has it.
-    fn add(&mut self, t: &'a TensorFact, row: u32) {
-        let (in_total, in_row) = match t.name.as_deref() {
+    fn add(&mut self, t: Counted<'a>, row: u32) {
+        let (in_total, in_row) = match t.name {
             None => (true, true),
             Some(name) => match self.first.entry(name) {
                 std::collections::hash_map::Entry::Vacant(e) => {
@@ -196,7 +238,7 @@ impl<'a> Tally<'a> {
                 }
             },
         };
-        let (n, b) = size_of(t).unwrap_or_default();
+        let (n, b) = t.size;
         let add = |(params, bytes): &mut (u64, u64)| {
             *params = params.saturating_add(n);
             *bytes = bytes.saturating_add(b);
@@ -247,7 +289,7 @@ pub(super) fn producers(graph: &Graph) -> Producers<'_> {
 /// checked, with their sums.
 #[derive(Default)]
 struct Sources<'a> {
-    facts: Vec<&'a TensorFact>,
+    facts: Vec<Counted<'a>>,
     /// Where each layer's list ends in `facts`.
     ends: Vec<usize>,
     own: Vec<(u64, u64)>,
@@ -272,13 +314,13 @@ impl<'a> Sources<'a> {
             let list = layer_sources(&l.inputs, producers);
             check(l, &list)?;
             s.own.push(own(&list));
-            s.facts.extend(list);
+            s.facts.extend(list.into_iter().map(Counted::of));
             s.ends.push(s.facts.len());
         }
         Ok(s)
     }
 
-    fn lists(&self) -> impl Iterator<Item = &[&'a TensorFact]> {
+    fn lists(&self) -> impl Iterator<Item = &[Counted<'a>]> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         starts.zip(&self.ends).map(|(a, &b)| &self.facts[a..b])
     }
@@ -333,14 +375,15 @@ fn tally_with(
         tally
             .first
             .reserve(layers.len() / if part.is_some() { 2 } else { 1 });
-        let ours = |t: &TensorFact| match (part, t.name.as_deref()) {
+        // The hash's top bit picks the thread (the table uses the low).
+        let ours = |t: &Counted| match (part, t.name) {
             (None, _) => true,
             (Some(p), None) => p == 0,
-            (Some(p), Some(name)) => half_of(name) == p,
+            (Some(p), Some(name)) => name.hash >> 63 == p,
         };
         for (list, &row) in front.lists().chain(back.lists()).zip(rows) {
             for &t in list {
-                if ours(t) {
+                if ours(&t) {
                     tally.add(t, row);
                 }
             }
@@ -370,12 +413,6 @@ fn tally_with(
         tally_layers(producers, &mut b.layers);
     }
     Ok(())
-}
-
-/// Which of two threads counts the tensors named `name`.
-fn half_of(name: &str) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(name) >> 63
 }
 
 /// Gives layers that are not in the totals (folded, skipped) their own
@@ -431,7 +468,7 @@ mod tests {
             (&a, 1),
             (&b, 0),
         ] {
-            t.add(fact, row);
+            t.add(Counted::of(fact), row);
         }
         // All: w 4 + v 3 + two unnamed 2 each.
         assert_eq!(t.total, (11, 44));
