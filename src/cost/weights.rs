@@ -178,16 +178,22 @@ struct Counted<'a> {
 }
 
 impl<'a> Counted<'a> {
-    fn of(t: &'a TensorFact) -> Counted<'a> {
+    /// `None` when `t`'s size is unknown or does not fit 64 bits.
+    fn of(t: &'a TensorFact) -> Option<Counted<'a>> {
         use std::hash::BuildHasher;
-        Counted {
+        Some(Counted {
             name: t.name.as_deref().map(|name| Hashed {
                 hash: rustc_hash::FxBuildHasher.hash_one(name),
                 name,
             }),
-            size: size_of(t).unwrap_or_default(),
-        }
+            size: size_of(t)?,
+        })
     }
+}
+
+/// Two counts of elements and bytes added, each at most `u64::MAX`.
+fn plus((p, b): (u64, u64), (q, c): (u64, u64)) -> (u64, u64) {
+    (p.saturating_add(q), b.saturating_add(c))
 }
 
 /// A name filed by the hash it came with.
@@ -238,16 +244,12 @@ impl<'a> Tally<'a> {
                 }
             },
         };
-        let (n, b) = t.size;
-        let add = |(params, bytes): &mut (u64, u64)| {
-            *params = params.saturating_add(n);
-            *bytes = bytes.saturating_add(b);
-        };
         if in_total {
-            add(&mut self.total);
+            self.total = plus(self.total, t.size);
         }
         if in_row {
-            add(&mut self.rows[row as usize]);
+            let r = &mut self.rows[row as usize];
+            *r = plus(*r, t.size);
         }
     }
 }
@@ -266,17 +268,6 @@ fn layer_sources<'a>(
     out
 }
 
-/// Checks that every parameter's size is known and fits 64 bits (sizes are
-/// then taken as they are).
-fn check(l: &LayerCost, list: &[&TensorFact]) -> Result<()> {
-    for t in list {
-        if size_of(t).is_none() {
-            return Err(size_error(&l.name, &l.op, t));
-        }
-    }
-    Ok(())
-}
-
 /// The constants folded nodes produce, for [`tally`] and [`tally_layers`].
 pub(super) fn producers(graph: &Graph) -> Producers<'_> {
     let mut producers =
@@ -286,7 +277,7 @@ pub(super) fn producers(graph: &Graph) -> Producers<'_> {
 }
 
 /// Each layer's parameters, end to end (as [`layer_sources`] gives them),
-/// checked, with their sums.
+/// each size known and within 64 bits, with their sums.
 #[derive(Default)]
 struct Sources<'a> {
     facts: Vec<Counted<'a>>,
@@ -311,10 +302,13 @@ impl<'a> Sources<'a> {
             if let Some(soon) = layers.get(i + AHEAD / 2) {
                 prefetch_names(soon.inputs.iter().flatten().filter(|t| t.constant));
             }
-            let list = layer_sources(&l.inputs, producers);
-            check(l, &list)?;
-            s.own.push(own(&list));
-            s.facts.extend(list.into_iter().map(Counted::of));
+            let start = s.facts.len();
+            for t in layer_sources(&l.inputs, producers) {
+                let counted = Counted::of(t).ok_or_else(|| size_error(&l.name, &l.op, t))?;
+                s.facts.push(counted);
+            }
+            let sizes = s.facts[start..].iter().map(|t| t.size);
+            s.own.push(sizes.fold((0, 0), plus));
             s.ends.push(s.facts.len());
         }
         Ok(s)
@@ -394,10 +388,9 @@ fn tally_with(
         true => crate::both(|| count(Some(0)), || count(Some(1))),
         false => (count(None), Default::default()),
     };
-    let add = |(p, b): (u64, u64), (q, c): (u64, u64)| (p.saturating_add(q), b.saturating_add(c));
-    let total = add(total, total_b);
+    let total = plus(total, total_b);
     for (s, b) in sums.iter_mut().zip(sums_b) {
-        *s = add(*s, b);
+        *s = plus(*s, b);
     }
     let own = front.own.into_iter().chain(back.own);
     for (l, (params, bytes)) in report.layers.iter_mut().zip(own) {
@@ -427,10 +420,9 @@ pub(super) fn tally_layers(producers: &Producers<'_>, layers: &mut [LayerCost]) 
 
 /// A layer's parameters and their bytes: its sources are distinct already.
 fn own(list: &[&TensorFact]) -> (u64, u64) {
-    list.iter().fold((0u64, 0u64), |(p, b), t| {
-        let (n, bytes) = size_of(t).unwrap_or_default();
-        (p.saturating_add(n), b.saturating_add(bytes))
-    })
+    list.iter()
+        .map(|t| size_of(t).unwrap_or_default())
+        .fold((0, 0), plus)
 }
 
 #[cfg(test)]
@@ -468,7 +460,7 @@ mod tests {
             (&a, 1),
             (&b, 0),
         ] {
-            t.add(Counted::of(fact), row);
+            t.add(Counted::of(fact).unwrap(), row);
         }
         // All: w 4 + v 3 + two unnamed 2 each.
         assert_eq!(t.total, (11, 44));
