@@ -3,7 +3,7 @@
 //! as one slice: serde_json's own formatter writes the indentation two bytes
 //! at a time, which was a third of all the work on a 100,000-layer report.
 
-use std::io::{self, Write};
+use std::io::{self, IoSlice, Write};
 
 use serde::Serialize;
 use serde_json::ser::Formatter;
@@ -352,7 +352,7 @@ impl Chunked<'_> {
                     block(self, b)?;
                 } else {
                     let mut bytes = rx.recv().map_err(io::Error::other)??;
-                    self.write_all(&bytes)?;
+                    self.write_following(&bytes)?;
                     bytes.clear();
                     // The writer may have finished: its buffer is dropped.
                     let _ = back.send(bytes);
@@ -361,6 +361,22 @@ impl Chunked<'_> {
             Ok(())
         })
     }
+}
+
+/// Writes every byte of `bufs`, in order, with as few calls as `w` takes
+/// (`Write::write_all_vectored` is not stable yet).
+fn write_all_vectored(w: &mut dyn Write, mut bufs: &mut [IoSlice<'_>]) -> io::Result<()> {
+    // Empty pieces in front are dropped: a writer is offered bytes first.
+    IoSlice::advance_slices(&mut bufs, 0);
+    while !bufs.is_empty() {
+        match w.write_vectored(bufs) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut bufs, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Items a block of [`Chunked::items`] (a layer row is some 600 bytes).
@@ -378,6 +394,26 @@ impl Chunked<'_> {
         if self.buf.len() >= CHUNK {
             return self.hand_on();
         }
+        Ok(())
+    }
+
+    /// Writes `bytes`, a large piece of text that comes next (a block the
+    /// other thread rendered, [`Chunked::items`]): gathered with the rest
+    /// while they fill less than a chunk, else handed on with what was
+    /// gathered in one write, without being copied. A layer row is some
+    /// 600 bytes, so a block of them is over half a chunk: copied here,
+    /// half the report's text was copied once more.
+    fn write_following(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.buf.len() + bytes.len() < CHUNK {
+            self.buf.extend_from_slice(bytes);
+            return Ok(());
+        }
+        write_all_vectored(
+            self.out,
+            &mut [IoSlice::new(&self.buf), IoSlice::new(bytes)],
+        )?;
+        self.buf.clear();
+        self.seen.handed_on += 1;
         Ok(())
     }
 
@@ -667,6 +703,20 @@ mod tests {
         assert_eq!(seen.at.len(), 1);
     }
 
+    /// `list` as a pretty JSON array, its items shared with a second thread
+    /// when there are enough.
+    fn write_list(w: &mut dyn std::io::Write, list: &[Vec<u64>]) -> std::io::Result<()> {
+        use std::io::Write;
+        super::stream(w, |c| {
+            c.write_all(b"[")?;
+            c.items(list, |c, i, v| {
+                c.item(1, i == 0)?;
+                c.value(v, 1)
+            })?;
+            c.close(0, b"]")
+        })
+    }
+
     /// A list long enough to be shared with a second thread is written in
     /// order, the bytes serde writes; a writer that fails part way stops
     /// both threads with its error.
@@ -676,16 +726,7 @@ mod tests {
         let list: Vec<Vec<u64>> = (0..5 * super::SHARED_FROM as u64)
             .map(|i| vec![i, i * i])
             .collect();
-        let write = |w: &mut dyn Write| {
-            super::stream(w, |c| {
-                c.write_all(b"[")?;
-                c.items(&list, |c, i, v| {
-                    c.item(1, i == 0)?;
-                    c.value(v, 1)
-                })?;
-                c.close(0, b"]")
-            })
-        };
+        let write = |w: &mut dyn Write| write_list(w, &list);
         let mut out = Vec::new();
         write(&mut out).unwrap();
         let expected = serde_json::to_string_pretty(&list).unwrap() + "\n";
@@ -706,5 +747,50 @@ mod tests {
         }
         let err = write(&mut Fails(super::CHUNK)).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::BrokenPipe);
+    }
+
+    /// A block the second thread rendered that fills a chunk with what
+    /// this one gathered goes on with it in one write, not copied into
+    /// it: through a writer that takes at most 777 bytes a call, across
+    /// the two pieces, the text is still serde's.
+    #[test]
+    fn large_blocks_from_the_second_thread_are_written_whole_and_in_order() {
+        use std::io::{IoSlice, Write};
+        /// Takes at most 777 bytes a call; counts the calls offered two
+        /// pieces or more.
+        struct Trickle(Vec<u8>, usize);
+        impl Write for Trickle {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.write_vectored(&[IoSlice::new(b)])
+            }
+            fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+                if bufs.iter().filter(|b| !b.is_empty()).count() > 1 {
+                    self.1 += 1;
+                }
+                let mut room = 777;
+                for b in bufs {
+                    let n = b.len().min(room);
+                    self.0.extend_from_slice(&b[..n]);
+                    room -= n;
+                }
+                Ok(777 - room)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        // Items of 41 numbers are some 500 bytes pretty, a block of 64 of
+        // them half a chunk; items of 161 numbers make a block larger
+        // than a chunk.
+        for width in [41u64, 161] {
+            let list: Vec<Vec<u64>> = (0..2 * super::SHARED_FROM as u64)
+                .map(|i| (0..width).map(|k| i * 1000 + k).collect())
+                .collect();
+            let mut out = Trickle(Vec::new(), 0);
+            write_list(&mut out, &list).unwrap();
+            let expected = serde_json::to_string_pretty(&list).unwrap() + "\n";
+            assert_eq!(String::from_utf8(out.0).unwrap(), expected);
+            assert!(out.1 > 0, "no block was written beside the gathered text");
+        }
     }
 }
