@@ -392,7 +392,7 @@ impl Chunked<'_> {
     #[inline]
     fn flush_full(&mut self) -> io::Result<()> {
         if self.buf.len() >= CHUNK {
-            return self.hand_on();
+            return self.hand_on(&[]);
         }
         Ok(())
     }
@@ -408,21 +408,15 @@ impl Chunked<'_> {
             self.buf.extend_from_slice(bytes);
             return Ok(());
         }
-        write_all_vectored(
-            self.out,
-            &mut [IoSlice::new(&self.buf), IoSlice::new(bytes)],
-        )?;
-        self.buf.clear();
-        self.seen.handed_on += 1;
-        Ok(())
+        self.hand_on(bytes)
     }
 
-    /// Hands the gathered bytes on (once a chunk: kept out of the inlined
-    /// checks).
+    /// Hands the gathered bytes on, and `next` after them in the same
+    /// write (once a chunk: kept out of the inlined checks).
     #[cold]
     #[inline(never)]
-    fn hand_on(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.buf)?;
+    fn hand_on(&mut self, next: &[u8]) -> io::Result<()> {
+        write_all_vectored(self.out, &mut [IoSlice::new(&self.buf), IoSlice::new(next)])?;
         self.buf.clear();
         self.seen.handed_on += 1;
         Ok(())
