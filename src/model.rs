@@ -703,7 +703,7 @@ impl Estimate {
     /// The layers no rule counted, as `op (n)` by op, or `None` when every
     /// layer was counted.
     pub fn unsupported_ops(&self) -> Option<String> {
-        unsupported_by_op(&self.report)
+        self.report.unsupported_by_op()
     }
 }
 
@@ -718,7 +718,7 @@ fn costed(
 ) -> Result<Estimate> {
     let report = cost::estimate(&graph, rules, opts.count)?;
     if opts.strict
-        && let Some(ops) = unsupported_by_op(&report)
+        && let Some(ops) = report.unsupported_by_op()
     {
         let count = report.unsupported.len();
         return Err(Error::Unsupported { count, ops });
@@ -750,21 +750,18 @@ impl Shapes {
     pub fn model_bytes(&self) -> (Vec<u8>, usize) {
         crate::onnx::write::with_value_info(&self.model, &self.inferred)
     }
-}
 
-/// The layers no rule counted, as `op (n)` by op.
-fn unsupported_by_op(report: &CostReport) -> Option<String> {
-    if report.unsupported.is_empty() {
-        return None;
+    /// Writes that copy through `out`, the model's own bytes straight from
+    /// the mapped file, then the value_info entries (never joined in
+    /// memory); returns how many entries were added.
+    pub fn write_model_to(&self, out: &crate::output::Output) -> Result<usize> {
+        let (patch, n) = crate::onnx::write::value_info_patch(&self.model, &self.inferred);
+        out.write_with(|w| {
+            w.write_all(&self.model.bytes)?;
+            w.write_all(&patch)
+        })?;
+        Ok(n)
     }
-    let mut by_op: BTreeMap<String, usize> = BTreeMap::new();
-    for u in &report.unsupported {
-        *by_op
-            .entry(crate::ir::qualified(&u.domain, &u.op))
-            .or_default() += 1;
-    }
-    let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
-    Some(ops.join(", "))
 }
 
 fn infer(

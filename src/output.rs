@@ -184,7 +184,14 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
 /// renames it over `path`: the old file stays whole until the new one is
 /// complete. An existing file's permissions are kept.
 pub fn write_atomic(path: &Path, bytes: &[u8], shown: &str) -> Result<()> {
-    write_atomic_with(path, shown, |w| w.write_all(bytes))
+    write_atomic_parts(path, &[bytes], shown)
+}
+
+/// [`write_atomic`] of `parts` one after the other, never joined in memory.
+pub fn write_atomic_parts(path: &Path, parts: &[&[u8]], shown: &str) -> Result<()> {
+    write_atomic_with(path, shown, |w| {
+        parts.iter().try_for_each(|p| w.write_all(p))
+    })
 }
 
 /// [`write_atomic`] of what `make` writes to the temporary file.

@@ -610,6 +610,57 @@ fn real_exports_have_onnxruntimes_shapes() {
     assert_eq!(checked, 5);
 }
 
+/// `shapes -o` reads a model as the listing does (its nodes decoded each in
+/// its turn and dropped once inferred) and writes the model's bytes straight
+/// from the mapped file: on every real export, the copy is byte for byte the
+/// one the library makes from the whole decoded model, and the count it
+/// reports is the number of value_info entries the copy gained.
+#[test]
+fn shapes_o_writes_what_the_whole_model_gives() {
+    use prost::Message;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/exports");
+    let out = crate::common::cli::scratch("exports", "shapes_o");
+    let mut written = Vec::new();
+    for name in ["resnet18_int8", "fasterrcnn", "mvit", "mixtral", "ssdlite"] {
+        let model = dir.join(format!("{name}.onnx"));
+        let path = model.to_str().unwrap();
+        let copy = out.join(format!("{name}.onnx"));
+        let run = crate::common::cli::C3::new()
+            .args(["shapes", path, "-o", copy.to_str().unwrap()])
+            .run();
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let got = std::fs::read(&copy).unwrap();
+        let (want, n) = c3::Model::open_onnx(path)
+            .unwrap()
+            .shapes(&BTreeMap::new(), &BTreeMap::new())
+            .unwrap()
+            .model_bytes();
+        assert!(got == want, "{name}: the copies differ");
+        let original = std::fs::read(&model).unwrap();
+        assert_eq!(&got[..original.len()], &original[..], "{name}");
+        let entries = |b: &[u8]| {
+            c3::onnx::proto::ModelProto::decode(b)
+                .unwrap()
+                .graph
+                .map_or(0, |g| g.value_info.len())
+        };
+        assert_eq!(entries(&got), entries(&original) + n, "{name}");
+        assert!(
+            run.stderr
+                .contains(&format!(" with {n} inferred value_info")),
+            "{name}: {}",
+            run.stderr
+        );
+        written.push(n);
+    }
+    // Every value a node makes that the export does not declare as an
+    // input, output, value_info or initializer (counted with the onnx
+    // package: 58, 1,604, 12,447, 896, 3,702), but MViT's 153 sequences
+    // (51 pooling loops, each a SequenceEmpty, a Loop and a SequenceInsert
+    // output), which are not tensors: 12,447 - 153 = 12,294.
+    assert_eq!(written, [58, 1604, 12_294, 896, 3702]);
+}
+
 /// Pad and Resize over symbolic sizes and sizes partly known as values.
 #[test]
 fn pad_and_resize_of_symbolic_and_partly_known_sizes() {

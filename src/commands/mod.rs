@@ -225,23 +225,25 @@ pub fn shapes(
     let Some(path) = &target.path else {
         let shapes = Model::shapes_listed_file(model, dims, inputs)?;
         let format = format.unwrap_or(ListFormat::Table);
-        return Ok(report::shapes::shapes_fitted(
-            &shapes.inferred,
-            format,
-            &shapes.meta,
-            width,
-        ));
+        let text = report::shapes::shapes_fitted(&shapes.inferred, format, &shapes.meta, width);
+        crate::release(shapes);
+        return Ok(text);
     };
-    let shapes = Model::open_onnx(model)?.shapes(dims, inputs)?;
-    let (bytes, n) = shapes.model_bytes();
-    out.write(&bytes)?;
-    if out.is_stdout() {
-        return Ok(String::new());
+    // The copy needs the values' shapes and the model's bytes, not its
+    // nodes: the model is read as for the listing alone.
+    let shapes = Model::shapes_listed_file(model, dims, inputs)?;
+    let n = shapes.write_model_to(&out)?;
+    let text = match format {
+        Some(f) if !out.is_stdout() => {
+            report::shapes::shapes_fitted(&shapes.inferred, f, &shapes.meta, width)
+        }
+        _ => String::new(),
+    };
+    crate::release(shapes);
+    if !out.is_stdout() {
+        eprintln!("wrote {path} with {n} inferred value_info entries");
     }
-    eprintln!("wrote {path} with {n} inferred value_info entries");
-    Ok(format
-        .map(|f| report::shapes::shapes_fitted(&shapes.inferred, f, &shapes.meta, width))
-        .unwrap_or_default())
+    Ok(text)
 }
 
 /// `c3 rules check PACK`: every error of a pack on stderr, or one line

@@ -170,6 +170,24 @@ pub struct CostReport {
     pub peak: memory::Peak,
 }
 
+impl CostReport {
+    /// The layers no rule counted, as `op (n)` by op; `None` when a rule
+    /// counted every layer.
+    pub fn unsupported_by_op(&self) -> Option<String> {
+        if self.unsupported.is_empty() {
+            return None;
+        }
+        let mut by_op = std::collections::BTreeMap::<String, usize>::new();
+        for u in &self.unsupported {
+            *by_op
+                .entry(crate::ir::qualified(&u.domain, &u.op))
+                .or_default() += 1;
+        }
+        let ops: Vec<String> = by_op.iter().map(|(op, n)| format!("{op} ({n})")).collect();
+        Some(ops.join(", "))
+    }
+}
+
 /// What the walk over nested graphs collects besides the layers.
 struct Collected {
     unsupported: Vec<Unsupported>,
