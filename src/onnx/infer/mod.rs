@@ -255,16 +255,17 @@ impl<'m> Walker<'m> {
         }
         // Value names in definition order, only when the caller lists values.
         let listing = values.is_some();
-        let mut order_names: Vec<String> = Vec::new();
-        let initializers = |scope: &mut Scope, order_names: &mut Vec<String>| {
+        // Each with where the scope keeps its fact.
+        let mut order_names: Vec<(String, u32)> = Vec::new();
+        let initializers = |scope: &mut Scope, order_names: &mut Vec<(String, u32)>| {
             for t in init_list {
                 let name = t.name.clone().unwrap_or_default();
                 let f = tensor_fact(t, &self.loads)
                     .map_err(|m| format!("initializer '{name}': {m}"))?;
-                if listing {
-                    order_names.push(name.clone());
+                match listing {
+                    true => order_names.push((name.clone(), scope.vars.set(name, f).0)),
+                    false => drop(scope.vars.insert(name, f)),
                 }
-                scope.vars.insert(name, f);
             }
             Ok::<(), String>(())
         };
@@ -327,9 +328,10 @@ impl<'m> Walker<'m> {
                 for r in &rec {
                     for (k, o) in r.outputs.iter().enumerate() {
                         let Some((name, f)) = o else { continue };
-                        slots.define(i, n, k, name, f, scope);
-                        if listing {
-                            order_names.push(name.clone());
+                        let at = slots.define(i, n, k, name, f, scope);
+                        // Listing, slots are off: the scope keeps every fact.
+                        if let (true, Some(at)) = (listing, at) {
+                            order_names.push((name.clone(), at));
                         }
                     }
                 }

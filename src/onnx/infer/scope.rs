@@ -48,17 +48,25 @@ impl Vars {
 
     /// Sets `name`'s fact, returning the one it replaces.
     pub(super) fn insert(&mut self, name: String, fact: Fact) -> Option<Fact> {
+        self.set(name, fact).1
+    }
+
+    /// Sets `name`'s fact: where it is kept ([`Vars::take_listed`] takes
+    /// it from there), and the fact it replaces.
+    pub(super) fn set(&mut self, name: String, fact: Fact) -> (u32, Option<Fact>) {
         use std::collections::hash_map::Entry;
         match self.index.entry(name) {
             Entry::Occupied(e) => {
-                let old = self.facts[*e.get() as usize].replace(Box::new(fact));
-                Some(old.map_or_else(Fact::unknown, |f| *f))
+                let at = *e.get();
+                let old = self.facts[at as usize].replace(Box::new(fact));
+                (at, Some(old.map_or_else(Fact::unknown, |f| *f)))
             }
             Entry::Vacant(e) => {
                 // Within u32: a model holds at most MAX_NODES nodes.
-                e.insert(self.facts.len() as u32);
+                let at = self.facts.len() as u32;
+                e.insert(at);
                 self.facts.push(Some(Box::new(fact)));
-                None
+                (at, None)
             }
         }
     }
@@ -69,19 +77,17 @@ impl Vars {
             .map(|&i| self.facts[i as usize].as_deref().unwrap_or(&self.unknown))
     }
 
-    /// The facts of `names` (the values listed, in definition order), for
-    /// a walk that is done with them: each moved out, not copied, but for a
-    /// name listed twice, whose earlier entries copy its fact (the last
-    /// one set, as [`Vars::get`] reads). Names not set here are left out.
-    pub(super) fn take_listed(&mut self, names: Vec<String>) -> Vec<(String, Fact)> {
+    /// The facts of `names` (the values listed, in definition order, each
+    /// with where [`Vars::set`] keeps it), for a walk that is done with
+    /// them: each moved out, not copied, but for a name listed twice, whose
+    /// earlier entries copy its fact (the last one set, as [`Vars::get`]
+    /// reads).
+    pub(super) fn take_listed(&mut self, names: Vec<(String, u32)>) -> Vec<(String, Fact)> {
         // Walked from the end: a fact's last entry takes it, and `at` says
         // where it went for the entries before.
         let mut at = vec![u32::MAX; self.facts.len()];
         let mut listed: Vec<(String, Fact)> = Vec::with_capacity(names.len());
-        for name in names.into_iter().rev() {
-            let Some(&i) = self.index.get(name.as_str()) else {
-                continue;
-            };
+        for (name, i) in names.into_iter().rev() {
             let i = i as usize;
             let fact = match at[i] {
                 u32::MAX => {
@@ -242,6 +248,7 @@ impl Slots {
     /// Sets the fact of `name`, the `k`-th output in a record of node `i`
     /// (`n`): in its slot when it is one of the node's own outputs (in its
     /// place in the node's record; a function call's come in its last).
+    /// Returns where the scope keeps it, when the scope does.
     pub(super) fn define(
         &mut self,
         i: usize,
@@ -250,7 +257,7 @@ impl Slots {
         name: &String,
         f: &Fact,
         scope: &mut Scope,
-    ) {
+    ) -> Option<u32> {
         let made = match n.output.get(k) {
             Some(out) if out == name => Some(k),
             _ if self.on => n.output.iter().position(|out| out == name),
@@ -258,10 +265,11 @@ impl Slots {
         };
         let start = self.readers.starts[i] as usize;
         match made.and_then(|k| self.own((start + k) as u32)) {
-            Some(s) => self.facts[s] = Some(Box::new(f.clone())),
-            None => {
-                scope.vars.insert(name.clone(), f.clone());
+            Some(s) => {
+                self.facts[s] = Some(Box::new(f.clone()));
+                None
             }
+            None => Some(scope.vars.set(name.clone(), f.clone()).0),
         }
     }
 
@@ -350,15 +358,15 @@ mod tests {
     use crate::ir::{DType, Dim};
 
     /// The listed facts are moved out in order; a name listed twice gets
-    /// its last fact both times, and a name not set is left out.
+    /// its last fact both times.
     #[test]
     fn listed_facts_are_taken_in_order() {
         let shaped = |n: u64| Fact::tensor(Some(DType::Float32), Some(vec![Dim::Known(n)]));
         let mut vars = Vars::default();
-        vars.insert("a".into(), shaped(1));
-        vars.insert("b".into(), shaped(2));
-        vars.insert("a".into(), shaped(3));
-        let names = ["a", "b", "a", "c"].map(String::from).to_vec();
+        let mut names = Vec::new();
+        for (name, n) in [("a", 1), ("b", 2), ("a", 3)] {
+            names.push((name.to_string(), vars.set(name.into(), shaped(n)).0));
+        }
         let listed = vars.take_listed(names);
         let got: Vec<(&str, String)> = listed
             .iter()
