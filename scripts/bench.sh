@@ -12,6 +12,8 @@
 #
 # Every tool is timed as a whole process, as a user runs it:
 #   c3 estimate --format json | --format md, c3 shapes --format json
+#   c3 shapes -o FILE (ONNX's job: the model written back with its shapes,
+#     flushed to disk before it is renamed into place)
 #   python -c 'onnx.shape_inference.infer_shapes_path(MODEL, OUT)'
 #   python -c 'onnx_tool.model_profile(MODEL)'
 # Each row: median wall time, median CPU time (user + sys), on a warm page
@@ -56,7 +58,7 @@ if [ -z "${C3:-}" ]; then cargo build --release --quiet; fi
 "$python" scripts/gen_bench_models.py "$dir" 1000 10000 100000 \
   $(printf '%s\n' $models | grep -E '^(convnet_100000|gpt_[0-9]+_ext)$' || true) >/dev/null
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp" "$dir/inferred.onnx"' EXIT
+trap 'rm -rf "$tmp" "$dir/inferred.onnx" "$dir/c3-inferred.onnx"' EXIT
 
 # file_of NAME: the model a MODELS entry names (a path ending in .onnx, or
 # a generated model's name).
@@ -114,6 +116,8 @@ for m in $models; do
   measure "c3 estimate --format json" "$m" "$runs" "$c3" estimate "$f" --format json
   measure "c3 estimate --format md" "$m" "$runs" "$c3" estimate "$f" --format md
   measure "c3 shapes --format json" "$m" "$runs" "$c3" shapes "$f" --format json
+  # ONNX's own job: the model written back with its inferred shapes.
+  measure "c3 shapes -o" "$m" "$runs" "$c3" shapes "$f" -o "$dir/c3-inferred.onnx" --force
   if [ "${ONE_CORE:-1}" != 0 ] && command -v taskset >/dev/null; then
     measure "c3 estimate --format json, one core" "$m" "$runs" taskset -c 0 "$c3" estimate "$f" --format json
   fi
@@ -134,8 +138,10 @@ for m in $models; do
   one=$(awk -v m="$m" '$1 == m && $2 == "c3" && $5 == "json," && $6 == "one" { print $NF }' "$tmp/walls")
   o=$(awk -v m="$m" '$1 == m && $3 == "infer_shapes_path" { print $NF }' "$tmp/walls")
   t=$(awk -v m="$m" '$1 == m && $2 == "onnx_tool.model_profile" { print $NF }' "$tmp/walls")
+  w=$(awk -v m="$m" '$1 == m && $2 == "c3" && $3 == "shapes" && $4 == "-o" { print $NF }' "$tmp/walls")
   if [ -n "$c" ] && [ -n "$o" ]; then
     printf '%s: c3 estimate --format json is %.1fx faster than infer_shapes_path' "${m##*/}" "$(echo "$o / $c" | bc -l)"
+    if [ -n "$w" ]; then printf ' (c3 shapes -o, the same job, %.1fx)' "$(echo "$o / $w" | bc -l)"; fi
     if [ -n "$t" ]; then printf ', %.0fx faster than onnx-tool' "$(echo "$t / $c" | bc -l)"; fi
     if [ -n "$one" ]; then printf '; on one core %.0fx faster than infer_shapes_path' "$(echo "$o / $one" | bc -l)"; fi
     echo
