@@ -255,8 +255,12 @@ impl<'m> Walker<'m> {
         }
         // Value names in definition order, only when the caller lists values.
         let listing = values.is_some();
-        // Each with where the scope keeps its fact.
-        let mut order_names: Vec<(String, u32)> = Vec::new();
+        // Each with where the scope keeps its fact; room for the
+        // initializers and a value a node, made once (most nodes make one).
+        let mut order_names: Vec<(String, u32)> = match listing {
+            true => Vec::with_capacity(init_list.len() + nodes.count()),
+            false => Vec::new(),
+        };
         let initializers = |scope: &mut Scope, order_names: &mut Vec<(String, u32)>| {
             for t in init_list {
                 let name = t.name.clone().unwrap_or_default();
