@@ -22,11 +22,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
+/// The what-if storage types of `--weights` and `--activations`.
+pub use crate::commands::parse::Precision;
 use crate::cost::{self, CostReport, Roofline};
 use crate::error::{Error, Result};
 use crate::ir::{DType, Graph};
 use crate::onnx::OnnxModel;
 use crate::onnx::infer::{InferOptions, Inferred, Taken};
+use crate::output::Output;
 use crate::report::{self, ReportOptions};
 use crate::rules::{CountOptions, RuleSet};
 
@@ -561,6 +564,25 @@ impl Model {
     /// `metadata_props` and the inferred shapes in `value_info`
     /// (`c3 annotate`); every original byte is kept.
     pub fn annotate(&self, opts: &EstimateOptions) -> Result<crate::onnx::annotate::Annotated> {
+        self.annotated(opts, |pieces| Ok(pieces.joined()))
+    }
+
+    /// Writes [`Model::annotate`]'s copy through `out`, the bytes kept as
+    /// they were (the weights) straight from the mapped file; returns how
+    /// many nodes got costs and how many value_info entries were added.
+    pub fn annotate_to(&self, opts: &EstimateOptions, out: &Output) -> Result<(usize, usize)> {
+        self.annotated(opts, |pieces| {
+            out.write_with(|w| pieces.write_to(w))?;
+            Ok((pieces.nodes, pieces.value_info))
+        })
+    }
+
+    /// The annotated copy, as pieces, handed to `then`.
+    fn annotated<R>(
+        &self,
+        opts: &EstimateOptions,
+        then: impl FnOnce(crate::onnx::annotate::Pieces<'_>) -> Result<R>,
+    ) -> Result<R> {
         let Source::Onnx(model) = &self.source else {
             return Err(Error::Usage(format!(
                 "{}: annotate needs an ONNX model, not a trace",
@@ -569,13 +591,13 @@ impl Model {
         };
         let inferred = infer(model, &opts.dims, &opts.inputs, false)?;
         let estimate = self.estimate(opts)?;
-        crate::onnx::annotate::annotate(
+        then(crate::onnx::annotate::annotate_pieces(
             model,
             &inferred,
             &estimate.report,
             estimate.roofline.as_ref(),
             !opts.no_fold,
-        )
+        )?)
     }
 }
 
@@ -754,7 +776,7 @@ impl Shapes {
     /// Writes that copy through `out`, the model's own bytes straight from
     /// the mapped file, then the value_info entries (never joined in
     /// memory); returns how many entries were added.
-    pub fn write_model_to(&self, out: &crate::output::Output) -> Result<usize> {
+    pub fn write_model_to(&self, out: &Output) -> Result<usize> {
         let (patch, n) = crate::onnx::write::value_info_patch(&self.model, &self.inferred);
         out.write_with(|w| {
             w.write_all(&self.model.bytes)?;
@@ -966,35 +988,6 @@ fn is_trace(path: &str) -> Result<bool> {
     Ok(starts_like_json(&head[..n]))
 }
 
-/// A what-if storage type for weights or activations (`--weights`,
-/// `--activations`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Precision {
-    #[value(alias = "float32")]
-    Fp32,
-    #[value(alias = "float16")]
-    Fp16,
-    #[value(alias = "bfloat16")]
-    Bf16,
-    #[value(alias = "float8", alias = "float8e4m3fn")]
-    Fp8,
-    Int8,
-    Int4,
-}
-
-impl Precision {
-    pub fn dtype(self) -> DType {
-        match self {
-            Precision::Fp32 => DType::Float32,
-            Precision::Fp16 => DType::Float16,
-            Precision::Bf16 => DType::Bfloat16,
-            Precision::Fp8 => DType::Float8E4M3Fn,
-            Precision::Int8 => DType::Int8,
-            Precision::Int4 => DType::Int4,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1018,7 +1011,7 @@ mod tests {
         let model = Model::from_bytes(TRACE.to_vec(), "t.json").unwrap();
         let mut opts = EstimateOptions::default();
         opts.dims.insert("batch".into(), 3);
-        opts.activations = Some(Precision::Fp16.dtype());
+        opts.activations = Some(DType::Float16);
         let e = model.estimate(&opts).unwrap();
         // 3 * 64 float16 values read, 2 bytes each.
         assert_eq!(e.report.total.mread, 3 * 64 * 2);

@@ -162,13 +162,9 @@ pub fn annotate(model: &str, opts: &EstimateOptions, target: &Target) -> Result<
     };
     let out = target.check(Kind::Onnx, &[model])?;
     opts.check()?;
-    let done = Model::open(model)?.annotate(opts)?;
-    out.write(&done.bytes)?;
+    let (nodes, value_info) = Model::open(model)?.annotate_to(opts, &out)?;
     if !out.is_stdout() {
-        eprintln!(
-            "wrote {path}: costs on {} nodes, {} inferred value_info entries",
-            done.nodes, done.value_info
-        );
+        eprintln!("wrote {path}: costs on {nodes} nodes, {value_info} inferred value_info entries");
     }
     Ok(String::new())
 }

@@ -14,7 +14,6 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use prost::Message;
 use prost::encoding::{decode_varint, encode_varint};
 
 use crate::cost::CostReport;
@@ -34,8 +33,6 @@ const MODEL_GRAPH: u64 = 7;
 const MODEL_METADATA: u64 = 14;
 /// GraphProto.node
 const GRAPH_NODE: u64 = 1;
-/// GraphProto.value_info
-const GRAPH_VALUE_INFO: u64 = 13;
 /// NodeProto.attribute
 const NODE_ATTRIBUTE: u64 = 5;
 /// NodeProto.metadata_props
@@ -57,6 +54,89 @@ pub struct Annotated {
     pub nodes: usize,
     /// Inferred shapes added to value_info.
     pub value_info: usize,
+}
+
+/// The annotated copy as pieces to write one after the other: what c3
+/// changed, and between those the model's own bytes where they are kept as
+/// they were (its weights), borrowed from the mapped file rather than
+/// copied into a second model in memory.
+pub struct Pieces<'m> {
+    pub pieces: Vec<std::borrow::Cow<'m, [u8]>>,
+    /// Nodes that got costs, those inside bodies included.
+    pub nodes: usize,
+    /// Inferred shapes added to value_info.
+    pub value_info: usize,
+}
+
+impl Pieces<'_> {
+    /// Writes the copy to `w`.
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        self.pieces.iter().try_for_each(|p| w.write_all(p))
+    }
+
+    /// The copy in one buffer.
+    pub fn joined(self) -> Annotated {
+        Annotated {
+            bytes: self.pieces.concat(),
+            nodes: self.nodes,
+            value_info: self.value_info,
+        }
+    }
+}
+
+/// Where a graph's rewritten fields go: a buffer (a body, rewritten whole),
+/// or the main graph's pieces.
+trait Sink<'a> {
+    /// A field kept as it was: tag, length and payload.
+    fn kept(&mut self, raw: &'a [u8]);
+    /// The buffer new bytes are appended to.
+    fn made(&mut self) -> &mut Vec<u8>;
+}
+
+impl<'a> Sink<'a> for Vec<u8> {
+    fn kept(&mut self, raw: &'a [u8]) {
+        self.extend_from_slice(raw);
+    }
+    fn made(&mut self) -> &mut Vec<u8> {
+        self
+    }
+}
+
+/// The main graph's bytes as pieces: what is made, gathered in a buffer,
+/// and a kept field of [`KEPT_APART`] bytes or more borrowed on its own.
+struct Gathered<'a> {
+    pieces: Vec<std::borrow::Cow<'a, [u8]>>,
+    open: Vec<u8>,
+}
+
+/// Fields kept as they were from this size on are not copied ([`Gathered`]).
+const KEPT_APART: usize = 4096;
+
+impl<'a> Sink<'a> for Gathered<'a> {
+    fn kept(&mut self, raw: &'a [u8]) {
+        if raw.len() < KEPT_APART {
+            self.open.extend_from_slice(raw);
+        } else {
+            if !self.open.is_empty() {
+                self.pieces.push(std::mem::take(&mut self.open).into());
+            }
+            self.pieces.push(raw.into());
+        }
+    }
+    fn made(&mut self) -> &mut Vec<u8> {
+        &mut self.open
+    }
+}
+
+impl<'a> Gathered<'a> {
+    /// The pieces, the last one gathered included, and their length.
+    fn finish(mut self) -> (Vec<std::borrow::Cow<'a, [u8]>>, usize) {
+        if !self.open.is_empty() {
+            self.pieces.push(self.open.into());
+        }
+        let len = self.pieces.iter().map(|p| p.len()).sum();
+        (self.pieces, len)
+    }
 }
 
 /// Where an ONNX node sits: one step per graph level, each the graph
@@ -389,13 +469,13 @@ struct Rewrite {
 impl Rewrite {
     /// The node fields of one graph field appended to `out`, each rewritten;
     /// `next` numbers the nodes on across the graph fields of one graph.
-    fn graph(
+    fn graph<'a>(
         &self,
-        graph: &[u8],
+        graph: &'a [u8],
         at: &NodePath,
         attr: &str,
         next: &mut usize,
-        out: &mut Vec<u8>,
+        out: &mut impl Sink<'a>,
     ) -> Option<()> {
         for f in fields(graph)? {
             match (f.number, f.payload) {
@@ -403,9 +483,9 @@ impl Rewrite {
                     let mut path = at.clone();
                     path.push((attr.to_string(), *next));
                     *next += 1;
-                    put_len(out, GRAPH_NODE, &self.node(node, &path)?);
+                    put_len(out.made(), GRAPH_NODE, &self.node(node, &path)?);
                 }
-                _ => out.extend_from_slice(f.raw),
+                _ => out.kept(f.raw),
             }
         }
         Some(())
@@ -474,6 +554,17 @@ pub fn annotate(
     roofline: Option<&Roofline>,
     fold: bool,
 ) -> Result<Annotated> {
+    annotate_pieces(model, inferred, report, roofline, fold).map(Pieces::joined)
+}
+
+/// [`annotate`], as pieces to write one after the other.
+pub fn annotate_pieces<'m>(
+    model: &'m OnnxModel,
+    inferred: &Inferred,
+    report: &CostReport,
+    roofline: Option<&Roofline>,
+    fold: bool,
+) -> Result<Pieces<'m>> {
     let sources = layer_sources(model, inferred, fold);
     let costs = node_costs(&sources, report, roofline)?;
     let owners = costs
@@ -489,43 +580,45 @@ pub fn annotate(
     let bytes: &[u8] = &model.bytes;
     // The model's fields before its (first) graph, the graph, the rest.
     let mut head = Vec::with_capacity(1024);
-    let mut graph_out: Option<Vec<u8>> = None;
+    let mut graph: Option<Gathered> = None;
     let mut tail = Vec::with_capacity(1024);
     // Node indices run on across every graph field: protobuf merges them.
     let mut node_index = 0usize;
     for f in fields(bytes).ok_or_else(|| malformed(model))? {
         match (f.number, f.payload) {
-            (MODEL_GRAPH, Some(graph)) => {
+            (MODEL_GRAPH, Some(g)) => {
                 // Several graph fields (as `c3 shapes -o` writes) are one
                 // graph to protobuf, but some readers (Netron) keep only
                 // the last: write their fields as one graph.
-                let g =
-                    graph_out.get_or_insert_with(|| Vec::with_capacity(bytes.len() + 128 * nodes));
+                let out = graph.get_or_insert_with(|| Gathered {
+                    pieces: Vec::new(),
+                    open: Vec::with_capacity(128 * nodes),
+                });
                 rewrite
-                    .graph(graph, &Vec::new(), "", &mut node_index, g)
+                    .graph(g, &Vec::new(), "", &mut node_index, out)
                     .ok_or_else(|| malformed(model))?;
             }
             (MODEL_METADATA, Some(entry)) if is_ours(entry) => {}
-            _ if graph_out.is_none() => head.extend_from_slice(f.raw),
+            _ if graph.is_none() => head.extend_from_slice(f.raw),
             _ => tail.extend_from_slice(f.raw),
         }
     }
-    let infos = super::write::inferred_value_info(model, inferred);
-    let mut g = graph_out.unwrap_or_default();
-    for v in &infos {
-        put_len(&mut g, GRAPH_VALUE_INFO, &v.encode_to_vec());
-    }
-    let mut out = head;
-    out.reserve(g.len() + tail.len() + 512);
-    put_len(&mut out, MODEL_GRAPH, &g);
-    out.extend_from_slice(&tail);
+    let (infos, value_info) = super::write::value_info_fields(model, inferred);
+    let (graph, graph_len) = graph.map_or((Vec::new(), 0), Gathered::finish);
+    // The graph's length prefix, then its pieces and the shapes after them.
+    encode_varint((MODEL_GRAPH << 3) | LEN, &mut head);
+    encode_varint((graph_len + infos.len()) as u64, &mut head);
     for (k, v) in model_entries(report, roofline) {
-        put_entry(&mut out, MODEL_METADATA, &k, &v);
+        put_entry(&mut tail, MODEL_METADATA, &k, &v);
     }
-    Ok(Annotated {
-        bytes: out,
+    let mut pieces = vec![head.into()];
+    pieces.extend(graph);
+    pieces.push(infos.into());
+    pieces.push(tail.into());
+    Ok(Pieces {
+        pieces,
         nodes,
-        value_info: infos.len(),
+        value_info,
     })
 }
 
@@ -624,6 +717,88 @@ mod tests {
         put_entry(&mut want, NODE_METADATA, "c3.mread", "0");
         put_entry(&mut want, NODE_METADATA, "c3.mwrite", "0");
         assert_eq!(got, want);
+    }
+
+    /// A MatMul by a 64 KB weight, annotated twice (the second time over the
+    /// first copy): the weight's field is a piece borrowed from the model's
+    /// own bytes, not copied, and the pieces written one after the other
+    /// are the bytes [`annotate`] joins, which decode to the model with its
+    /// costs and shapes, c3's first entries replaced.
+    #[test]
+    fn kept_weights_are_borrowed_from_the_model_bytes() {
+        use crate::onnx::build::{FLOAT, graph, model, node, sized_value, zeros};
+        use crate::proto::ModelProto;
+        use prost::Message;
+        let mut g = graph(
+            vec![sized_value("x", FLOAT, &[1, 128])],
+            vec![
+                node("MatMul", &["x", "w"], &["y"]),
+                node("Relu", &["y"], &["z"]),
+            ],
+            vec![sized_value("z", FLOAT, &[1, 128])],
+        );
+        g.initializer.push(zeros("w", &[128, 128]));
+        let mut bytes = model(g, 17).encode_to_vec();
+        for round in 0..2 {
+            let m = crate::Model::from_bytes(bytes.clone(), "m.onnx").unwrap();
+            let opts = crate::EstimateOptions::default();
+            let joined = m.annotate(&opts).unwrap();
+            let report = m.estimate(&opts).unwrap().report;
+            let onnx = crate::onnx::from_bytes(bytes.clone().into(), "m.onnx").unwrap();
+            let inferred = crate::onnx::infer::infer(&onnx, &Default::default()).unwrap();
+            let pieces = annotate_pieces(&onnx, &inferred, &report, None, true).unwrap();
+            let own = onnx.bytes.as_ptr_range();
+            let borrowed: Vec<usize> = pieces
+                .pieces
+                .iter()
+                .filter(|p| matches!(p, std::borrow::Cow::Borrowed(_)))
+                .inspect(|p| assert!(own.contains(&p.as_ptr()), "round {round}"))
+                .map(|p| p.len())
+                .collect();
+            // The weight's field: a tag, a three-byte length and a record
+            // of 65,536 bytes of data, its name, type and two dimensions.
+            assert_eq!(borrowed.len(), 1, "round {round}");
+            assert!(borrowed[0] > 128 * 128 * 4, "{borrowed:?}");
+            let mut written = Vec::new();
+            pieces.write_to(&mut written).unwrap();
+            assert!(written == joined.bytes, "round {round}");
+            // The second round's model declares `y` already.
+            assert_eq!((joined.nodes, joined.value_info), (2, 1 - round));
+            // Each node's c3.flops entries, walked on the wire (c3's
+            // NodeProto leaves metadata_props out).
+            let payload = |b: &[u8], n: u64| -> Vec<Vec<u8>> {
+                fields(b)
+                    .unwrap()
+                    .iter()
+                    .filter(|f| f.number == n)
+                    .map(|f| f.payload.unwrap().to_vec())
+                    .collect()
+            };
+            let graphs = payload(&written, MODEL_GRAPH);
+            assert_eq!(graphs.len(), 1);
+            let flops: Vec<Vec<String>> = payload(&graphs[0], GRAPH_NODE)
+                .iter()
+                .map(|node| {
+                    payload(node, NODE_METADATA)
+                        .iter()
+                        .filter(|e| payload(e, ENTRY_KEY) == [b"c3.flops".to_vec()])
+                        .map(|e| String::from_utf8(payload(e, ENTRY_VALUE).remove(0)).unwrap())
+                        .collect()
+                })
+                .collect();
+            // MatMul 1x128 by 128x128: 128 * 128 = 16,384 multiply-adds,
+            // one FLOP each with fused multiply-adds (the default); Relu
+            // one a value. One entry each: the first round's are replaced.
+            assert_eq!(flops, [["16384"], ["128"]], "round {round}");
+            let back = ModelProto::decode(&written[..]).unwrap().graph.unwrap();
+            let infos: Vec<_> = back
+                .value_info
+                .iter()
+                .map(|v| v.name.clone().unwrap())
+                .collect();
+            assert_eq!(infos, ["y"], "round {round}");
+            bytes = written;
+        }
     }
 
     #[test]

@@ -27,16 +27,32 @@ pub fn with_value_info(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usiz
 
 /// What a copy of the model appends to the model's own bytes to carry every
 /// inferred node output in value_info, and how many entries that is: a
-/// second serialized `ModelProto` holding only them. Protobuf merges it into
-/// the first, so the original bytes (weights included) are copied unchanged,
-/// and a writer can send them straight from the mapped file.
+/// second serialized `ModelProto` holding only them.
+/// Protobuf merges it into the first, so the original bytes (weights
+/// included) are copied unchanged, and a writer can send them straight from
+/// the mapped file.
+pub fn value_info_patch(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
+    let (graph, n) = value_info_fields(model, inferred);
+    // ModelProto.graph (7), length-delimited.
+    let mut patch = Vec::with_capacity(
+        1 + prost::encoding::encoded_len_varint(graph.len() as u64) + graph.len(),
+    );
+    patch.push((7 << 3) | 2);
+    prost::encoding::encode_varint(graph.len() as u64, &mut patch);
+    patch.extend_from_slice(&graph);
+    (patch, n)
+}
+
+/// The inferred shapes of the main graph's values that the model does not
+/// declare, as the `GraphProto.value_info` fields that carry them, and how
+/// many they are.
 ///
 /// Encoded here, field by field, as prost encodes the `ValueInfoProto`s of
-/// [`inferred_value_info`] (the tests hold the two to the same bytes),
-/// without building them: on a 111k-node graph that building, prost's
-/// sizing of each nesting level again for every level above it, and the
-/// freeing were two thirds of writing the copy.
-pub fn value_info_patch(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
+/// a graph (the tests hold the two to the same bytes), without building
+/// them: on a 111k-node graph that building, prost's sizing of each
+/// nesting level again for every level above it, and the freeing were two
+/// thirds of writing the copy.
+pub(crate) fn value_info_fields(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
     use prost::encoding::{encode_varint, encoded_len_varint as len_of};
     // One-byte keys: (field number << 3) | wire type, every number below 16.
     const LEN: u64 = 2;
@@ -95,12 +111,7 @@ pub fn value_info_patch(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usi
         graph.extend_from_slice(&shape);
         n += 1;
     }
-    // ModelProto.graph (7).
-    let mut patch = Vec::with_capacity(1 + len_of(graph.len() as u64) + graph.len());
-    key(7, LEN, &mut patch);
-    encode_varint(graph.len() as u64, &mut patch);
-    patch.extend_from_slice(&graph);
-    (patch, n)
+    (graph, n)
 }
 
 /// The main graph's values whose inferred type and shape a copy of the
@@ -128,9 +139,10 @@ fn undeclared_tensors<'a>(
     })
 }
 
-/// The inferred shapes of the main graph's values that the model does not
-/// declare, as `ValueInfoProto`s.
-pub(crate) fn inferred_value_info(
+/// [`value_info_fields`] as `ValueInfoProto`s, for prost to encode: what
+/// the tests hold the hand encoding to.
+#[cfg(test)]
+fn inferred_value_info(
     model: &OnnxModel,
     inferred: &Inferred,
 ) -> Vec<crate::proto::ValueInfoProto> {
@@ -188,16 +200,10 @@ mod tests {
     }
 
     fn inferred(values: Vec<(&str, Fact)>) -> Inferred {
+        let values = values.into_iter().map(|(n, f)| (n.to_string(), f));
         Inferred {
-            values: values
-                .into_iter()
-                .map(|(n, f)| (n.to_string(), f))
-                .collect(),
-            nodes: Vec::new(),
-            outputs: Vec::new(),
-            bounds: Default::default(),
-            input_symbols: Vec::new(),
-            bound_symbols: Vec::new(),
+            values: values.collect(),
+            ..Default::default()
         }
     }
 

@@ -165,11 +165,7 @@ mod tests {
     fn listing(values: Vec<(String, Fact)>) -> Inferred {
         Inferred {
             values,
-            nodes: Vec::new(),
-            outputs: Vec::new(),
-            bounds: Default::default(),
-            input_symbols: Vec::new(),
-            bound_symbols: Vec::new(),
+            ..Default::default()
         }
     }
 

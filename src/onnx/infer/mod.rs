@@ -83,6 +83,7 @@ pub struct InferredBody {
 }
 
 /// The result of inference over the main graph.
+#[derive(Default)]
 pub struct Inferred {
     /// Every value of the main graph, in definition order.
     pub values: Vec<(String, Fact)>,
