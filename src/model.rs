@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 
-/// The what-if storage types of `--weights` and `--activations`.
-pub use crate::commands::parse::Precision;
 use crate::cost::{self, CostReport, Roofline};
 use crate::error::{Error, Result};
+/// The what-if storage types of `--weights` and `--activations`.
+pub use crate::ir::Precision;
 use crate::ir::{DType, Graph};
 use crate::onnx::OnnxModel;
 use crate::onnx::infer::{InferOptions, Inferred, Taken};
@@ -130,6 +130,15 @@ pub struct Estimate {
     pub about: Vec<(String, String)>,
 }
 
+/// How the graph to cost is inferred.
+enum Inferring {
+    /// From the model: its main graph's nodes taken out of it, and its
+    /// initializers, where given ([`Model::estimate_file`]).
+    Here(Option<Taken>, Option<Vec<crate::proto::TensorProto>>),
+    /// Already, by the caller, every value kept: its nodes become the graph.
+    Done(Inferred),
+}
+
 /// Every value of an ONNX model with its inferred type and shape.
 pub struct Shapes {
     pub inferred: Inferred,
@@ -145,7 +154,7 @@ impl Model {
         if path == STDIN {
             return Model::from_bytes(read_stdin()?, STDIN_NAME);
         }
-        let source = if is_trace(path)? {
+        let source = if crate::trace::is_trace_file(path)? {
             Source::Trace(crate::trace::read_trace(path)?)
         } else {
             Source::Onnx(Box::new(crate::onnx::load(path).map_err(neither)?))
@@ -176,7 +185,7 @@ impl Model {
     /// messages.
     pub fn from_bytes(bytes: impl Into<Bytes>, name: &str) -> Result<Model> {
         let bytes: Bytes = bytes.into();
-        let source = if starts_like_json(&bytes) {
+        let source = if crate::trace::starts_like_json(&bytes) {
             Source::Trace(crate::trace::parse_trace(&bytes, name)?)
         } else {
             Source::Onnx(Box::new(
@@ -207,7 +216,7 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
     ) -> Result<Graph> {
-        self.graph_with(dims, inputs, true, None, None)
+        self.graph_with(dims, inputs, true, Inferring::Here(None, None))
     }
 
     /// [`Model::graph`]; with `fold` false nothing is folded away.
@@ -216,8 +225,7 @@ impl Model {
         dims: &BTreeMap<String, i64>,
         inputs: &BTreeMap<String, Vec<u64>>,
         fold: bool,
-        taken: Option<Taken>,
-        initializers: Option<Vec<crate::proto::TensorProto>>,
+        inferring: Inferring,
     ) -> Result<Graph> {
         let mut graph = match &self.source {
             Source::Trace(g) => {
@@ -228,10 +236,19 @@ impl Model {
                 }
                 g.clone()
             }
-            Source::Onnx(m) => {
-                let opts = infer_options(dims, inputs, true, false);
-                crate::onnx::infer::graph::infer_graph_with(m, taken, &opts, fold, initializers)?
-            }
+            Source::Onnx(m) => match inferring {
+                Inferring::Here(taken, initializers) => {
+                    let opts = infer_options(dims, inputs, true, false);
+                    crate::onnx::infer::graph::infer_graph_with(
+                        m,
+                        taken,
+                        &opts,
+                        fold,
+                        initializers,
+                    )?
+                }
+                Inferring::Done(inferred) => crate::onnx::infer::to_graph_with(inferred, fold),
+            },
         };
         let declared = match &self.source {
             Source::Onnx(m) => m.model.graph.as_ref(),
@@ -280,7 +297,7 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
-        let graph = self.prepare(opts, &rules, None, None)?;
+        let graph = self.prepare(opts, &rules, Inferring::Here(None, None))?;
         costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))
     }
 
@@ -295,7 +312,7 @@ impl Model {
     /// records left encoded until inference reaches each (a large model's
     /// nodes are never all decoded at once).
     pub fn estimate_file(path: &str, opts: &EstimateOptions) -> Result<Estimate> {
-        if path == STDIN || is_trace(path)? {
+        if path == STDIN || crate::trace::is_trace_file(path)? {
             return Model::open(path)?.into_estimate(opts);
         }
         let (model, taken) = Model::open_encoded(path).map_err(neither)?;
@@ -333,7 +350,7 @@ impl Model {
                 .map(|g| std::mem::take(&mut g.initializer)),
             _ => None,
         };
-        let graph = self.prepare(opts, &rules, taken, initializers)?;
+        let graph = self.prepare(opts, &rules, Inferring::Here(taken, initializers))?;
         // The weights' records have given all they had to give: shapes,
         // and the nonzeros a rule asked for.
         if let Source::Onnx(m) = &mut self.source
@@ -358,12 +375,10 @@ impl Model {
         &self,
         opts: &EstimateOptions,
         rules: &RuleSet,
-        taken: Option<Taken>,
-        initializers: Option<Vec<crate::proto::TensorProto>>,
+        inferring: Inferring,
     ) -> Result<Graph> {
         opts.check_prune(rules)?;
-        let mut graph =
-            self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, taken, initializers)?;
+        let mut graph = self.graph_with(&opts.dims, &opts.inputs, !opts.no_fold, inferring)?;
         if opts.count.prune.is_none() && rules.reads_nonzeros() {
             self.count_nonzeros(&mut graph.nodes, rules, &mut Weights::default())?;
         }
@@ -589,14 +604,18 @@ impl Model {
                 self.path
             )));
         };
+        // One inference gives the values written, where each layer's node
+        // is, and then the graph costed.
         let inferred = infer(model, &opts.dims, &opts.inputs, false)?;
-        let estimate = self.estimate(opts)?;
-        then(crate::onnx::annotate::annotate_pieces(
-            model,
-            &inferred,
-            &estimate.report,
-            estimate.roofline.as_ref(),
-            !opts.no_fold,
+        let fold = !opts.no_fold;
+        let sources = crate::onnx::annotate::layer_sources(model, &inferred, fold);
+        let infos = crate::onnx::write::value_info_fields(model, &inferred);
+        let rules = opts.rules()?;
+        let graph = self.prepare(opts, &rules, Inferring::Done(inferred))?;
+        let estimate = costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))?;
+        let (report, roofline) = (&estimate.report, estimate.roofline.as_ref());
+        then(crate::onnx::annotate::pieces(
+            model, &sources, infos, report, roofline,
         )?)
     }
 }
@@ -928,7 +947,8 @@ fn read_stdin() -> Result<Vec<u8>> {
     if bytes.is_empty() {
         return Err(bad("standard input is empty".into()));
     }
-    if starts_like_json(&bytes) && bytes.len() as u64 > crate::trace::MAX_TRACE_BYTES {
+    if crate::trace::starts_like_json(&bytes) && bytes.len() as u64 > crate::trace::MAX_TRACE_BYTES
+    {
         return Err(bad(format!(
             "trace is {} bytes, which exceeds the limit of {} bytes",
             bytes.len(),
@@ -936,13 +956,6 @@ fn read_stdin() -> Result<Vec<u8>> {
         )));
     }
     Ok(bytes)
-}
-
-/// Whether bytes start like JSON (an operator trace): `{` after blanks and
-/// an optional UTF-8 byte order mark.
-fn starts_like_json(bytes: &[u8]) -> bool {
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 /// A file that does not decode as ONNX and does not start like a trace is
@@ -962,30 +975,6 @@ fn neither(e: Error) -> Error {
         }
         e => e,
     }
-}
-
-/// Whether a file is an operator trace (JSON) rather than an ONNX model.
-fn is_trace(path: &str) -> Result<bool> {
-    use std::io::Read;
-    // Reading a pipe or a device could block or never end.
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-    if !meta.is_file() {
-        return Err(Error::Input {
-            path: path.to_string(),
-            message: "not a regular file".into(),
-        });
-    }
-    let mut head = [0u8; 64];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| {
-            // A plain read would read ahead and mark a page where reading
-            // ahead goes on: the ONNX reader's first read there would then
-            // pull in the whole file, weights included.
-            crate::onnx::read::advise_random(&f);
-            f.read(&mut head)
-        })
-        .map_err(|e| Error::io(path, e))?;
-    Ok(starts_like_json(&head[..n]))
 }
 
 #[cfg(test)]

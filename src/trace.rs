@@ -591,6 +591,38 @@ fn check_opset(v: i64) -> std::result::Result<i64, String> {
     }
 }
 
+/// Whether bytes start like JSON (an operator trace): `{` after blanks and
+/// an optional UTF-8 byte order mark.
+pub(crate) fn starts_like_json(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// Whether a file is an operator trace (JSON) rather than an ONNX model:
+/// whether its first bytes start like JSON.
+pub(crate) fn is_trace_file(path: &str) -> Result<bool> {
+    use std::io::Read;
+    // Reading a pipe or a device could block or never end.
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::Input {
+            path: path.to_string(),
+            message: "not a regular file".into(),
+        });
+    }
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| {
+            // A plain read would read ahead and mark a page where reading
+            // ahead goes on: the ONNX reader's first read there would then
+            // pull in the whole file, weights included.
+            crate::onnx::read::advise_random(&f);
+            f.read(&mut head)
+        })
+        .map_err(|e| Error::io(path, e))?;
+    Ok(starts_like_json(&head[..n]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! x=1x3x224x224`, `--measured 2.4ms`): a bad value is a one-line message,
 //! which the command line reports as a usage error before anything is read.
 
-use crate::ir::{AttrValue, DType, Dim, TensorFact};
+use crate::ir::{AttrValue, Dim, TensorFact};
 
 pub fn split_kv(s: &str) -> std::result::Result<(&str, &str), String> {
     s.split_once('=')
@@ -49,33 +49,4 @@ pub fn parse_measured(s: &str) -> std::result::Result<f64, String> {
         ));
     }
     Ok(t)
-}
-
-/// A what-if storage type for weights or activations (`--weights`,
-/// `--activations`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Precision {
-    #[value(alias = "float32")]
-    Fp32,
-    #[value(alias = "float16")]
-    Fp16,
-    #[value(alias = "bfloat16")]
-    Bf16,
-    #[value(alias = "float8", alias = "float8e4m3fn")]
-    Fp8,
-    Int8,
-    Int4,
-}
-
-impl Precision {
-    pub fn dtype(self) -> DType {
-        match self {
-            Precision::Fp32 => DType::Float32,
-            Precision::Fp16 => DType::Float16,
-            Precision::Bf16 => DType::Bfloat16,
-            Precision::Fp8 => DType::Float8E4M3Fn,
-            Precision::Int8 => DType::Int8,
-            Precision::Int4 => DType::Int4,
-        }
-    }
 }

@@ -74,6 +74,35 @@ impl fmt::Display for Dim {
     }
 }
 
+/// A what-if storage type for weights or activations (`--weights`,
+/// `--activations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    #[value(alias = "float32")]
+    Fp32,
+    #[value(alias = "float16")]
+    Fp16,
+    #[value(alias = "bfloat16")]
+    Bf16,
+    #[value(alias = "float8", alias = "float8e4m3fn")]
+    Fp8,
+    Int8,
+    Int4,
+}
+
+impl Precision {
+    pub fn dtype(self) -> DType {
+        match self {
+            Precision::Fp32 => DType::Float32,
+            Precision::Fp16 => DType::Float16,
+            Precision::Bf16 => DType::Bfloat16,
+            Precision::Fp8 => DType::Float8E4M3Fn,
+            Precision::Int8 => DType::Int8,
+            Precision::Int4 => DType::Int4,
+        }
+    }
+}
+
 /// Element types, numbered as in ONNX's `TensorProto.DataType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {

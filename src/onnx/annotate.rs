@@ -566,7 +566,20 @@ pub fn annotate_pieces<'m>(
     fold: bool,
 ) -> Result<Pieces<'m>> {
     let sources = layer_sources(model, inferred, fold);
-    let costs = node_costs(&sources, report, roofline)?;
+    let infos = super::write::value_info_fields(model, inferred);
+    pieces(model, &sources, infos, report, roofline)
+}
+
+/// [`annotate_pieces`] from what it takes of the inference: each layer's
+/// node ([`layer_sources`]) and the value_info fields with their count.
+pub(crate) fn pieces<'m>(
+    model: &'m OnnxModel,
+    sources: &[(String, NodePath)],
+    (infos, value_info): (Vec<u8>, usize),
+    report: &CostReport,
+    roofline: Option<&Roofline>,
+) -> Result<Pieces<'m>> {
+    let costs = node_costs(sources, report, roofline)?;
     let owners = costs
         .keys()
         .flat_map(|p| (1..p.len()).map(|k| p[..k].to_vec()))
@@ -603,7 +616,6 @@ pub fn annotate_pieces<'m>(
             _ => tail.extend_from_slice(f.raw),
         }
     }
-    let (infos, value_info) = super::write::value_info_fields(model, inferred);
     let (graph, graph_len) = graph.map_or((Vec::new(), 0), Gathered::finish);
     // The graph's length prefix, then its pieces and the shapes after them.
     encode_varint((MODEL_GRAPH << 3) | LEN, &mut head);
