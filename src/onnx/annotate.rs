@@ -14,13 +14,14 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use prost::encoding::{decode_varint, encode_varint};
+use prost::encoding::decode_varint;
 
 use crate::cost::CostReport;
 use crate::cost::Roofline;
 use crate::error::{Error, Result};
 use crate::onnx::OnnxModel;
 use crate::onnx::infer::{Inferred, InferredNode};
+use crate::onnx::write::{put_len, put_prefix};
 use crate::proto::NodeProto;
 
 /// Metadata keys c3 writes start with this; annotating an annotated model
@@ -44,7 +45,6 @@ const ATTR_GRAPH: u64 = 6;
 /// StringStringEntryProto.key and .value
 const ENTRY_KEY: u64 = 1;
 const ENTRY_VALUE: u64 = 2;
-const LEN: u64 = 2;
 
 /// What `annotate` wrote, for the status line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub struct Annotated {
 /// changed, and between those the model's own bytes where they are kept as
 /// they were (its weights), borrowed from the mapped file rather than
 /// copied into a second model in memory.
-pub struct Pieces<'m> {
+pub(crate) struct Pieces<'m> {
     pub pieces: Vec<std::borrow::Cow<'m, [u8]>>,
     /// Nodes that got costs, those inside bodies included.
     pub nodes: usize,
@@ -70,12 +70,12 @@ pub struct Pieces<'m> {
 
 impl Pieces<'_> {
     /// Writes the copy to `w`.
-    pub fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    pub(crate) fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
         self.pieces.iter().try_for_each(|p| w.write_all(p))
     }
 
     /// The copy in one buffer.
-    pub fn joined(self) -> Annotated {
+    pub(crate) fn joined(self) -> Annotated {
         Annotated {
             bytes: self.pieces.concat(),
             nodes: self.nodes,
@@ -385,13 +385,6 @@ fn model_entries(report: &CostReport, roofline: Option<&Roofline>) -> Vec<(Strin
     e
 }
 
-/// Appends a length-delimited field.
-fn put_len(out: &mut Vec<u8>, field: u64, payload: &[u8]) {
-    encode_varint((field << 3) | LEN, out);
-    encode_varint(payload.len() as u64, out);
-    out.extend_from_slice(payload);
-}
-
 /// Appends a `StringStringEntryProto` as field `field`.
 fn put_entry(out: &mut Vec<u8>, field: u64, key: &str, value: &str) {
     let mut e = Vec::with_capacity(key.len() + value.len() + 4);
@@ -554,24 +547,14 @@ pub fn annotate(
     roofline: Option<&Roofline>,
     fold: bool,
 ) -> Result<Annotated> {
-    annotate_pieces(model, inferred, report, roofline, fold).map(Pieces::joined)
-}
-
-/// [`annotate`], as pieces to write one after the other.
-pub fn annotate_pieces<'m>(
-    model: &'m OnnxModel,
-    inferred: &Inferred,
-    report: &CostReport,
-    roofline: Option<&Roofline>,
-    fold: bool,
-) -> Result<Pieces<'m>> {
     let sources = layer_sources(model, inferred, fold);
     let infos = super::write::value_info_fields(model, inferred);
-    pieces(model, &sources, infos, report, roofline)
+    pieces(model, &sources, infos, report, roofline).map(Pieces::joined)
 }
 
-/// [`annotate_pieces`] from what it takes of the inference: each layer's
-/// node ([`layer_sources`]) and the value_info fields with their count.
+/// [`annotate`]'s copy as pieces to write one after the other, from what it
+/// takes of the inference: each layer's node ([`layer_sources`]) and the
+/// value_info fields with their count.
 pub(crate) fn pieces<'m>(
     model: &'m OnnxModel,
     sources: &[(String, NodePath)],
@@ -618,8 +601,7 @@ pub(crate) fn pieces<'m>(
     }
     let (graph, graph_len) = graph.map_or((Vec::new(), 0), Gathered::finish);
     // The graph's length prefix, then its pieces and the shapes after them.
-    encode_varint((MODEL_GRAPH << 3) | LEN, &mut head);
-    encode_varint((graph_len + infos.len()) as u64, &mut head);
+    put_prefix(&mut head, MODEL_GRAPH, graph_len + infos.len());
     for (k, v) in model_entries(report, roofline) {
         put_entry(&mut tail, MODEL_METADATA, &k, &v);
     }
@@ -758,7 +740,9 @@ mod tests {
             let report = m.estimate(&opts).unwrap().report;
             let onnx = crate::onnx::from_bytes(bytes.clone().into(), "m.onnx").unwrap();
             let inferred = crate::onnx::infer::infer(&onnx, &Default::default()).unwrap();
-            let pieces = annotate_pieces(&onnx, &inferred, &report, None, true).unwrap();
+            let sources = layer_sources(&onnx, &inferred, true);
+            let infos = crate::onnx::write::value_info_fields(&onnx, &inferred);
+            let pieces = pieces(&onnx, &sources, infos, &report, None).unwrap();
             let own = onnx.bytes.as_ptr_range();
             let borrowed: Vec<usize> = pieces
                 .pieces

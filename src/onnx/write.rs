@@ -33,14 +33,24 @@ pub fn with_value_info(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usiz
 /// the mapped file.
 pub fn value_info_patch(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
     let (graph, n) = value_info_fields(model, inferred);
-    // ModelProto.graph (7), length-delimited.
-    let mut patch = Vec::with_capacity(
-        1 + prost::encoding::encoded_len_varint(graph.len() as u64) + graph.len(),
-    );
-    patch.push((7 << 3) | 2);
-    prost::encoding::encode_varint(graph.len() as u64, &mut patch);
-    patch.extend_from_slice(&graph);
+    // ModelProto.graph (7).
+    let mut patch = Vec::with_capacity(graph.len() + 11);
+    put_len(&mut patch, 7, &graph);
     (patch, n)
+}
+
+/// Appends a length-delimited field's key and length, `len` bytes of
+/// payload to follow.
+pub(crate) fn put_prefix(out: &mut Vec<u8>, field: u64, len: usize) {
+    use prost::encoding::encode_varint;
+    encode_varint((field << 3) | 2, out);
+    encode_varint(len as u64, out);
+}
+
+/// Appends a length-delimited field.
+pub(crate) fn put_len(out: &mut Vec<u8>, field: u64, payload: &[u8]) {
+    put_prefix(out, field, payload.len());
+    out.extend_from_slice(payload);
 }
 
 /// The inferred shapes of the main graph's values that the model does not
@@ -54,9 +64,9 @@ pub fn value_info_patch(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usi
 /// thirds of writing the copy.
 pub(crate) fn value_info_fields(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
     use prost::encoding::{encode_varint, encoded_len_varint as len_of};
-    // One-byte keys: (field number << 3) | wire type, every number below 16.
-    const LEN: u64 = 2;
-    let key = |field: u64, wire: u64, out: &mut Vec<u8>| out.push(((field << 3) | wire) as u8);
+    // A varint field's key, one byte: (field number << 3) | 0, each number
+    // below 16; each key in the sizes below is one byte too.
+    let key = |field: u64, out: &mut Vec<u8>| out.push((field << 3) as u8);
     let mut graph = Vec::new();
     let mut shape = Vec::new();
     let mut n = 0;
@@ -66,23 +76,19 @@ pub(crate) fn value_info_fields(model: &OnnxModel, inferred: &Inferred) -> (Vec<
         // leaves out a `None`.
         shape.clear();
         for d in dims {
-            key(1, LEN, &mut shape);
             match d {
                 Dim::Known(v) => match i64::try_from(*v) {
                     Ok(v) => {
-                        encode_varint(1 + len_of(v as u64) as u64, &mut shape);
-                        key(1, 0, &mut shape);
+                        put_prefix(&mut shape, 1, 1 + len_of(v as u64));
+                        key(1, &mut shape);
                         encode_varint(v as u64, &mut shape);
                     }
-                    Err(_) => shape.push(0),
+                    Err(_) => put_prefix(&mut shape, 1, 0),
                 },
                 Dim::Sym(sym) => {
                     let sym = sym.to_string();
-                    let len = sym.len();
-                    encode_varint((1 + len_of(len as u64) + len) as u64, &mut shape);
-                    key(2, LEN, &mut shape);
-                    encode_varint(len as u64, &mut shape);
-                    shape.extend_from_slice(sym.as_bytes());
+                    put_prefix(&mut shape, 1, 1 + len_of(sym.len() as u64) + sym.len());
+                    put_len(&mut shape, 2, sym.as_bytes());
                 }
             }
         }
@@ -95,20 +101,13 @@ pub(crate) fn value_info_fields(model: &OnnxModel, inferred: &Inferred) -> (Vec<
         // GraphProto.value_info (13): ValueInfoProto { name (1), type (2):
         // TypeProto { tensor_type (1): TensorTypeProto { elem_type (1),
         // shape (2) } } }.
-        key(13, LEN, &mut graph);
-        encode_varint(info as u64, &mut graph);
-        key(1, LEN, &mut graph);
-        encode_varint(name.len() as u64, &mut graph);
-        graph.extend_from_slice(name.as_bytes());
-        key(2, LEN, &mut graph);
-        encode_varint(type_len as u64, &mut graph);
-        key(1, LEN, &mut graph);
-        encode_varint(tensor as u64, &mut graph);
-        key(1, 0, &mut graph);
+        put_prefix(&mut graph, 13, info);
+        put_len(&mut graph, 1, name.as_bytes());
+        put_prefix(&mut graph, 2, type_len);
+        put_prefix(&mut graph, 1, tensor);
+        key(1, &mut graph);
         encode_varint(code, &mut graph);
-        key(2, LEN, &mut graph);
-        encode_varint(shape.len() as u64, &mut graph);
-        graph.extend_from_slice(&shape);
+        put_len(&mut graph, 2, &shape);
         n += 1;
     }
     (graph, n)
