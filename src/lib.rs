@@ -65,7 +65,12 @@ pub use report::ReportOptions;
 /// Whether a second thread can run beside this one: large models share a
 /// few independent pieces of work (folded layers' costs, JSON rows) with
 /// one when it can, for the same result.
+/// Asked only where a model is large enough to share work: the first
+/// answer costs a dozen system calls (the affinity, then the cgroup's CPU
+/// quota from /proc and /sys), a tenth of a small model's run.
 pub(crate) fn two_cores() -> bool {
+    #[cfg(test)]
+    ASKED.with(|n| n.set(n.get() + 1));
     static TWO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *TWO.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
@@ -151,6 +156,8 @@ thread_local! {
     static REFUSE_THREADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Helper threads this thread started.
     static STARTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Times this thread asked [`two_cores`].
+    static ASKED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Makes the system refuse every helper thread this thread asks for, or no
@@ -232,6 +239,53 @@ mod tests {
         assert_eq!((a, b, at), (42, 43, me));
         let (_, at) = crate::both(|| (), || std::thread::current().id());
         assert_ne!(at, me);
+    }
+
+    /// A small model (AlexNet, 40 nodes, 4 KB) is read, estimated with a
+    /// device, reported in every format and listed by `shapes` without
+    /// asking how many cores there are: that is a dozen system calls, a
+    /// tenth of such a run, and no work of it is shared.
+    #[test]
+    fn a_small_model_never_asks_for_the_core_count() {
+        use crate::report::{Format, ReportOptions};
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/onnx/light_bvlc_alexnet.onnx"
+        );
+        let asked = || super::ASKED.with(std::cell::Cell::get);
+        let before = asked();
+        let opts = crate::EstimateOptions {
+            device: Some("h100".into()),
+            ..crate::EstimateOptions::default()
+        };
+        let e = crate::Model::estimate_file(path, &opts).unwrap();
+        // The run did its work: 40 nodes, of which the 16 ConstantOfShape
+        // that make the weights fold away, leave 24 layers.
+        assert_eq!(e.report.layers.len(), 24);
+        assert!(e.roofline.is_some());
+        for format in [
+            Format::Table,
+            Format::Md,
+            Format::Csv,
+            Format::Json,
+            Format::Html,
+            Format::ModelExplorer,
+        ] {
+            let report = ReportOptions {
+                format,
+                ..ReportOptions::default()
+            };
+            let mut text = Vec::new();
+            e.write(&report, &mut text).unwrap();
+            assert!(text.len() > 1000, "{format:?}: {} bytes", text.len());
+        }
+        let shapes = crate::Model::open(path)
+            .unwrap()
+            .shapes(&Default::default(), &Default::default())
+            .unwrap();
+        // The input, the 17 initializers and the 42 outputs of the nodes.
+        assert_eq!(shapes.inferred.values.len(), 1 + 17 + 42);
+        assert_eq!(asked() - before, 0);
     }
 
     /// A large model (5,000 nodes, 2 MB: every helper thread wanted) is

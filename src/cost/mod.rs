@@ -212,7 +212,9 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
     // and the list of what makes each tensor the weights are tallied by.
     let flat = || graph.nodes.iter().all(|n| n.bodies.is_empty());
     let many = |nodes: &[crate::ir::Node]| nodes.len() >= SHARED_FROM;
-    if crate::two_cores() && (many(&graph.folded_nodes) || many(&graph.nodes) && flat()) {
+    // The core count is read last: asking it costs a dozen system calls
+    // (the cgroup's quota), which a small model does not need.
+    if (many(&graph.folded_nodes) || many(&graph.nodes) && flat()) && crate::two_cores() {
         let flat = flat();
         // A large flat level with no pattern to fuse is costed from both
         // ends: the second thread takes nodes from the back once its folded
