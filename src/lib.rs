@@ -65,6 +65,7 @@ pub use report::ReportOptions;
 /// Whether a second thread can run beside this one: large models share a
 /// few independent pieces of work (folded layers' costs, JSON rows) with
 /// one when it can, for the same result.
+///
 /// Asked only where a model is large enough to share work: the first
 /// answer costs a dozen system calls (the affinity, then the cgroup's CPU
 /// quota from /proc and /sys), a tenth of a small model's run.

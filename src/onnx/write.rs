@@ -67,6 +67,8 @@ pub(crate) fn value_info_fields(model: &OnnxModel, inferred: &Inferred) -> (Vec<
     // A varint field's key, one byte: (field number << 3) | 0, each number
     // below 16; each key in the sizes below is one byte too.
     let key = |field: u64, out: &mut Vec<u8>| out.push((field << 3) as u8);
+    // A length-delimited field of `len` bytes, its key included.
+    let delimited = |len: usize| 1 + len_of(len as u64) + len;
     let mut graph = Vec::new();
     let mut shape = Vec::new();
     let mut n = 0;
@@ -87,17 +89,16 @@ pub(crate) fn value_info_fields(model: &OnnxModel, inferred: &Inferred) -> (Vec<
                 },
                 Dim::Sym(sym) => {
                     let sym = sym.to_string();
-                    put_prefix(&mut shape, 1, 1 + len_of(sym.len() as u64) + sym.len());
+                    put_prefix(&mut shape, 1, delimited(sym.len()));
                     put_len(&mut shape, 2, sym.as_bytes());
                 }
             }
         }
         // An int32 is a varint of its 64-bit sign extension.
         let code = i64::from(dtype.onnx_code()) as u64;
-        let tensor = 1 + len_of(code) + 1 + len_of(shape.len() as u64) + shape.len();
-        let type_len = 1 + len_of(tensor as u64) + tensor;
-        let info =
-            1 + len_of(name.len() as u64) + name.len() + 1 + len_of(type_len as u64) + type_len;
+        let tensor = 1 + len_of(code) + delimited(shape.len());
+        let type_len = delimited(tensor);
+        let info = delimited(name.len()) + delimited(type_len);
         // GraphProto.value_info (13): ValueInfoProto { name (1), type (2):
         // TypeProto { tensor_type (1): TensorTypeProto { elem_type (1),
         // shape (2) } } }.
