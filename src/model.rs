@@ -586,8 +586,12 @@ impl Model {
     /// they were (the weights) straight from the mapped file; returns how
     /// many nodes got costs and how many value_info entries were added.
     pub fn annotate_to(&self, opts: &EstimateOptions, out: &Output) -> Result<(usize, usize)> {
+        let mapped = match &self.source {
+            Source::Onnx(m) => m.mapped(),
+            Source::Trace(_) => None,
+        };
         self.annotated(opts, |pieces| {
-            out.write_with(|w| pieces.write_to(w))?;
+            out.write_parts(&pieces.slices(), mapped)?;
             Ok((pieces.nodes, pieces.value_info))
         })
     }
@@ -797,10 +801,7 @@ impl Shapes {
     /// memory); returns how many entries were added.
     pub fn write_model_to(&self, out: &Output) -> Result<usize> {
         let (patch, n) = crate::onnx::write::value_info_patch(&self.model, &self.inferred);
-        out.write_with(|w| {
-            w.write_all(&self.model.bytes)?;
-            w.write_all(&patch)
-        })?;
+        out.write_parts(&[&self.model.bytes, &patch], self.model.mapped())?;
         Ok(n)
     }
 }

@@ -139,6 +139,22 @@ impl Output {
         self.write_with(|w| w.write_all(bytes))
     }
 
+    /// Writes `parts` one after the other, as [`Output::write`] writes
+    /// bytes. Into a file, a part of 64 KB or more that is a slice of
+    /// `mapped` is copied from that file by the kernel (`copy_file_range`),
+    /// not read through the mapping.
+    pub fn write_parts(&self, parts: &[&[u8]], mapped: Option<Mapped<'_>>) -> Result<()> {
+        match &self.file {
+            Some(f) if self.direct => std::fs::OpenOptions::new()
+                .write(true)
+                .open(f)
+                .and_then(|mut out| write_parts_to(&mut out, parts, mapped))
+                .map_err(|e| Error::io(&self.shown, e)),
+            Some(f) => write_atomic_file(f, &self.shown, |out| write_parts_to(out, parts, mapped)),
+            None => self.write_with(|w| parts.iter().try_for_each(|p| w.write_all(p))),
+        }
+    }
+
     /// Writes what `make` writes, as [`Output::write`] writes bytes, through
     /// a buffer: the text is never whole in memory. A reader of standard
     /// output that went away ends the output quietly.
@@ -189,16 +205,132 @@ pub fn write_atomic(path: &Path, bytes: &[u8], shown: &str) -> Result<()> {
 
 /// [`write_atomic`] of `parts` one after the other, never joined in memory.
 pub fn write_atomic_parts(path: &Path, parts: &[&[u8]], shown: &str) -> Result<()> {
-    write_atomic_with(path, shown, |w| {
-        parts.iter().try_for_each(|p| w.write_all(p))
-    })
+    write_atomic_mapped(path, parts, None, shown)
 }
 
-/// [`write_atomic`] of what `make` writes to the temporary file.
+/// [`write_atomic_parts`], the large slices of `mapped` among `parts`
+/// copied from its file, as [`Output::write_parts`] copies them.
+pub fn write_atomic_mapped(
+    path: &Path,
+    parts: &[&[u8]],
+    mapped: Option<Mapped<'_>>,
+    shown: &str,
+) -> Result<()> {
+    write_atomic_file(path, shown, |out| write_parts_to(out, parts, mapped))
+}
+
+/// A file mapped in memory, and its mapping: what is written of the
+/// mapping can be copied from the file instead.
+#[derive(Clone, Copy)]
+pub struct Mapped<'a> {
+    pub file: &'a std::fs::File,
+    pub bytes: &'a [u8],
+}
+
+impl Mapped<'_> {
+    /// Where `part` starts in the file, if it is a slice of the mapping.
+    fn offset_of(&self, part: &[u8]) -> Option<u64> {
+        let start = (part.as_ptr() as usize).checked_sub(self.bytes.as_ptr() as usize)?;
+        (start + part.len() <= self.bytes.len()).then_some(start as u64)
+    }
+}
+
+/// Parts smaller than this are written from memory, through the buffer.
+const COPIED_FROM: usize = 1 << 16;
+
+/// Writes `parts` to `out`. A part of at least [`COPIED_FROM`] bytes that
+/// is a slice of `mapped` (a model's weights) is copied from its file by
+/// the kernel (`copy_file_range`): the pages go from the page cache to the
+/// page cache, read ahead from disk when they are not there, where writing
+/// them from the mapping faults each page into this process (and its
+/// advice not to read ahead holds there). Where the kernel cannot copy (no
+/// such call, another file system, a device), the rest is written from
+/// memory.
+fn write_parts_to(
+    out: &mut std::fs::File,
+    parts: &[&[u8]],
+    mapped: Option<Mapped<'_>>,
+) -> std::io::Result<()> {
+    let mut buffer = std::io::BufWriter::with_capacity(1 << 16, out);
+    for part in parts {
+        match mapped.and_then(|m| Some((m.file, m.offset_of(part)?))) {
+            Some((file, at)) if part.len() >= COPIED_FROM => {
+                buffer.flush()?;
+                let copied = kernel_copy(file, at, buffer.get_mut(), part.len());
+                buffer.get_mut().write_all(&part[copied..])?;
+            }
+            _ => buffer.write_all(part)?,
+        }
+    }
+    buffer.flush()
+}
+
+/// Copies up to `len` bytes of `from`, starting at `at`, to `to` at its
+/// position; returns how many it copied (0 where it could not).
+#[cfg(target_os = "linux")]
+fn kernel_copy(from: &std::fs::File, at: u64, to: &mut std::fs::File, len: usize) -> usize {
+    use std::os::fd::AsRawFd;
+    let Ok(mut offset) = libc::loff_t::try_from(at) else {
+        return 0;
+    };
+    // The model was opened with advice not to read ahead (its records are
+    // read one by one); a copy reads it all.
+    // SAFETY: a hint on a descriptor this process owns.
+    unsafe {
+        libc::posix_fadvise(from.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
+    }
+    let mut done = 0;
+    while done < len {
+        // SAFETY: both descriptors are open files this process owns; the
+        // offset is a local the call advances.
+        let n = unsafe {
+            libc::copy_file_range(
+                from.as_raw_fd(),
+                &mut offset,
+                to.as_raw_fd(),
+                std::ptr::null_mut(),
+                len - done,
+                0,
+            )
+        };
+        match n {
+            n if n > 0 => done += n as usize,
+            0 => break,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => break,
+        }
+    }
+    #[cfg(test)]
+    COPIED.with(|c| c.set(c.get() + done));
+    done
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_copy(_: &std::fs::File, _: u64, _: &mut std::fs::File, _: usize) -> usize {
+    0
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Bytes [`kernel_copy`] copied on this thread.
+    pub(crate) static COPIED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// [`write_atomic`] of what `make` writes to the temporary file, through a
+/// buffer.
 fn write_atomic_with(
     path: &Path,
     shown: &str,
     make: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    write_atomic_file(path, shown, |file| make(file))
+}
+
+/// [`write_atomic`] of what `make` writes to the temporary file.
+fn write_atomic_file(
+    path: &Path,
+    shown: &str,
+    make: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Result<()> {
     let dir = folder_of(path);
     let name = path
@@ -308,6 +440,57 @@ mod tests {
         }
         let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(left.len(), 1, "only r.md, no temporary file");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The parts are written in order, whichever way each goes: a slice of
+    /// the mapping of at least COPIED_FROM bytes is copied by the kernel
+    /// (on Linux), a smaller one and bytes from elsewhere through the
+    /// buffer; from a file the kernel cannot copy from (opened for writing
+    /// only), everything is written from memory, and the copy is the same.
+    #[test]
+    fn large_slices_of_a_mapped_file_are_copied_from_it() {
+        let dir = std::env::temp_dir().join(format!("c3-mapped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = dir.join("model.onnx");
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&source, &data).unwrap();
+        let file = std::fs::File::open(&source).unwrap();
+        // SAFETY: a file this test wrote and no one changes.
+        let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+        let own = b"head".to_vec();
+        let parts: [&[u8]; 5] = [
+            &own,
+            &map[1_000..201_000],
+            &map[5..100],
+            &map[200_000..200_000 + COPIED_FROM - 1],
+            b"tail",
+        ];
+        let want = parts.concat();
+        let path = dir.join("copy.onnx");
+        for (opened, copied) in [
+            (file, 200_000),
+            (std::fs::File::create(dir.join("w")).unwrap(), 0),
+        ] {
+            let mapped = Mapped {
+                file: &opened,
+                bytes: &map,
+            };
+            COPIED.with(|c| c.set(0));
+            write_atomic_mapped(&path, &parts, Some(mapped), "copy.onnx").unwrap();
+            assert!(std::fs::read(&path).unwrap() == want);
+            // 200,000 bytes: the one slice of 64 KB or more.
+            let expected = if cfg!(target_os = "linux") { copied } else { 0 };
+            assert_eq!(COPIED.with(|c| c.get()), expected);
+        }
+        // A slice that is not the mapping's is never taken for one.
+        let mapped = Mapped {
+            file: &std::fs::File::open(&source).unwrap(),
+            bytes: &map[..1000],
+        };
+        assert_eq!(mapped.offset_of(&map[10..20]), Some(10));
+        assert_eq!(mapped.offset_of(&map[990..1010]), None);
+        assert_eq!(mapped.offset_of(&own), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

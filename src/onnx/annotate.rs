@@ -69,9 +69,9 @@ pub(crate) struct Pieces<'m> {
 }
 
 impl Pieces<'_> {
-    /// Writes the copy to `w`.
-    pub(crate) fn write_to(&self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
-        self.pieces.iter().try_for_each(|p| w.write_all(p))
+    /// The copy's pieces, in order.
+    pub(crate) fn slices(&self) -> Vec<&[u8]> {
+        self.pieces.iter().map(|p| &p[..]).collect()
     }
 
     /// The copy in one buffer.
@@ -755,9 +755,34 @@ mod tests {
             // of 65,536 bytes of data, its name, type and two dimensions.
             assert_eq!(borrowed.len(), 1, "round {round}");
             assert!(borrowed[0] > 128 * 128 * 4, "{borrowed:?}");
-            let mut written = Vec::new();
-            pieces.write_to(&mut written).unwrap();
+            let written = pieces.slices().concat();
             assert!(written == joined.bytes, "round {round}");
+            // From the model's file, into a file: the borrowed piece is
+            // copied file to file by the kernel (on Linux), and the copy is
+            // the same; so is `shapes -o`'s, the whole model copied so.
+            let dir = std::env::temp_dir().join(format!("c3-annotate-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let (model_path, copy_path) = (dir.join("m.onnx"), dir.join("copy.onnx"));
+            std::fs::write(&model_path, &bytes).unwrap();
+            let (model_path, copy_path) =
+                (model_path.to_str().unwrap(), copy_path.to_str().unwrap());
+            let out = crate::output::Output::check(copy_path, crate::output::Kind::Onnx, true, &[])
+                .unwrap();
+            let linux = |n: usize| if cfg!(target_os = "linux") { n } else { 0 };
+            crate::output::COPIED.with(|c| c.set(0));
+            let from_file = crate::Model::open(model_path).unwrap();
+            assert_eq!(from_file.annotate_to(&opts, &out).unwrap(), (2, 1 - round));
+            assert!(std::fs::read(copy_path).unwrap() == joined.bytes);
+            assert_eq!(crate::output::COPIED.with(|c| c.get()), linux(borrowed[0]));
+            crate::output::COPIED.with(|c| c.set(0));
+            let shapes = crate::Model::open_onnx(model_path)
+                .unwrap()
+                .shapes(&Default::default(), &Default::default())
+                .unwrap();
+            shapes.write_model_to(&out).unwrap();
+            assert!(std::fs::read(copy_path).unwrap() == shapes.model_bytes().0);
+            assert_eq!(crate::output::COPIED.with(|c| c.get()), linux(bytes.len()));
+            std::fs::remove_dir_all(&dir).unwrap();
             // The second round's model declares `y` already.
             assert_eq!((joined.nodes, joined.value_info), (2, 1 - round));
             // Each node's c3.flops entries, walked on the wire (c3's

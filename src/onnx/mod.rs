@@ -41,6 +41,20 @@ pub struct OnnxModel {
     /// data are slices of it. Touched only where a value is read and when
     /// the model is copied (`shapes -o`, `annotate`).
     pub bytes: Bytes,
+    /// The open file `bytes` map, when they map one: a copy of the model
+    /// copies its large spans from it ([`OnnxModel::mapped`]).
+    pub file: Option<std::fs::File>,
+}
+
+impl OnnxModel {
+    /// The file the model's bytes map, and the mapping, for a writer to
+    /// copy large spans of it from the file ([`crate::output::Mapped`]).
+    pub fn mapped(&self) -> Option<crate::output::Mapped<'_>> {
+        self.file.as_ref().map(|file| crate::output::Mapped {
+            file,
+            bytes: &self.bytes,
+        })
+    }
 }
 
 fn bad(path: &str, message: impl Into<String>) -> Error {
@@ -57,7 +71,9 @@ fn bad(path: &str, message: impl Into<String>) -> Error {
 pub fn load(path: &str) -> Result<OnnxModel> {
     let (file, bytes) = mapped(path)?;
     let skimmed = read::skim(&file).map_err(|e| Error::io(path, e))?;
-    Ok(decode_checked(Records::Copied(&skimmed), bytes, path)?.0)
+    let mut model = decode_checked(Records::Copied(&skimmed), bytes, path)?.0;
+    model.file = Some(file);
+    Ok(model)
 }
 
 /// [`load`], with the main graph's node records left encoded and handed
@@ -76,11 +92,13 @@ pub fn load_encoded(path: &str) -> Result<(OnnxModel, Option<Encoded>)> {
         Some(Box::new(Early { counted, decoded }))
     })
     .map_err(|e| Error::io(path, e))?;
-    decode_checked(
+    let (mut model, encoded) = decode_checked(
         Records::Aside(skimmed, blocks, early.flatten()),
         bytes,
         path,
-    )
+    )?;
+    model.file = Some(file);
+    Ok((model, encoded))
 }
 
 /// The copy of a model whose records were set aside, counted and decoded
@@ -218,6 +236,7 @@ fn decode_checked(
         model,
         opsets,
         bytes,
+        file: None,
     };
     Ok((model, encoded))
 }

@@ -10,7 +10,8 @@ use crate::onnx::infer::Inferred;
 /// place. Returns how many entries were added.
 pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Result<usize> {
     let (patch, n) = value_info_patch(model, inferred);
-    crate::output::write_atomic_parts(std::path::Path::new(out), &[&model.bytes, &patch], out)?;
+    let parts: [&[u8]; 2] = [&model.bytes, &patch];
+    crate::output::write_atomic_mapped(std::path::Path::new(out), &parts, model.mapped(), out)?;
     Ok(n)
 }
 

@@ -1015,6 +1015,7 @@ pub(crate) mod test_model {
             model: build::model(g, opset),
             opsets: BTreeMap::from([(String::new(), opset)]),
             bytes: Bytes::new(),
+            file: None,
         }
     }
 
