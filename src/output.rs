@@ -238,6 +238,11 @@ impl Mapped<'_> {
 /// Parts smaller than this are written from memory, through the buffer.
 const COPIED_FROM: usize = 1 << 16;
 
+/// The bytes copied by the kernel at a time, each chunk then sent on to
+/// the disk while the next is copied.
+#[cfg(target_os = "linux")]
+const FLUSHED_BY: usize = 16 << 20;
+
 /// Writes `parts` to `out`. A part of at least [`COPIED_FROM`] bytes that
 /// is a slice of `mapped` (a model's weights) is copied from its file by
 /// the kernel (`copy_file_range`): the pages go from the page cache to the
@@ -279,6 +284,13 @@ fn kernel_copy(from: &std::fs::File, at: u64, to: &mut std::fs::File, len: usize
     unsafe {
         libc::posix_fadvise(from.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
     }
+    // Where the copy lands, for its writing to disk to start chunk by chunk
+    // as it goes: the flush before the rename then has little left to
+    // wait for (on 618 MB, copy and flush 0.47-0.74 s one after the
+    // other, 0.30-0.38 s so).
+    let landing = std::io::Seek::stream_position(to)
+        .ok()
+        .and_then(|p| libc::off64_t::try_from(p).ok());
     let mut done = 0;
     while done < len {
         // SAFETY: both descriptors are open files this process owns; the
@@ -289,12 +301,26 @@ fn kernel_copy(from: &std::fs::File, at: u64, to: &mut std::fs::File, len: usize
                 &mut offset,
                 to.as_raw_fd(),
                 std::ptr::null_mut(),
-                len - done,
+                (len - done).min(FLUSHED_BY),
                 0,
             )
         };
         match n {
-            n if n > 0 => done += n as usize,
+            n if n > 0 => {
+                if let Some(at) = landing {
+                    // SAFETY: a request on a descriptor this process owns;
+                    // a refusal (not a file) changes nothing but speed.
+                    unsafe {
+                        libc::sync_file_range(
+                            to.as_raw_fd(),
+                            at + done as libc::off64_t,
+                            n as libc::off64_t,
+                            libc::SYNC_FILE_RANGE_WRITE,
+                        );
+                    }
+                }
+                done += n as usize;
+            }
             0 => break,
             _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
             _ => break,
