@@ -32,6 +32,8 @@
 #   RUNS=7 TOOL_RUNS=1 scripts/bench.sh
 #   MODELS="gpt_100000" scripts/bench.sh
 #   MODELS="convnet_100000 gpt_100000_ext gpt_10000_ext" scripts/bench.sh   # other shapes
+#   MODELS="gpt_1000_ext gpt_3000_ext gpt_10000_ext gpt_30000_ext gpt_100000_ext" \
+#     ONE_CORE=0 CALLGRIND=0 STARTUP=0 scripts/bench.sh   # external data, size by size
 #   MODELS="tests/fixtures/exports/mvit.onnx tests/fixtures/exports/ssdlite.onnx" scripts/bench.sh
 #   C3=/path/to/c3 scripts/bench.sh  # time another build
 #   CALLGRIND=0 COLD=0 TOOLS=0 scripts/bench.sh   # c3's timings only
@@ -67,6 +69,12 @@ file_of() {
     *.onnx) echo "$1" ;;
     *) echo "$dir/$1.onnx" ;;
   esac
+}
+
+# beyond_10000 NAME: a generated model of more than 10,000 (GPT) or
+# 100,000 (convnet) units, where onnx-tool is not run.
+beyond_10000() {
+  [[ "$1" =~ ^gpt_([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt 10000 ] || [[ "$1" == *100000* ]]
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -126,8 +134,8 @@ for m in $models; do
       'import sys, onnx; onnx.shape_inference.infer_shapes_path(sys.argv[1], sys.argv[2])' \
       "$f" "$dir/inferred.onnx"
     # onnx-tool grows faster than linearly: 64 s on gpt_10000, so well
-    # over an hour on the 100k-node models.
-    if [[ "$m" != *100000* ]] || [ -n "${ONNX_TOOL_ALL:-}" ]; then
+    # over an hour on the 100k-node models; it is left out beyond gpt_10000.
+    if ! beyond_10000 "$m" || [ -n "${ONNX_TOOL_ALL:-}" ]; then
       measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
         'import sys, onnx_tool; onnx_tool.model_profile(sys.argv[1])' "$f"
     fi
