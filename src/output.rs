@@ -342,8 +342,7 @@ thread_local! {
     pub(crate) static COPIED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// [`write_atomic`] of what `make` writes to the temporary file, through a
-/// buffer.
+/// [`write_atomic`] of what `make` writes to the temporary file.
 fn write_atomic_with(
     path: &Path,
     shown: &str,
@@ -352,7 +351,8 @@ fn write_atomic_with(
     write_atomic_file(path, shown, |file| make(file))
 }
 
-/// [`write_atomic`] of what `make` writes to the temporary file.
+/// [`write_atomic`] of what `make` writes to the temporary file, handed
+/// the file itself (for the kernel to copy into, [`write_parts_to`]).
 fn write_atomic_file(
     path: &Path,
     shown: &str,
