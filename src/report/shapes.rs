@@ -16,11 +16,9 @@ impl<'a> ByName<'a> {
     /// Sorted as a list, not built as a tree: a 111k-node graph's 120k
     /// values took 20 ms as a `BTreeMap`.
     fn of(values: &'a [(String, Fact)]) -> ByName<'a> {
-        let mut all: Vec<(&str, &Fact)> = values.iter().map(|(n, f)| (n.as_str(), f)).collect();
-        // Stable: a name's entries stay in definition order.
-        all.sort_by(|a, b| a.0.cmp(b.0));
-        let mut once: Vec<(&str, &Fact)> = Vec::with_capacity(all.len());
-        for (name, f) in all {
+        let mut once: Vec<(&str, &Fact)> = Vec::with_capacity(values.len());
+        for (name, at) in by_name(values) {
+            let f = &values[at as usize].1;
             match once.last_mut() {
                 Some(last) if last.0 == name => last.1 = f,
                 _ => once.push((name, f)),
@@ -28,6 +26,42 @@ impl<'a> ByName<'a> {
         }
         ByName(once)
     }
+}
+
+/// The values' names, each with its place in `values`, sorted by name and
+/// stably: a name's entries stay in definition order. A long list's two
+/// halves are sorted on two threads, then merged: on the 111k-node
+/// graph's 120k names, 12-15 ms -> 7-11 ms of a stage no other thread
+/// shares (the end of `shapes --format json`).
+fn by_name(values: &[(String, Fact)]) -> Vec<(&str, u32)> {
+    // Within u32: a model holds at most MAX_MODEL_ITEMS values.
+    let mut all: Vec<(&str, u32)> = values
+        .iter()
+        .enumerate()
+        .map(|(k, (n, _))| (n.as_str(), k as u32))
+        .collect();
+    let sort = |part: &mut [(&str, u32)]| part.sort_by(|a, b| a.0.cmp(b.0));
+    if !crate::second_thread(all.len()) {
+        sort(&mut all);
+        return all;
+    }
+    let (left, right) = all.split_at_mut(values.len() / 2);
+    crate::both(|| sort(left), || sort(right));
+    let mut merged = Vec::with_capacity(values.len());
+    let (mut i, mut j) = (0, 0);
+    while i < left.len() && j < right.len() {
+        // The left half's entry first at a tie: it was defined first.
+        if right[j].0 < left[i].0 {
+            merged.push(right[j]);
+            j += 1;
+        } else {
+            merged.push(left[i]);
+            i += 1;
+        }
+    }
+    merged.extend_from_slice(&left[i..]);
+    merged.extend_from_slice(&right[j..]);
+    merged
 }
 
 impl ByName<'_> {
@@ -244,5 +278,29 @@ mod tests {
         assert!(whole.lines().any(|l| l.contains(&long)));
         assert!(fitted.lines().count() > 7);
         assert!(fitted.ends_with("2 tensors\n"));
+    }
+
+    /// A long list (sorted in two halves on two cores, then merged) lists
+    /// each name once, in byte order, with its last fact: 6,000 values,
+    /// each of 3,000 names defined once in each half, value i with shape
+    /// [i], so a name's later fact is its second, of shape [i + 3000].
+    #[test]
+    fn a_long_list_names_each_value_once_with_its_last_fact() {
+        use crate::ir::{DType, Dim};
+        let values: Vec<(String, Fact)> = (0..6000u64)
+            .map(|i| {
+                let f = Fact::new(DType::Float32, vec![Dim::Known(i)]);
+                (format!("v{}", i % 3000), f)
+            })
+            .collect();
+        let listed = ByName::of(&values);
+        assert_eq!(listed.0.len(), 3000);
+        let mut names: Vec<String> = (0..3000).map(|i| format!("v{i}")).collect();
+        names.sort();
+        for ((name, f), want) in listed.0.iter().zip(&names) {
+            assert_eq!(name, want);
+            let i: u64 = name[1..].parse().unwrap();
+            assert_eq!(f.shape.as_deref(), Some(&[Dim::Known(i + 3000)][..]));
+        }
     }
 }
