@@ -51,16 +51,9 @@ fn cost_and_render(mut graph: Graph, rules: &RuleSet) -> Result<usize> {
             .iter()
             .next()
             .map(|d| crate::cost::roofline(&report, d, Some(1e-3)));
-        for format in [
-            Format::Table,
-            Format::Json,
-            Format::Csv,
-            Format::Md,
-            Format::Html,
-            Format::ModelExplorer,
-        ] {
+        for format in <Format as clap::ValueEnum>::value_variants() {
             let options = ReportOptions {
-                format,
+                format: *format,
                 ..ReportOptions::default()
             };
             crate::report::render(&report, &options, roofline.as_ref());

@@ -264,16 +264,9 @@ mod tests {
         // that make the weights fold away, leave 24 layers.
         assert_eq!(e.report.layers.len(), 24);
         assert!(e.roofline.is_some());
-        for format in [
-            Format::Table,
-            Format::Md,
-            Format::Csv,
-            Format::Json,
-            Format::Html,
-            Format::ModelExplorer,
-        ] {
+        for format in <Format as clap::ValueEnum>::value_variants() {
             let report = ReportOptions {
-                format,
+                format: *format,
                 ..ReportOptions::default()
             };
             let mut text = Vec::new();

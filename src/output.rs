@@ -150,7 +150,7 @@ impl Output {
                 .open(f)
                 .and_then(|mut out| write_parts_to(&mut out, parts, mapped))
                 .map_err(|e| Error::io(&self.shown, e)),
-            Some(f) => write_atomic_file(f, &self.shown, |out| write_parts_to(out, parts, mapped)),
+            Some(f) => write_atomic_mapped(f, parts, mapped, &self.shown),
             None => self.write_with(|w| parts.iter().try_for_each(|p| w.write_all(p))),
         }
     }
@@ -256,6 +256,9 @@ fn write_parts_to(
     parts: &[&[u8]],
     mapped: Option<Mapped<'_>>,
 ) -> std::io::Result<()> {
+    if let Some(m) = mapped {
+        read_ahead(m.file);
+    }
     let mut buffer = std::io::BufWriter::with_capacity(1 << 16, out);
     for part in parts {
         match mapped.and_then(|m| Some((m.file, m.offset_of(part)?))) {
@@ -278,12 +281,6 @@ fn kernel_copy(from: &std::fs::File, at: u64, to: &mut std::fs::File, len: usize
     let Ok(mut offset) = libc::loff_t::try_from(at) else {
         return 0;
     };
-    // The model was opened with advice not to read ahead (its records are
-    // read one by one); a copy reads it all.
-    // SAFETY: a hint on a descriptor this process owns.
-    unsafe {
-        libc::posix_fadvise(from.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
-    }
     // Where the copy lands, for its writing to disk to start chunk by chunk
     // as it goes: the flush before the rename then has little left to
     // wait for (on 618 MB, copy and flush 0.47-0.74 s one after the
@@ -330,6 +327,21 @@ fn kernel_copy(from: &std::fs::File, at: u64, to: &mut std::fs::File, len: usize
     COPIED.with(|c| c.set(c.get() + done));
     done
 }
+
+/// Undoes the model's advice not to read ahead (its records are read one
+/// by one): a copy reads the file through. Asked once a write.
+#[cfg(target_os = "linux")]
+fn read_ahead(file: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a hint on a descriptor this process owns; its failure changes
+    // nothing but speed.
+    unsafe {
+        libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_SEQUENTIAL);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_ahead(_: &std::fs::File) {}
 
 #[cfg(not(target_os = "linux"))]
 fn kernel_copy(_: &std::fs::File, _: u64, _: &mut std::fs::File, _: usize) -> usize {
