@@ -1010,14 +1010,18 @@ mod tests {
 
     /// The command line lists shapes without keeping the inferred nodes or
     /// the decoded ones, and reads a file's node records as an estimate
-    /// does (left encoded, each decoded in its turn): the values must be
-    /// those of a full inference.
+    /// does (left encoded, each decoded in its turn), its nodes' values
+    /// kept by slot rather than by name: the values must be those of a
+    /// full inference.
     #[test]
     fn listing_shapes_alone_gives_every_value_a_full_inference_gives() {
         let root = env!("CARGO_MANIFEST_DIR");
         for file in [
             "tests/fixtures/exports/mvit.onnx",
             "tests/fixtures/exports/fasterrcnn.onnx",
+            "tests/fixtures/exports/mixtral.onnx",
+            "tests/fixtures/exports/ssdlite.onnx",
+            "tests/fixtures/exports/resnet18_int8.onnx",
             "examples/onnx/gpt_decoder_dynamo.onnx",
         ] {
             let path = format!("{root}/{file}");

@@ -27,7 +27,7 @@ use crate::ir::{self, AttrValue, DType, Dim, TensorFact};
 use crate::shape::ctx::{SubgraphInfer, Symbols, TensorDecoder};
 use crate::shape::{Fact, InferCtx, ShapeError, ValueKind, registry};
 use constants::{Loads, tensor_fact};
-use scope::{Scope, Slots, Vars};
+use scope::{Kept, Scope, Slots, Vars, take_listed};
 
 /// Caller-supplied facts: symbol bindings and input shape overrides.
 #[derive(Debug, Clone, Default)]
@@ -258,17 +258,20 @@ impl<'m> Walker<'m> {
         let listing = values.is_some();
         // Each with where the scope keeps its fact; room for the
         // initializers and a value a node, made once (most nodes make one).
-        let mut order_names: Vec<(String, u32)> = match listing {
+        let mut order_names: Vec<(String, Kept)> = match listing {
             true => Vec::with_capacity(init_list.len() + nodes.count()),
             false => Vec::new(),
         };
-        let initializers = |scope: &mut Scope, order_names: &mut Vec<(String, u32)>| {
+        let initializers = |scope: &mut Scope, order_names: &mut Vec<(String, Kept)>| {
             for t in init_list {
                 let name = t.name.clone().unwrap_or_default();
                 let f = tensor_fact(t, &self.loads)
                     .map_err(|m| format!("initializer '{name}': {m}"))?;
                 match listing {
-                    true => order_names.push((name.clone(), scope.vars.set(name, f).0)),
+                    true => {
+                        let at = scope.vars.set(name.clone(), f).0;
+                        order_names.push((name, Kept::Var(at)));
+                    }
                     false => drop(scope.vars.insert(name, f)),
                 }
             }
@@ -310,7 +313,13 @@ impl<'m> Walker<'m> {
         // are then kept by slot ([`Slots`]).
         let counted = taken.is_some() && !listing;
         self.charge(0)?;
-        let mut slots = Slots::new(readers, counted, scope);
+        // Listing the values of a main graph taken from the model (`c3
+        // shapes`), its nodes' outputs are kept by slot too, to the end;
+        // with model-local functions they go by name, as a call's inner
+        // values do (one place for a name however it is defined).
+        let kept_to_end =
+            taken.is_some() && listing && record.is_none() && self.functions.is_empty();
+        let mut slots = Slots::new(readers, counted || kept_to_end, kept_to_end, scope);
         std::thread::scope(|threads| {
             let mut queue = taken.map(|t| t.queue(&order, threads));
             let mut records = Recorder::new(record, order.len(), threads);
@@ -334,8 +343,7 @@ impl<'m> Walker<'m> {
                     for (k, o) in r.outputs.iter().enumerate() {
                         let Some((name, f)) = o else { continue };
                         let at = slots.define(i, n, k, name, f, scope);
-                        // Listing, slots are off: the scope keeps every fact.
-                        if let (true, Some(at)) = (listing, at) {
+                        if listing {
                             order_names.push((name.clone(), at));
                         }
                     }
@@ -376,7 +384,7 @@ impl<'m> Walker<'m> {
             Ok::<(), String>(())
         })?;
         if let Some(values) = values {
-            values.extend(scope.vars.take_listed(order_names));
+            values.extend(take_listed(&mut scope.vars, &mut slots, order_names));
         }
         Ok(())
     }
@@ -1259,6 +1267,108 @@ mod tests {
         // The earliest of two outputs like the scope's.
         let e = refused(&[(4090, "x"), (30, "w")]);
         assert!(e.contains(&twice("w", 30)), "{e}");
+    }
+
+    /// Listing the values of nodes taken from the model keeps their facts
+    /// by slot (to the end, nothing let go) and by name where a branch
+    /// reads one from outside or a model-local function is called: either
+    /// way the list is a full walk's, name for name and fact for fact.
+    #[test]
+    fn a_listing_of_taken_nodes_is_a_full_walks() {
+        let branch = |name: &str, reads: &str| {
+            graph(
+                vec![],
+                vec![node("Identity", &[reads], &[name], vec![])],
+                vec![untyped(name)],
+            )
+        };
+        // a = x + w; b = Relu(a); c = cond ? a : b (a read by name from
+        // inside the branch); d = a * c, read twice; s = Shape(d).
+        let nodes = vec![
+            node("Add", &["x", "w"], &["a"], vec![]),
+            node("Relu", &["a"], &["b"], vec![]),
+            node(
+                "If",
+                &["cond"],
+                &["c"],
+                vec![
+                    graph_attr("then_branch", branch("t", "a")),
+                    graph_attr("else_branch", branch("e", "b")),
+                ],
+            ),
+            node("Mul", &["a", "c"], &["d"], vec![]),
+            node("Shape", &["d"], &["s"], vec![]),
+            node("Add", &["d", "d"], &["dd"], vec![]),
+        ];
+        let mut g = graph(
+            vec![
+                value("x", tensor_type(FLOAT, &["n", "2"])),
+                value("cond", tensor_type(BOOL, &[])),
+            ],
+            nodes,
+            vec![untyped("dd"), untyped("s")],
+        );
+        g.initializer.push(crate::proto::TensorProto {
+            name: Some("w".into()),
+            dims: vec![2],
+            data_type: Some(FLOAT),
+            raw_data: Some(bytes::Bytes::from(vec![0u8; 8])),
+            ..Default::default()
+        });
+        let listing = super::InferOptions {
+            values_only: true,
+            ..Default::default()
+        };
+        let lists = |mut m: crate::onnx::OnnxModel| {
+            let full = super::infer(&m, &super::InferOptions::default()).unwrap();
+            let taken = std::mem::take(&mut m.model.graph.as_mut().unwrap().node);
+            let listed = super::infer_taken(&m, super::Taken::Nodes(taken), &listing).unwrap();
+            assert_eq!(listed.values, full.values);
+            listed
+                .values
+                .iter()
+                .map(|(n, f)| format!("{n} {f}"))
+                .collect::<Vec<_>>()
+        };
+        let plain = [
+            "x float32[n, 2]",
+            "cond bool[]",
+            "w float32[2]",
+            "a float32[n, 2]",
+            "b float32[n, 2]",
+            "c float32[n, 2]",
+            "d float32[n, 2]",
+            "s int64[2]",
+            "dd float32[n, 2]",
+        ];
+        assert_eq!(lists(model(g.clone(), 17)), plain);
+        // With a model-local function, called last: its inner values are
+        // listed under the call's name, and every value goes by name.
+        let f = FunctionProto {
+            name: Some("F".into()),
+            domain: Some("local".into()),
+            input: vec!["i".into()],
+            output: vec!["o".into()],
+            node: vec![node("Neg", &["i"], &["o"], vec![])],
+            opset_import: vec![OperatorSetIdProto {
+                domain: Some(String::new()),
+                version: Some(17),
+            }],
+            ..Default::default()
+        };
+        let mut call = node("F", &["dd"], &["z"], vec![]);
+        call.name = Some("call".into());
+        call.domain = Some("local".into());
+        g.node.push(call);
+        let mut m = model(g, 17);
+        m.model.functions.push(f);
+        m.opsets.insert("local".into(), 1);
+        let listed = lists(m);
+        assert_eq!(listed[..plain.len()], plain);
+        assert_eq!(
+            listed[plain.len()..],
+            ["call/o float32[n, 2]", "z float32[n, 2]"]
+        );
     }
 
     /// The values named inside a call's expansion are read by nothing

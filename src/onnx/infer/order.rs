@@ -430,6 +430,7 @@ fn uses(
 /// of node `p` is `counts[starts[p] + k]`, its slot. And what each node's
 /// inputs are, as slots: the walk of a large graph keeps its outputs'
 /// facts by slot, never looking a name up ([`Slots`]).
+#[derive(Default)]
 pub(super) struct Readers {
     pub(super) starts: Vec<u32>,
     pub(super) counts: Vec<u32>,

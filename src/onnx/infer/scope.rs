@@ -51,8 +51,8 @@ impl Vars {
         self.set(name, fact).1
     }
 
-    /// Sets `name`'s fact: where it is kept ([`Vars::take_listed`] takes
-    /// it from there), and the fact it replaces.
+    /// Sets `name`'s fact: where it is kept ([`take_listed`] takes it
+    /// from there), and the fact it replaces.
     pub(super) fn set(&mut self, name: String, fact: Fact) -> (u32, Option<Fact>) {
         use std::collections::hash_map::Entry;
         match self.index.entry(name) {
@@ -75,34 +75,6 @@ impl Vars {
         self.index
             .get(name)
             .map(|&i| self.facts[i as usize].as_deref().unwrap_or(&self.unknown))
-    }
-
-    /// The facts of `names` (the values listed, in definition order, each
-    /// with where [`Vars::set`] keeps it), for a walk that is done with
-    /// them: each moved out, not copied, but for a name listed twice, whose
-    /// earlier entries copy its fact (the last one set, as [`Vars::get`]
-    /// reads).
-    pub(super) fn take_listed(&mut self, names: Vec<(String, u32)>) -> Vec<(String, Fact)> {
-        // Walked from the end: a fact's last entry takes it, and `at` says
-        // where it went for the entries before.
-        let mut at = vec![u32::MAX; self.facts.len()];
-        let mut listed: Vec<(String, Fact)> = Vec::with_capacity(names.len());
-        for (name, i) in names.into_iter().rev() {
-            let i = i as usize;
-            let fact = match at[i] {
-                u32::MAX => {
-                    // Within u32: one entry per value of the graph.
-                    at[i] = listed.len() as u32;
-                    self.facts[i]
-                        .take()
-                        .map_or_else(|| self.unknown.clone(), |f| *f)
-                }
-                k => listed[k as usize].1.clone(),
-            };
-            listed.push((name, fact));
-        }
-        listed.reverse();
-        listed
     }
 
     /// Every name set here, in no order.
@@ -151,6 +123,48 @@ impl Vars {
 /// a value inside a function call): kept to the end.
 const UNTRACKED: u32 = u32::MAX;
 
+/// Where the walk keeps a value it defined: in the scope by name, at
+/// this place of [`Vars`] ([`Vars::set`]), or in a slot of [`Slots`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Kept {
+    Var(u32),
+    Slot(u32),
+}
+
+/// The facts of `names` (the values listed, in definition order, each
+/// with where it is kept), for a walk that is done with them: each moved
+/// out, not copied, but for a value listed twice, whose earlier entries
+/// copy its fact (the last one set, as [`Vars::get`] reads a name set
+/// twice).
+pub(super) fn take_listed(
+    vars: &mut Vars,
+    slots: &mut Slots,
+    names: Vec<(String, Kept)>,
+) -> Vec<(String, Fact)> {
+    // Walked from the end: a fact's last entry takes it, and `at` says
+    // where it went for the entries before (vars' places, then slots').
+    let vars_len = vars.facts.len();
+    let mut at = vec![u32::MAX; vars_len + slots.facts.len()];
+    let mut listed: Vec<(String, Fact)> = Vec::with_capacity(names.len());
+    for (name, kept) in names.into_iter().rev() {
+        let (k, place) = match kept {
+            Kept::Var(i) => (i as usize, &mut vars.facts[i as usize]),
+            Kept::Slot(s) => (vars_len + s as usize, &mut slots.facts[s as usize]),
+        };
+        let fact = match at[k] {
+            u32::MAX => {
+                // Within u32: one entry per value of the graph.
+                at[k] = listed.len() as u32;
+                place.take().map_or_else(|| vars.unknown.clone(), |f| *f)
+            }
+            first => listed[first as usize].1.clone(),
+        };
+        listed.push((name, fact));
+    }
+    listed.reverse();
+    listed
+}
+
 impl Scope<'_> {
     pub(super) fn get(&self, name: &str) -> Option<&Fact> {
         self.vars
@@ -173,9 +187,14 @@ fn own(on: bool, readers: &Readers, slot: u32) -> Option<usize> {
 /// graph: the walk 90 -> 73 ms). What a subgraph reads from outside (by
 /// name) and what a function call defines inside go into the scope by
 /// name, as does every value when slots are off (values listed, nodes not
-/// taken, a subgraph's walk).
+/// taken, a subgraph's walk). Listing a main graph's values (`c3
+/// shapes`), slots are on too, but kept to the end: each read copies its
+/// fact, and nothing is counted down (111k-node graph: 120k names neither
+/// copied into the scope nor looked up there).
 pub(super) struct Slots {
     on: bool,
+    /// Kept to the end (values listed), not let go after their readers.
+    keep: bool,
     facts: Vec<Option<Box<Fact>>>,
     /// Readers left per output, counted down as they read.
     left: Vec<u32>,
@@ -186,7 +205,8 @@ impl Slots {
     /// Slots for the outputs `readers` counted, or, when off, the scope
     /// sized once to hold them all (a guess of two outputs a node doubled
     /// the table of a large graph).
-    pub(super) fn new(mut readers: Readers, on: bool, scope: &mut Scope) -> Slots {
+    /// `keep`: kept to the end (with `on`).
+    pub(super) fn new(mut readers: Readers, on: bool, keep: bool, scope: &mut Scope) -> Slots {
         let left = std::mem::take(&mut readers.counts);
         let mut facts = Vec::new();
         if on {
@@ -196,6 +216,7 @@ impl Slots {
         }
         Slots {
             on,
+            keep: on && keep,
             facts,
             left,
             readers,
@@ -223,6 +244,7 @@ impl Slots {
         }
         let Slots {
             on,
+            keep,
             facts,
             left,
             readers,
@@ -237,7 +259,9 @@ impl Slots {
             (!name.is_empty()).then(|| match own(*on, readers, slot) {
                 // Its readers are counted by occurrence, so a count of one
                 // is this read: no other input of the node names it.
-                Some(s) if left[s] == 1 => facts[s].take().map_or_else(Fact::unknown, |f| *f),
+                Some(s) if left[s] == 1 && !*keep => {
+                    facts[s].take().map_or_else(Fact::unknown, |f| *f)
+                }
                 Some(s) => facts[s].as_deref().cloned().unwrap_or_else(Fact::unknown),
                 None => scope.get(name).cloned().unwrap_or_else(Fact::unknown),
             })
@@ -248,7 +272,7 @@ impl Slots {
     /// Sets the fact of `name`, the `k`-th output in a record of node `i`
     /// (`n`): in its slot when it is one of the node's own outputs (in its
     /// place in the node's record; a function call's come in its last).
-    /// Returns where the scope keeps it, when the scope does.
+    /// Returns where it is kept.
     pub(super) fn define(
         &mut self,
         i: usize,
@@ -257,7 +281,7 @@ impl Slots {
         name: &String,
         f: &Fact,
         scope: &mut Scope,
-    ) -> Option<u32> {
+    ) -> Kept {
         let made = match n.output.get(k) {
             Some(out) if out == name => Some(k),
             _ if self.on => n.output.iter().position(|out| out == name),
@@ -267,9 +291,10 @@ impl Slots {
         match made.and_then(|k| self.own((start + k) as u32)) {
             Some(s) => {
                 self.facts[s] = Some(Box::new(f.clone()));
-                None
+                // Within u32: slots were counted in u32.
+                Kept::Slot(s as u32)
             }
-            None => Some(scope.vars.set(name.clone(), f.clone()).0),
+            None => Kept::Var(scope.vars.set(name.clone(), f.clone()).0),
         }
     }
 
@@ -306,6 +331,7 @@ impl Slots {
             facts,
             left,
             readers,
+            ..
         } = self;
         let start = readers.starts[i] as usize;
         for (k, name) in n.output.iter().enumerate().filter(|(_, o)| !o.is_empty()) {
@@ -357,17 +383,35 @@ mod tests {
     use super::*;
     use crate::ir::{DType, Dim};
 
-    /// The listed facts are moved out in order; a name listed twice gets
-    /// its last fact both times.
+    /// The listed facts are moved out in order, from the scope and from
+    /// slots; a value listed twice gets its last fact both times.
     #[test]
     fn listed_facts_are_taken_in_order() {
         let shaped = |n: u64| Fact::tensor(Some(DType::Float32), Some(vec![Dim::Known(n)]));
         let mut vars = Vars::default();
         let mut names = Vec::new();
         for (name, n) in [("a", 1), ("b", 2), ("a", 3)] {
-            names.push((name.to_string(), vars.set(name.into(), shaped(n)).0));
+            names.push((
+                name.to_string(),
+                Kept::Var(vars.set(name.into(), shaped(n)).0),
+            ));
         }
-        let listed = vars.take_listed(names);
+        let mut scope = Scope {
+            vars: Vars::default(),
+            parent: None,
+        };
+        // Two slots kept to the end, the first listed twice.
+        let readers = Readers {
+            counts: vec![0, 0],
+            ..Readers::default()
+        };
+        let mut slots = Slots::new(readers, true, true, &mut scope);
+        slots.facts[0] = Some(Box::new(shaped(4)));
+        slots.facts[1] = Some(Box::new(shaped(5)));
+        names.insert(1, ("s".to_string(), Kept::Slot(0)));
+        names.push(("t".to_string(), Kept::Slot(1)));
+        names.push(("s".to_string(), Kept::Slot(0)));
+        let listed = take_listed(&mut vars, &mut slots, names);
         let got: Vec<(&str, String)> = listed
             .iter()
             .map(|(n, f)| (n.as_str(), f.to_string()))
@@ -376,12 +420,43 @@ mod tests {
             got,
             [
                 ("a", "float32[3]".into()),
+                ("s", "float32[4]".into()),
                 ("b", "float32[2]".into()),
-                ("a", "float32[3]".into())
+                ("a", "float32[3]".into()),
+                ("t", "float32[5]".into()),
+                ("s", "float32[4]".into()),
             ]
         );
-        // Moved out: the scope holds them no more.
+        // Moved out: neither the scope nor the slots hold them any more.
         assert!(vars.facts.iter().all(Option::is_none));
+        assert!(slots.facts.iter().all(Option::is_none));
+    }
+
+    /// Kept to the end, a slot read by its last reader is copied, not
+    /// taken: the listing takes it at the end.
+    #[test]
+    fn slots_kept_to_the_end_are_only_copied() {
+        let node = NodeProto {
+            input: vec!["x".into()],
+            ..NodeProto::default()
+        };
+        let readers = Readers {
+            starts: vec![0, 1],
+            counts: vec![1, 0],
+            input_starts: vec![0, 0],
+            input_slots: vec![0],
+            captured: vec![false; 2],
+        };
+        let mut scope = Scope {
+            vars: Vars::default(),
+            parent: None,
+        };
+        let shaped = Fact::tensor(Some(DType::Float32), Some(vec![Dim::Known(2)]));
+        let mut slots = Slots::new(readers, true, true, &mut scope);
+        slots.facts[0] = Some(Box::new(shaped.clone()));
+        let read = slots.inputs(1, &node, &scope).unwrap().unwrap();
+        assert_eq!(read, [Some(shaped)]);
+        assert!(slots.facts[0].is_some());
     }
 
     /// Counted by slot, an input's fact is copied for each read but the
@@ -389,7 +464,6 @@ mod tests {
     /// B makes `y`, read twice by C and once by D.
     #[test]
     fn the_last_reader_of_a_slot_takes_its_fact() {
-        use crate::proto::NodeProto;
         let node = |inputs: &[&str], output: &str| NodeProto {
             input: inputs.iter().map(|s| s.to_string()).collect(),
             output: vec![output.to_string()],
@@ -413,7 +487,7 @@ mod tests {
             vars: Vars::default(),
             parent: None,
         };
-        let mut slots = Slots::new(readers, true, &mut scope);
+        let mut slots = Slots::new(readers, true, false, &mut scope);
         let shaped = |n: u64| Fact::tensor(Some(DType::Float32), Some(vec![Dim::Known(n)]));
         let held = |slots: &Slots| slots.facts.iter().map(Option::is_some).collect::<Vec<_>>();
         slots.define(0, &nodes[0], 0, &"x".into(), &shaped(2), &mut scope);
