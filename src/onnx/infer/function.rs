@@ -88,7 +88,16 @@ impl Walker<'_> {
         for i in order {
             let n = &g.node[i];
             for r in self
-                .infer_node(n, None, &inner, depth + 1, &opsets, &empty, &tag, false)?
+                .infer_node(
+                    n,
+                    None,
+                    &inner,
+                    depth + 1,
+                    &opsets,
+                    &empty,
+                    &tag,
+                    Names::Copied,
+                )?
                 .0
             {
                 for (name, fact) in r.outputs.iter().flatten() {

@@ -136,6 +136,19 @@ struct Walker<'m> {
     initializers: RefCell<Option<Vec<crate::proto::TensorProto>>>,
 }
 
+/// What a node's record carries of the node's names ([`Walker::infer_node`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Names {
+    /// Copies of them all.
+    Copied,
+    /// Its values' names; the node's own, its op's and its attributes'
+    /// are left to the caller to give ([`InferredNode::take_names`]).
+    Given,
+    /// Its outputs' names alone: nothing keeps the record (a listing's
+    /// walk reads its outputs, then drops it).
+    Outputs,
+}
+
 impl<'m> Walker<'m> {
     /// Counts `n` more node visits; an error past the budget.
     fn charge(&self, n: u64) -> std::result::Result<(), String> {
@@ -335,22 +348,39 @@ impl<'m> Walker<'m> {
                     .inputs(i, n, scope)
                     .map_err(|m| format!("{}: {m}", node_label(n)))?;
                 // A node taken from the model gives its record its names
-                // (its own, its op's, its attributes'), not copies of them.
-                let give = owned.is_some();
+                // (its own, its op's, its attributes'), not copies of them;
+                // a record nothing keeps (a listing's) takes none but its
+                // outputs'.
+                let names = match (owned.is_some(), records.keeps()) {
+                    (false, _) => Names::Copied,
+                    (true, true) => Names::Given,
+                    (true, false) => Names::Outputs,
+                };
                 let (mut rec, own) = self
-                    .infer_node(n, facts, scope, depth, opsets, &declared, "", give)
+                    .infer_node(n, facts, scope, depth, opsets, &declared, "", names)
                     .map_err(|m| format!("{}: {m}", node_label(n)))?;
-                for r in &rec {
-                    for (k, o) in r.outputs.iter().enumerate() {
+                // A record nothing keeps gives its outputs' facts and names
+                // up rather than copies of them.
+                let give_up = names == Names::Outputs;
+                for r in &mut rec {
+                    for (k, o) in r.outputs.iter_mut().enumerate() {
                         let Some((name, f)) = o else { continue };
+                        let f = match give_up {
+                            true => std::mem::replace(f, Fact::unknown()),
+                            false => f.clone(),
+                        };
                         let at = slots.define(i, n, k, name, f, scope);
                         if listing {
-                            order_names.push((name.clone(), at));
+                            let name = match give_up {
+                                true => std::mem::take(name),
+                                false => name.clone(),
+                            };
+                            order_names.push((name, at));
                         }
                     }
                 }
                 if let (Some(n), [r]) = (&mut owned, &mut rec[..])
-                    && give
+                    && names == Names::Given
                     && own
                 {
                     r.take_names(n);
@@ -403,9 +433,10 @@ impl<'m> Walker<'m> {
         opsets: &BTreeMap<String, i64>,
         declared: &HashMap<&str, &TypeProto>,
         prefix: &str,
-        give: bool,
+        names: Names,
     ) -> std::result::Result<(Vec<InferredNode>, bool), String> {
         self.charge(1)?;
+        let give = names != Names::Copied;
         let op = n.op_type.as_deref().unwrap_or("");
         let domain = domain_key(n.domain.as_deref().unwrap_or("")).to_string();
         let opset = crate::ir::imported_opset(opsets, &domain).unwrap_or(1);
@@ -420,11 +451,16 @@ impl<'m> Walker<'m> {
                 })
                 .collect()
         });
-        let pair = |facts: Vec<Option<Fact>>| -> Vec<Option<(String, Fact)>> {
+        let pair = |facts: Vec<Option<Fact>>, named: bool| -> Vec<Option<(String, Fact)>> {
             n.input
                 .iter()
                 .zip(facts)
-                .map(|(name, f)| f.map(|f| (name.clone(), f)))
+                .map(|(name, f)| {
+                    f.map(|f| match named {
+                        true => (name.clone(), f),
+                        false => (String::new(), f),
+                    })
+                })
                 .collect()
         };
         let infer = registry(&domain, op);
@@ -432,7 +468,7 @@ impl<'m> Walker<'m> {
             && let Some(f) = self.functions.get(&(domain.clone(), op.to_owned()))
         {
             return Ok((
-                self.expand(n, f, &pair(facts), scope, depth, prefix)?,
+                self.expand(n, f, &pair(facts, true), scope, depth, prefix)?,
                 false,
             ));
         }
@@ -484,7 +520,7 @@ impl<'m> Walker<'m> {
             facts_back = facts;
             outputs = vec![Fact::unknown(); n.output.len()];
         }
-        let inputs = pair(facts_back);
+        let inputs = pair(facts_back, names != Names::Outputs);
         // Where inference knows less than the model declares, take the declaration.
         for (o, name) in outputs.iter_mut().zip(&n.output) {
             if let Some(t) = declared.get(name.as_str()) {

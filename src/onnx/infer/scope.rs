@@ -279,7 +279,7 @@ impl Slots {
         n: &NodeProto,
         k: usize,
         name: &String,
-        f: &Fact,
+        f: Fact,
         scope: &mut Scope,
     ) -> Kept {
         let made = match n.output.get(k) {
@@ -290,11 +290,11 @@ impl Slots {
         let start = self.readers.starts[i] as usize;
         match made.and_then(|k| self.own((start + k) as u32)) {
             Some(s) => {
-                self.facts[s] = Some(Box::new(f.clone()));
+                self.facts[s] = Some(Box::new(f));
                 // Within u32: slots were counted in u32.
                 Kept::Slot(s as u32)
             }
-            None => Kept::Var(scope.vars.set(name.clone(), f.clone()).0),
+            None => Kept::Var(scope.vars.set(name.clone(), f).0),
         }
     }
 
@@ -490,13 +490,13 @@ mod tests {
         let mut slots = Slots::new(readers, true, false, &mut scope);
         let shaped = |n: u64| Fact::tensor(Some(DType::Float32), Some(vec![Dim::Known(n)]));
         let held = |slots: &Slots| slots.facts.iter().map(Option::is_some).collect::<Vec<_>>();
-        slots.define(0, &nodes[0], 0, &"x".into(), &shaped(2), &mut scope);
+        slots.define(0, &nodes[0], 0, &"x".into(), shaped(2), &mut scope);
         slots.count_down(0, &nodes[0], 0, &mut scope, |_, _| {});
         // B is x's one reader: the fact moves out of slot 0.
         let read = slots.inputs(1, &nodes[1], &scope).unwrap().unwrap();
         assert_eq!(read, [Some(shaped(2))]);
         assert_eq!(held(&slots), [false, false, false, false]);
-        slots.define(1, &nodes[1], 0, &"y".into(), &shaped(3), &mut scope);
+        slots.define(1, &nodes[1], 0, &"y".into(), shaped(3), &mut scope);
         slots.count_down(1, &nodes[1], 0, &mut scope, |_, _| {});
         // C reads y twice of its three reads: both are copies.
         let read = slots.inputs(2, &nodes[2], &scope).unwrap().unwrap();
