@@ -858,7 +858,7 @@ pub(crate) mod test_model {
     use crate::shape::Fact;
 
     pub use crate::onnx::build::{
-        graph, graph_attr, int, int64s, ints, seq_type, tensor_type, untyped, value,
+        graph, graph_attr, int, int64s, ints, seq_type, tensor_type, untyped, value, zeros,
     };
 
     /// A node with attributes (the shared builder's [`build::node_with`]).
@@ -1097,13 +1097,7 @@ mod tests {
                 nodes,
                 vec![untyped(&format!("v{}", n - 1))],
             );
-            g.initializer.push(crate::proto::TensorProto {
-                name: Some("w".into()),
-                dims: vec![1],
-                data_type: Some(FLOAT),
-                raw_data: Some(bytes::Bytes::from(vec![0u8; 4])),
-                ..Default::default()
-            });
+            g.initializer.push(zeros("w", &[1]));
             let opts = super::InferOptions::default();
             super::infer_nodes(&model(g, 17), None, &opts, None, None)
                 .err()
@@ -1165,13 +1159,7 @@ mod tests {
             nodes,
             vec![untyped("dd"), untyped("s")],
         );
-        g.initializer.push(crate::proto::TensorProto {
-            name: Some("w".into()),
-            dims: vec![2],
-            data_type: Some(FLOAT),
-            raw_data: Some(bytes::Bytes::from(vec![0u8; 8])),
-            ..Default::default()
-        });
+        g.initializer.push(zeros("w", &[2]));
         let listing = super::InferOptions {
             values_only: true,
             ..Default::default()
