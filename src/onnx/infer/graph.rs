@@ -662,11 +662,6 @@ impl<'r> Recorder<'r> {
         }
     }
 
-    /// Whether what is recorded is kept (not dropped unread).
-    pub(super) fn keeps(&self) -> bool {
-        !matches!(self, Recorder::Here(None))
-    }
-
     /// [`Records::record`], now or with the batch.
     pub(super) fn record(&mut self, node: InferredNode, slots: Option<&[u32]>) {
         match self {

@@ -331,8 +331,8 @@ impl<'m> Walker<'m> {
         // shapes`), its nodes' outputs are kept by slot too, to the end;
         // with model-local functions they go by name, as a call's inner
         // values do (one place for a name however it is defined).
-        let kept_to_end =
-            taken.is_some() && listing && record.is_none() && self.functions.is_empty();
+        let recorded = record.is_some();
+        let kept_to_end = taken.is_some() && listing && !recorded && self.functions.is_empty();
         let mut slots = Slots::new(readers, counted || kept_to_end, kept_to_end, scope);
         std::thread::scope(|threads| {
             let mut queue = taken.map(|t| t.queue(&order, threads));
@@ -351,7 +351,7 @@ impl<'m> Walker<'m> {
                 // (its own, its op's, its attributes'), not copies of them;
                 // a record nothing keeps (a listing's) takes none but its
                 // outputs'.
-                let names = match (owned.is_some(), records.keeps()) {
+                let names = match (owned.is_some(), recorded) {
                     (false, _) => Names::Copied,
                     (true, true) => Names::Given,
                     (true, false) => Names::Outputs,
