@@ -40,6 +40,10 @@
 #   ONE_CORE=0 scripts/bench.sh       # without the one-core row
 #   STARTUP=0 | STARTUP_RUNS=1000 scripts/bench.sh
 #   ONNX_TOOL_ALL=1 scripts/bench.sh  # onnx-tool on gpt_100000 too (hours)
+#   DIMS="batch=1 seq=128" MODELS="export.onnx" scripts/bench.sh
+#     # a model with symbolic sizes: c3 estimate gets --dim for each (shapes,
+#     # like ONNX's inference, keeps them symbolic), and onnx-tool is given
+#     # zero inputs of the bound sizes; every model of the run must name them
 # Wall time on a shared machine includes waiting for a core; CPU time does
 # not, and instruction counts do not depend on load at all. The row "c3
 # estimate --format json, one core" holds c3 to one CPU (taskset -c 0):
@@ -55,6 +59,11 @@ runs=${RUNS:-5}
 tool_runs=${TOOL_RUNS:-3}
 models=${MODELS:-"vgg16 gpt_1000 gpt_10000 gpt_100000"}
 c3=${C3:-target/release/c3}
+# DIMS="NAME=N ...": symbolic sizes bound for c3 estimate (`--dim`) and,
+# as inputs of those sizes, for onnx-tool.
+dims=${DIMS:-}
+dim_args=()
+for kv in $dims; do dim_args+=(--dim "$kv"); done
 if [ -z "${C3:-}" ]; then cargo build --release --quiet; fi
 # shellcheck disable=SC2086
 "$python" scripts/gen_bench_models.py "$dir" 1000 10000 100000 \
@@ -75,6 +84,26 @@ file_of() {
 # 100,000 (convnet) units, where onnx-tool is not run.
 beyond_10000() {
   [[ "$1" =~ ^gpt_([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt 10000 ] || [[ "$1" == *100000* ]]
+}
+
+# tool_inputs FILE: the model's inputs (its weights aside), each symbolic
+# size bound by DIMS, as JSON {name: [shape, numpy dtype]} for onnx-tool;
+# read before onnx-tool is timed.
+tool_inputs() {
+  # shellcheck disable=SC2086
+  "$python" -c 'import json, sys, onnx
+from onnx import helper
+m = onnx.load(sys.argv[1], load_external_data=False)
+bound = dict(kv.split("=", 1) for kv in sys.argv[2:])
+weights = {t.name for t in m.graph.initializer}
+inputs = {}
+for i in m.graph.input:
+    if i.name in weights:
+        continue
+    t = i.type.tensor_type
+    shape = [d.dim_value if d.HasField("dim_value") else int(bound[d.dim_param]) for d in t.shape.dim]
+    inputs[i.name] = [shape, helper.tensor_dtype_to_np_dtype(t.elem_type).name]
+print(json.dumps(inputs))' "$1" $dims
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -121,13 +150,13 @@ echo '| model | tool | wall (s, median) | CPU (s, median) | peak RSS (MB) | read
 echo '|---|---|--:|--:|--:|--:|'
 for m in $models; do
   f=$(file_of "$m")
-  measure "c3 estimate --format json" "$m" "$runs" "$c3" estimate "$f" --format json
-  measure "c3 estimate --format md" "$m" "$runs" "$c3" estimate "$f" --format md
+  measure "c3 estimate --format json" "$m" "$runs" "$c3" estimate "$f" --format json ${dim_args[@]+"${dim_args[@]}"}
+  measure "c3 estimate --format md" "$m" "$runs" "$c3" estimate "$f" --format md ${dim_args[@]+"${dim_args[@]}"}
   measure "c3 shapes --format json" "$m" "$runs" "$c3" shapes "$f" --format json
   # ONNX's own job: the model written back with its inferred shapes.
   measure "c3 shapes -o" "$m" "$runs" "$c3" shapes "$f" -o "$dir/c3-inferred.onnx" --force
   if [ "${ONE_CORE:-1}" != 0 ] && command -v taskset >/dev/null; then
-    measure "c3 estimate --format json, one core" "$m" "$runs" taskset -c 0 "$c3" estimate "$f" --format json
+    measure "c3 estimate --format json, one core" "$m" "$runs" taskset -c 0 "$c3" estimate "$f" --format json ${dim_args[@]+"${dim_args[@]}"}
   fi
   if [ "${TOOLS:-1}" != 0 ]; then
     measure "onnx infer_shapes_path" "$m" "$tool_runs" "$python" -c \
@@ -135,7 +164,18 @@ for m in $models; do
       "$f" "$dir/inferred.onnx"
     # onnx-tool grows faster than linearly: 64 s on gpt_10000, so well
     # over an hour on the 100k-node models; it is left out beyond gpt_10000.
-    if ! beyond_10000 "$m" || [ -n "${ONNX_TOOL_ALL:-}" ]; then
+    if [ -n "$dims" ] && { ! beyond_10000 "$m" || [ -n "${ONNX_TOOL_ALL:-}" ]; }; then
+      # Inputs of the bound sizes, as onnx-tool takes them (zeros).
+      if inputs=$(tool_inputs "$f" 2>"$tmp/err"); then
+        measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
+          'import json, sys, numpy, onnx_tool
+inputs = {k: numpy.zeros(s, dtype=t) for k, (s, t) in json.loads(sys.argv[2]).items()}
+onnx_tool.model_profile(sys.argv[1], dynamic_shapes=inputs)' "$f" "$inputs"
+      else
+        printf '| %s | %s | failed: %s | | | |\n' "${m##*/}" "onnx_tool.model_profile" \
+          "inputs of the DIMS sizes: $(tail -1 "$tmp/err" | cut -c1-60)"
+      fi
+    elif ! beyond_10000 "$m" || [ -n "${ONNX_TOOL_ALL:-}" ]; then
       measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
         'import sys, onnx_tool; onnx_tool.model_profile(sys.argv[1])' "$f"
     fi

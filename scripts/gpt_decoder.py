@@ -12,7 +12,7 @@ from ``torch.tril`` applied with ``masked_fill``, softmax, ``@ v``, heads
 merged back, output ``nn.Linear``) and a GELU MLP (d -> 4d -> d); a final
 LayerNorm and an LM head (``nn.Linear`` without bias).
 
-Dimensions: vocabulary 512, d_model 64, 4 heads of 16, 2 layers, context 32.
+Dimensions: vocabulary 512, d_model 64, 4 heads of 16, 2 layers (``--layers``), context 32.
 Weights are random with ``torch.manual_seed(0)``; the input is
 ``input_ids`` int64 ``[batch, seq]``, the output ``logits`` float32
 ``[batch, seq, 512]``, both axes dynamic.
@@ -30,7 +30,9 @@ What is written (``--out``, default ``examples/onnx``)
 
 The committed files in examples/onnx were made with torch 2.15.0+cu132 (the
 PyPI wheel, run on the CPU), onnx 1.23.2 and onnxscript 0.7.2; two runs give
-the same bytes. The script checks each export with ``onnx.checker`` and, when
+the same bytes. The dynamo export's node metadata quotes this script's path
+and line numbers, so a copy made since the script last changed differs from
+the committed one in those bytes only (its graph is the same). The script checks each export with ``onnx.checker`` and, when
 onnxruntime is installed, compares its logits with PyTorch's on a [2, 7]
 input (onnxruntime 1.32.0: largest difference 4.8e-07 for the TorchScript
 export, 7.2e-07 for the dynamo one).
@@ -44,6 +46,13 @@ GB; the export runs on the CPU)::
     /tmp/venv-torch/bin/pip install torch onnx==1.23.2 onnxscript numpy
     /tmp/venv-torch/bin/pip install onnxruntime     # optional: the output check
     /tmp/venv-torch/bin/python scripts/gpt_decoder.py
+
+A large export to time (``scripts/bench.sh``; not committed), 100 blocks, its
+symbolic sizes bound for c3 and onnx-tool::
+
+    /tmp/venv-torch/bin/python scripts/gpt_decoder.py --layers 100 --out /tmp/exports
+    DIMS="batch=1 seq=32" MODELS="/tmp/exports/gpt_decoder_torchscript.onnx
+      /tmp/exports/gpt_decoder_dynamo.onnx" scripts/bench.sh
 """
 
 from __future__ import annotations
@@ -106,11 +115,11 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self):
+    def __init__(self, layers: int = LAYERS):
         super().__init__()
         self.tok = nn.Embedding(VOCAB, D_MODEL)
         self.pos = nn.Embedding(CONTEXT, D_MODEL)
-        self.blocks = nn.ModuleList(Block(D_MODEL, HEADS, CONTEXT) for _ in range(LAYERS))
+        self.blocks = nn.ModuleList(Block(D_MODEL, HEADS, CONTEXT) for _ in range(layers))
         self.ln_f = nn.LayerNorm(D_MODEL)
         self.head = nn.Linear(D_MODEL, VOCAB, bias=False)
 
@@ -146,12 +155,18 @@ def check(path: str, model: GPT, ids: torch.Tensor) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="examples/onnx")
+    ap.add_argument(
+        "--layers",
+        type=int,
+        default=LAYERS,
+        help="decoder blocks (the committed exports have 2; more make a large export to time)",
+    )
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     print(f"torch {torch.__version__}")
 
     torch.manual_seed(0)
-    model = GPT().eval()
+    model = GPT(args.layers).eval()
     ids = torch.randint(0, VOCAB, (2, 7))
 
     path = os.path.join(args.out, "gpt_decoder_torchscript.onnx")
