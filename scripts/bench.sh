@@ -40,6 +40,7 @@
 #   ONE_CORE=0 scripts/bench.sh       # without the one-core row
 #   STARTUP=0 | STARTUP_RUNS=1000 scripts/bench.sh
 #   ONNX_TOOL_ALL=1 scripts/bench.sh  # onnx-tool on gpt_100000 too (hours)
+#   ONNX_TOOL=0 MODELS="big.onnx" scripts/bench.sh   # onnx-tool left out
 #   DIMS="batch=1 seq=128" MODELS="export.onnx" scripts/bench.sh
 #     # a model with symbolic sizes: c3 estimate gets --dim for each (shapes,
 #     # like ONNX's inference, keeps them symbolic), and onnx-tool is given
@@ -163,8 +164,11 @@ for m in $models; do
       'import sys, onnx; onnx.shape_inference.infer_shapes_path(sys.argv[1], sys.argv[2])' \
       "$f" "$dir/inferred.onnx"
     # onnx-tool grows faster than linearly: 64 s on gpt_10000, so well
-    # over an hour on the 100k-node models; it is left out beyond gpt_10000.
-    if [ -n "$dims" ] && { ! beyond_10000 "$m" || [ -n "${ONNX_TOOL_ALL:-}" ]; }; then
+    # over an hour on the 100k-node models; it is left out beyond
+    # gpt_10000, and wherever ONNX_TOOL=0 (a large model of another name).
+    if [ "${ONNX_TOOL:-1}" = 0 ] || { beyond_10000 "$m" && [ -z "${ONNX_TOOL_ALL:-}" ]; }; then
+      :
+    elif [ -n "$dims" ]; then
       # Inputs of the bound sizes, as onnx-tool takes them (zeros).
       if inputs=$(tool_inputs "$f" 2>"$tmp/err"); then
         measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
@@ -175,7 +179,7 @@ onnx_tool.model_profile(sys.argv[1], dynamic_shapes=inputs)' "$f" "$inputs"
         printf '| %s | %s | failed: %s | | | |\n' "${m##*/}" "onnx_tool.model_profile" \
           "inputs of the DIMS sizes: $(tail -1 "$tmp/err" | cut -c1-60)"
       fi
-    elif ! beyond_10000 "$m" || [ -n "${ONNX_TOOL_ALL:-}" ]; then
+    else
       measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
         'import sys, onnx_tool; onnx_tool.model_profile(sys.argv[1])' "$f"
     fi
