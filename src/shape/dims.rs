@@ -259,13 +259,13 @@ pub(super) fn index_map(
 /// The entries of `v` at `pos`.
 pub(super) fn take(v: &TensorValue, pos: &[usize]) -> Option<TensorValue> {
     fn pick<T: Clone>(x: &[T], pos: &[usize]) -> Option<Vec<T>> {
-        // Made at its size (collected through `Option`, it grew by
-        // doubling).
-        let mut out = Vec::with_capacity(pos.len());
-        for &p in pos {
-            out.push(x.get(p)?.clone());
+        // Every place is checked first, so that the copy is made at its
+        // size in one pass (collected through `Option`, it grew by
+        // doubling; pushed, it checked its room at every entry).
+        if pos.iter().any(|&p| p >= x.len()) {
+            return None;
         }
-        Some(out)
+        Some(pos.iter().map(|&p| x[p].clone()).collect())
     }
     Some(match v {
         TensorValue::Ints(x) => TensorValue::ints(pick(x, pos)?),
@@ -314,14 +314,37 @@ pub(super) fn grid_take(ctx: &InferCtx, out: &[Dim], grid: &[(i64, i64)]) -> Opt
         .zip(&st)
         .map(|(&(_, d), &s)| d as i128 * s as i128)
         .collect();
-    let pos = index_map(&out_dims, |o| {
-        let at = o
-            .iter()
-            .zip(&step)
-            .fold(first, |at, (&i, &d)| at + i as i128 * d);
-        usize::try_from(at).ok()
-    })?;
-    take(&v, &pos)
+    take(&v, &grid_places(&out_dims, first, &step)?)
+}
+
+/// The places `first + Σ o[k] * step[k]` of every multi-index `o` of
+/// `dims`, in row-major order: what [`index_map`] gives with that sum,
+/// kept as a running total that each step of the index moves (a slice of
+/// a causal mask, a thousand entries, a dozen instructions an entry
+/// rather than a hundred). `None` when the output is too big to carry or
+/// a place is not a position (negative).
+fn grid_places(dims: &[usize], first: i128, step: &[i128]) -> Option<Vec<usize>> {
+    let n = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+    if n > MAX_VALUE_ELEMENTS {
+        return None;
+    }
+    let mut idx = vec![0usize; dims.len()];
+    let mut at = first;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        out.push(usize::try_from(at).ok()?);
+        for k in (0..dims.len()).rev() {
+            idx[k] += 1;
+            at += step[k];
+            if idx[k] < dims[k] {
+                break;
+            }
+            // Axis k wraps to 0: its steps are taken back.
+            at -= step[k] * dims[k] as i128;
+            idx[k] = 0;
+        }
+    }
+    Some(out)
 }
 
 /// Rearranges input 0's data (when known) by a map from output multi-index
@@ -388,5 +411,47 @@ mod tests {
             repeat_first(&values[1], 3),
             Some(TensorValue::floats(vec![0.5; 3]))
         );
+    }
+
+    /// A grid's places, kept as a running total, are the sums worked out
+    /// anew at every index: forward and backward steps, an axis of one, a
+    /// scalar, an empty axis; and none where a place falls below 0.
+    #[test]
+    fn grid_places_are_the_sums_at_every_index() {
+        let sums = |dims: &[usize], first: i128, step: &[i128]| {
+            index_map(dims, |o| {
+                let at = o
+                    .iter()
+                    .zip(step)
+                    .fold(first, |a, (&i, &d)| a + i as i128 * d);
+                usize::try_from(at).ok()
+            })
+        };
+        let cases: [(&[usize], i128, &[i128]); 6] = [
+            // A [4, 6] input read backwards on axis 1 from column 5, every
+            // other row: first 5, steps 2 rows (12) and -1.
+            (&[2, 6], 5, &[12, -1]),
+            (&[2, 3, 4], 100, &[-40, 12, 2]),
+            (&[1, 1, 3, 3], 0, &[1024, 1024, 32, 1]),
+            (&[], 7, &[]),
+            (&[3, 0, 2], 0, &[5, 1, 1]),
+            // Backwards from 1: the third place would be -1.
+            (&[3], 1, &[-1]),
+        ];
+        for (dims, first, step) in cases {
+            assert_eq!(
+                grid_places(dims, first, step),
+                sums(dims, first, step),
+                "{dims:?}"
+            );
+        }
+        // 5 - 1·4 = 1, then 5 - 2·4 < 0.
+        assert_eq!(grid_places(&[2], 5, &[-4]), Some(vec![5, 1]));
+        assert_eq!(grid_places(&[3], 5, &[-4]), None);
+        assert_eq!(
+            grid_places(&[2, 4], 1, &[4, 1]),
+            Some(vec![1, 2, 3, 4, 5, 6, 7, 8])
+        );
+        assert_eq!(grid_places(&[MAX_VALUE_ELEMENTS + 1], 0, &[1]), None);
     }
 }

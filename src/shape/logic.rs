@@ -12,14 +12,15 @@ use crate::ir::{DType, Dim};
 fn same_bool(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?;
     let shape = x.shape.clone();
-    let value = match (ctx.op, x.value.clone()) {
-        ("Not", Some(TensorValue::Ints(v))) => Some(TensorValue::ints(
-            v.iter()
-                .map(|i| i.as_int().map(|i| SymInt::Int((i == 0) as i64)))
-                .collect::<Option<Vec<_>>>()
-                .unwrap_or_default(),
-        ))
-        .filter(|t| !t.is_empty() || v.is_empty()),
+    let value = match (ctx.op, &x.value) {
+        // A symbolic entry has no truth value known here.
+        ("Not", Some(TensorValue::Ints(v))) => known_ints(v).then(|| {
+            TensorValue::ints(
+                v.iter()
+                    .map(|i| SymInt::Int((i.as_int() == Some(0)) as i64))
+                    .collect(),
+            )
+        }),
         _ => None,
     };
     ctx.set(
@@ -114,27 +115,36 @@ fn cast(ctx: &mut InferCtx) -> Result<()> {
 /// Converts small data to element type `t`; `None` where it cannot be
 /// done exactly (strings, symbolic values to non-integers...).
 fn cast_value(v: TensorValue, t: DType) -> Option<TensorValue> {
-    let ints = |v: Vec<i64>| Some(TensorValue::ints(v.into_iter().map(SymInt::Int).collect()));
+    // Each converted list is checked whole first, then made at its size in
+    // one pass (a mask of a thousand entries is cast in every block).
+    let ints = |v: Vec<SymInt>| Some(TensorValue::ints(v));
     match (v, t) {
         (_, DType::String) | (TensorValue::Strings(_), _) => None,
-        (TensorValue::Ints(v), DType::Bool) => ints(
+        (TensorValue::Ints(v), DType::Bool) if known_ints(&v) => ints(
             v.iter()
-                .map(|i| i.as_int().map(|i| (i != 0) as i64))
-                .collect::<Option<_>>()?,
+                .map(|i| SymInt::Int((i.as_int() != Some(0)) as i64))
+                .collect(),
         ),
+        (TensorValue::Ints(_), DType::Bool) => None,
         (TensorValue::Floats(v), DType::Bool) => {
-            ints(v.iter().map(|&f| (f != 0.0) as i64).collect())
+            ints(v.iter().map(|&f| SymInt::Int((f != 0.0) as i64)).collect())
         }
-        (TensorValue::Floats(v), t) if is_integer(t) => ints(
-            v.iter()
-                .map(|f| f.is_finite().then(|| f.trunc() as i64))
-                .collect::<Option<_>>()?,
-        ),
+        (TensorValue::Floats(v), t) if is_integer(t) => {
+            if !v.iter().all(|f| f.is_finite()) {
+                return None;
+            }
+            ints(v.iter().map(|f| SymInt::Int(f.trunc() as i64)).collect())
+        }
         // Integers stay exact (and symbolic) as floats: shape arithmetic
         // through Cast(float) -> Mul -> Floor -> Cast(int64) then folds.
         (TensorValue::Ints(v), _) => Some(TensorValue::Ints(v)),
         (TensorValue::Floats(v), _) => Some(TensorValue::Floats(v)),
     }
+}
+
+/// Whether every entry is a number (none symbolic).
+fn known_ints(v: &[SymInt]) -> bool {
+    v.iter().all(SymInt::is_known)
 }
 
 pub(super) const COMPARE: &[&str] = &[
