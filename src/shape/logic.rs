@@ -13,14 +13,7 @@ fn same_bool(ctx: &mut InferCtx) -> Result<()> {
     let x = ctx.require(0)?;
     let shape = x.shape.clone();
     let value = match (ctx.op, &x.value) {
-        // A symbolic entry has no truth value known here.
-        ("Not", Some(TensorValue::Ints(v))) => known_ints(v).then(|| {
-            TensorValue::ints(
-                v.iter()
-                    .map(|i| SymInt::Int((i.as_int() == Some(0)) as i64))
-                    .collect(),
-            )
-        }),
+        ("Not", Some(TensorValue::Ints(v))) => truths(v, true),
         _ => None,
     };
     ctx.set(
@@ -117,23 +110,19 @@ fn cast(ctx: &mut InferCtx) -> Result<()> {
 fn cast_value(v: TensorValue, t: DType) -> Option<TensorValue> {
     // Each converted list is checked whole first, then made at its size in
     // one pass (a mask of a thousand entries is cast in every block).
-    let ints = |v: Vec<SymInt>| Some(TensorValue::ints(v));
     match (v, t) {
         (_, DType::String) | (TensorValue::Strings(_), _) => None,
-        (TensorValue::Ints(v), DType::Bool) if known_ints(&v) => ints(
-            v.iter()
-                .map(|i| SymInt::Int((i.as_int() != Some(0)) as i64))
-                .collect(),
-        ),
-        (TensorValue::Ints(_), DType::Bool) => None,
-        (TensorValue::Floats(v), DType::Bool) => {
-            ints(v.iter().map(|&f| SymInt::Int((f != 0.0) as i64)).collect())
-        }
+        (TensorValue::Ints(v), DType::Bool) => truths(&v, false),
+        (TensorValue::Floats(v), DType::Bool) => Some(TensorValue::ints(
+            v.iter().map(|&f| SymInt::Int((f != 0.0) as i64)).collect(),
+        )),
         (TensorValue::Floats(v), t) if is_integer(t) => {
             if !v.iter().all(|f| f.is_finite()) {
                 return None;
             }
-            ints(v.iter().map(|f| SymInt::Int(f.trunc() as i64)).collect())
+            Some(TensorValue::ints(
+                v.iter().map(|f| SymInt::Int(f.trunc() as i64)).collect(),
+            ))
         }
         // Integers stay exact (and symbolic) as floats: shape arithmetic
         // through Cast(float) -> Mul -> Floor -> Cast(int64) then folds.
@@ -142,9 +131,18 @@ fn cast_value(v: TensorValue, t: DType) -> Option<TensorValue> {
     }
 }
 
-/// Whether every entry is a number (none symbolic).
-fn known_ints(v: &[SymInt]) -> bool {
-    v.iter().all(SymInt::is_known)
+/// Each entry's truth as 0 or 1 (nonzero is true), negated with `not`
+/// (Not, against a Cast to bool); `None` when an entry is symbolic, its
+/// truth unknown here. Checked whole first, then made in one pass.
+fn truths(v: &[SymInt], not: bool) -> Option<TensorValue> {
+    if !v.iter().all(SymInt::is_known) {
+        return None;
+    }
+    Some(TensorValue::ints(
+        v.iter()
+            .map(|i| SymInt::Int(((i.as_int() != Some(0)) != not) as i64))
+            .collect(),
+    ))
 }
 
 pub(super) const COMPARE: &[&str] = &[
