@@ -115,6 +115,11 @@ fd = os.open(sys.argv[1], os.O_RDONLY)
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
 }
 
+# failed_row MODEL LABEL REASON: the row of a tool that did not run.
+failed_row() {
+  printf '| %s | %s | failed: %s | | | |\n' "${1##*/}" "$2" "$3"
+}
+
 # measure LABEL MODEL N CMD... : one Markdown row from N runs (plus a cold one)
 measure() {
   local label=$1 model=$2 n=$3
@@ -128,7 +133,7 @@ measure() {
   # 111k graph against 1.9-2.4 s warm).
   cat "$file" >/dev/null
   if ! "$python" scripts/timed.py "$n" "$@" >"$tmp/t" 2>"$tmp/err"; then
-    printf '| %s | %s | failed: %s | | | |\n' "${model##*/}" "$label" "$(tail -1 "$tmp/err" | cut -c1-80)"
+    failed_row "$model" "$label" "$(tail -1 "$tmp/err" | cut -c1-80)"
     return
   fi
   if [ "${COLD:-1}" != 0 ]; then
@@ -176,7 +181,7 @@ for m in $models; do
 inputs = {k: numpy.zeros(s, dtype=t) for k, (s, t) in json.loads(sys.argv[2]).items()}
 onnx_tool.model_profile(sys.argv[1], dynamic_shapes=inputs)' "$f" "$inputs"
       else
-        printf '| %s | %s | failed: %s | | | |\n' "${m##*/}" "onnx_tool.model_profile" \
+        failed_row "$m" "onnx_tool.model_profile" \
           "inputs of the DIMS sizes: $(tail -1 "$tmp/err" | cut -c1-60)"
       fi
     else
