@@ -12,7 +12,8 @@ from ``torch.tril`` applied with ``masked_fill``, softmax, ``@ v``, heads
 merged back, output ``nn.Linear``) and a GELU MLP (d -> 4d -> d); a final
 LayerNorm and an LM head (``nn.Linear`` without bias).
 
-Dimensions: vocabulary 512, d_model 64, 4 heads of 16, 2 layers (``--layers``), context 32.
+Dimensions: vocabulary 512, d_model 64, 4 heads of 16, 2 layers
+(``--layers``), context 32.
 Weights are random with ``torch.manual_seed(0)``; the input is
 ``input_ids`` int64 ``[batch, seq]``, the output ``logits`` float32
 ``[batch, seq, 512]``, both axes dynamic.
@@ -32,10 +33,11 @@ The committed files in examples/onnx were made with torch 2.15.0+cu132 (the
 PyPI wheel, run on the CPU), onnx 1.23.2 and onnxscript 0.7.2; two runs give
 the same bytes. The dynamo export's node metadata quotes this script's path
 and line numbers, so a copy made since the script last changed differs from
-the committed one in those bytes only (its graph is the same). The script checks each export with ``onnx.checker`` and, when
-onnxruntime is installed, compares its logits with PyTorch's on a [2, 7]
-input (onnxruntime 1.32.0: largest difference 4.8e-07 for the TorchScript
-export, 7.2e-07 for the dynamo one).
+the committed one in those bytes only (its graph is the same). The script
+checks each export with ``onnx.checker`` and, when onnxruntime is
+installed, compares its logits with PyTorch's on a [2, 7] input
+(onnxruntime 1.32.0: largest difference 4.8e-07 for the TorchScript export,
+7.2e-07 for the dynamo one).
 
 How to run
 ----------
