@@ -36,6 +36,7 @@
 //! assert_eq!(report.layers[0].name, "Relu-1");
 //! ```
 
+pub mod calibrate;
 mod cli;
 pub mod commands;
 pub mod cost;
@@ -50,6 +51,7 @@ pub mod ir;
 pub mod model;
 pub mod onnx;
 pub mod output;
+pub mod profile;
 pub mod proto;
 pub mod report;
 pub mod rules;

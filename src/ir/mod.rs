@@ -16,7 +16,10 @@ pub use limits::*;
 
 pub mod dim;
 mod domain;
+pub mod identity;
 mod limits;
+
+pub use identity::NodeIdentity;
 
 /// One dimension of a tensor shape: a known size, or a symbolic one (`batch`,
 /// `2*seq`, `floor((H-1)/2)+1`).

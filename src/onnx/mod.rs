@@ -47,6 +47,24 @@ pub struct OnnxModel {
 }
 
 impl OnnxModel {
+    /// Its main graph's nodes as other tools know them (in file order); empty
+    /// when the nodes were taken out of the model.
+    pub fn identities(&self) -> Vec<crate::ir::NodeIdentity> {
+        let Some(g) = &self.model.graph else {
+            return Vec::new();
+        };
+        g.node
+            .iter()
+            .enumerate()
+            .map(|(index, n)| crate::ir::NodeIdentity {
+                index,
+                name: n.name.clone().unwrap_or_default(),
+                op: n.op_type.clone().unwrap_or_default(),
+                outputs: n.output.iter().filter(|o| !o.is_empty()).cloned().collect(),
+            })
+            .collect()
+    }
+
     /// The file the model's bytes map, and the mapping, for a writer to
     /// copy large spans of it from the file ([`crate::output::Mapped`]).
     pub fn mapped(&self) -> Option<crate::output::Mapped<'_>> {

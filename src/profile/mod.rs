@@ -1,0 +1,288 @@
+//! Measured time, the front end: a runtime's profile read into the kernels
+//! it ran and how long each took, per run of the model. Each format has its
+//! reader ([`ort`]: onnxruntime's JSON, [`chrome`]: a PyTorch profiler
+//! trace); what it is is decided from the content. Joining the kernels to
+//! a report's layers is [`crate::cost::measured`].
+//!
+//! Only what a join needs is kept of each event (name, operator, duration,
+//! shapes), as the events are read: a profile of many runs costs its text
+//! and one record a kernel.
+
+mod chrome;
+mod ort;
+
+use std::io::Read;
+
+use crate::error::{Error, Result};
+
+/// Profiles larger than this are refused unread.
+pub const MAX_PROFILE_BYTES: u64 = 2 << 30;
+/// Events one profile may hold (onnxruntime writes one per kernel a run).
+pub const MAX_PROFILE_EVENTS: usize = 20_000_000;
+/// A kernel name (and every other string kept) is at most this long.
+pub const MAX_PROFILE_NAME: usize = 4096;
+
+/// A runtime's profile: the kernels of one run, each with its median time
+/// over the runs kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// The file, as given.
+    pub path: String,
+    /// `onnxruntime`, `pytorch`.
+    pub runtime: String,
+    /// The execution provider, where the profile names one.
+    pub provider: Option<String>,
+    /// Threads the runtime ran kernels on, where the profile tells.
+    pub threads: Option<u64>,
+    /// Runs in the file, and how many of the first were dropped as warm-up.
+    pub runs: usize,
+    pub dropped: usize,
+    /// The median time of a kept run, as the runtime records it
+    /// (onnxruntime's `model_run`).
+    pub run_s: Option<f64>,
+    /// The kernels of a run, in the order the first kept run ran them.
+    pub kernels: Vec<Kernel>,
+}
+
+impl Profile {
+    /// The sum of the kernels' median times.
+    pub fn kernels_s(&self) -> f64 {
+        self.kernels
+            .iter()
+            .map(|k| k.seconds)
+            .fold(0.0, |a, b| a + b)
+    }
+}
+
+/// One kernel (a node the runtime ran, fused or not).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    /// The runtime's name for it (`r2_nchwc`, `/layer1/conv1/Conv`).
+    pub name: String,
+    /// Its operator (`Conv`, `FusedConv`, `ReorderInput`).
+    pub op: String,
+    /// Median over the kept runs of its time in a run (a kernel that runs
+    /// several times in one run, in a loop, summed).
+    pub seconds: f64,
+    /// Shapes of its inputs and outputs, where the profile records them.
+    pub inputs: Vec<Vec<i64>>,
+    pub outputs: Vec<Vec<i64>>,
+}
+
+/// What a profile is, from its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A JSON list of events with `cat` and `dur` (onnxruntime).
+    Ort,
+    /// A JSON object with `traceEvents` (Chrome trace: PyTorch's profiler).
+    Chrome,
+}
+
+/// Reads a profile file.
+pub fn read(path: &str) -> Result<Profile> {
+    let bad = |message: String| Error::Input {
+        path: path.to_string(),
+        message,
+    };
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(bad("a profile must be a regular file".into()));
+    }
+    if meta.len() > MAX_PROFILE_BYTES {
+        return Err(bad(format!(
+            "the profile is {} bytes, past the limit of {MAX_PROFILE_BYTES} (MAX_PROFILE_BYTES)",
+            meta.len()
+        )));
+    }
+    // Read whole, under the limit (a /proc file reports a size of 0).
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_PROFILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_PROFILE_BYTES {
+        return Err(bad(format!(
+            "the profile is past the limit of {MAX_PROFILE_BYTES} bytes (MAX_PROFILE_BYTES)"
+        )));
+    }
+    parse(&bytes, path)
+}
+
+/// Reads a profile from its bytes; `path` names it in errors.
+pub fn parse(bytes: &[u8], path: &str) -> Result<Profile> {
+    let bad = |message: String| Error::Input {
+        path: path.to_string(),
+        message,
+    };
+    let kind = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => return Err(bad("the profile is empty".into())),
+        Some(b'[') => Kind::Ort,
+        Some(b'{') => Kind::Chrome,
+        Some(_) => {
+            return Err(bad(
+                "not a profile c3 reads: expected onnxruntime's JSON list of events or a Chrome trace (a JSON object with traceEvents)"
+                    .into(),
+            ));
+        }
+    };
+    let profile = match kind {
+        Kind::Ort => ort::parse(bytes),
+        Kind::Chrome => chrome::parse(bytes),
+    }
+    .map_err(bad)?;
+    if profile.kernels.is_empty() {
+        return Err(bad(format!(
+            "the {} profile records no kernel time{}",
+            profile.runtime,
+            if profile.runs == 0 { " and no run" } else { "" }
+        )));
+    }
+    Ok(Profile {
+        path: path.to_string(),
+        ..profile
+    })
+}
+
+/// A JSON error from serde_json as a profile reader says it: where, what.
+fn json_error(e: &serde_json::Error) -> String {
+    let what = match e.classify() {
+        serde_json::error::Category::Eof => "the JSON ends early".to_string(),
+        serde_json::error::Category::Syntax => "not valid JSON".to_string(),
+        serde_json::error::Category::Data | serde_json::error::Category::Io => {
+            // serde's message names the field and the type it wanted; it
+            // quotes no content of the file.
+            let m = e.to_string();
+            match m.find(" at line ") {
+                Some(i) => m[..i].to_string(),
+                None => m,
+            }
+        }
+    };
+    format!("{what} at line {} column {}", e.line(), e.column())
+}
+
+/// The median of some values (the mean of the middle two for an even count).
+pub(crate) fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    Some(if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    })
+}
+
+/// One run's kernel times by name, in the order first seen; turned into
+/// the profile's kernels (median per name over the kept runs).
+#[derive(Default)]
+pub(crate) struct Runs {
+    /// Per run: (kernel index, seconds) in order.
+    runs: Vec<Vec<(usize, f64)>>,
+    names: rustc_hash::FxHashMap<String, usize>,
+    /// Each kernel as first seen (its time set at the end).
+    kernels: Vec<Kernel>,
+}
+
+impl Runs {
+    pub(crate) fn new(runs: usize) -> Runs {
+        Runs {
+            runs: vec![Vec::new(); runs],
+            ..Runs::default()
+        }
+    }
+
+    /// Records a kernel event of run `run`: `kernel` with its time in
+    /// `seconds` (its shapes kept from the first event of its name).
+    pub(crate) fn add(&mut self, run: usize, kernel: Kernel) {
+        let seconds = kernel.seconds;
+        let id = match self.names.get(&kernel.name) {
+            Some(&id) => id,
+            None => {
+                let id = self.kernels.len();
+                self.names.insert(kernel.name.clone(), id);
+                self.kernels.push(kernel);
+                id
+            }
+        };
+        if let Some(r) = self.runs.get_mut(run) {
+            r.push((id, seconds));
+        }
+    }
+
+    /// The kernels, each the median of its per-run sums over the runs from
+    /// `first` on, in the order of the first of those runs that ran it.
+    pub(crate) fn kernels(self, first: usize) -> Vec<Kernel> {
+        let kept = &self.runs[first.min(self.runs.len())..];
+        let mut order: Vec<usize> = Vec::new();
+        let mut seen = vec![false; self.kernels.len()];
+        let mut per_run = vec![Vec::new(); self.kernels.len()];
+        for run in kept {
+            let mut sums: rustc_hash::FxHashMap<usize, f64> = Default::default();
+            for &(id, s) in run {
+                if !seen[id] {
+                    seen[id] = true;
+                    order.push(id);
+                }
+                *sums.entry(id).or_insert(0.0) += s;
+            }
+            for (id, s) in sums {
+                per_run[id].push(s);
+            }
+        }
+        let mut slots: Vec<Option<Kernel>> = self.kernels.into_iter().map(Some).collect();
+        order
+            .into_iter()
+            .filter_map(|id| {
+                let mut k = slots[id].take()?;
+                // A kernel missing from some runs counts zero there.
+                let mut times = std::mem::take(&mut per_run[id]);
+                times.resize(kept.len().max(times.len()), 0.0);
+                k.seconds = median(&mut times).unwrap_or(0.0);
+                Some(k)
+            })
+            .collect()
+    }
+}
+
+/// Cuts a string kept from a profile to [`MAX_PROFILE_NAME`] characters.
+pub(crate) fn bounded(s: &str) -> Result<String, String> {
+    if s.len() > MAX_PROFILE_NAME {
+        return Err(format!(
+            "a name of {} bytes, past the limit of {MAX_PROFILE_NAME} (MAX_PROFILE_NAME)",
+            s.len()
+        ));
+    }
+    Ok(s.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn what_is_not_a_profile_says_so() {
+        let e = parse(b"  \n ", "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: the profile is empty");
+        let e = parse(b"ONNX\x08\x07", "p.json").unwrap_err().to_string();
+        assert!(e.starts_with("p.json: not a profile c3 reads"), "{e}");
+        let e = parse(b"[{\"cat\": \"Node\", \"name\": ", "p.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the JSON ends early at line 1"), "{e}");
+        let e = parse(b"[]", "p.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.json: the onnxruntime profile records no kernel time and no run"
+        );
+    }
+}
