@@ -60,6 +60,10 @@ pub enum Command {
     },
     /// c3's manual page (roff), from the same flag definitions as --help.
     Man,
+    /// Fit a device's time model to reports of profiled runs (`c3 estimate
+    /// MODEL --profile FILE --format json`) and write it as a pack:
+    /// `DIR/devices.yaml`, used with `--rules DIR --device NAME`.
+    Calibrate(CalibrateArgs),
     /// The device catalog for roofline estimates, with each device's aliases.
     Devices {
         #[command(flatten)]
@@ -202,6 +206,10 @@ pub struct EstimateArgs {
     /// A measured latency (`2.4ms`, `850us`) to compare with the roofline bounds.
     #[arg(long, value_name = "TIME", requires = "device", value_parser = parse_measured)]
     pub measured: Option<f64>,
+    /// A runtime's profile of the model (onnxruntime's JSON, or a trace
+    /// from c3.torch.profile): each layer gets the time its kernel took.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<String>,
     /// Write the report to a file instead of standard output (`-`: standard
     /// output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -298,6 +306,33 @@ impl DiffArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// c3's JSON reports with measured times.
+    #[arg(value_name = "REPORT", required = true)]
+    pub reports: Vec<String>,
+    /// The pack folder to write (made if missing): DIR/devices.yaml.
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub output: String,
+    /// The device's name in the pack (what --device takes).
+    #[arg(long)]
+    pub name: String,
+    /// A device of the catalog whose peaks and bandwidth the fitted
+    /// efficiencies are relative to (default: the best rates the profiles
+    /// reached).
+    #[arg(long, value_name = "DEVICE")]
+    pub base: Option<String>,
+    /// What ran the profiles, for the provenance (`onnxruntime 1.32.0`).
+    #[arg(long, value_name = "TEXT")]
+    pub runtime: Option<String>,
+    /// Threads the runtime ran on, where the profiles do not say.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u64>,
+    /// Replace a devices.yaml that c3 calibrate did not write.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct DocsArgs {
     /// Fail when the file differs from what the rules render.
     #[arg(long)]
@@ -388,6 +423,19 @@ pub fn run(cli: Cli) -> Result<String> {
             Err(Error::Usage("annotate takes one model".into()))
         }
         Command::Annotate(a) => commands::annotate(&a.source.model, &a.options(), &a.target()),
+        Command::Calibrate(a) => {
+            let target = Target {
+                path: Some(a.output),
+                force: a.force,
+            };
+            let opts = crate::calibrate::CalibrateOptions {
+                name: a.name,
+                runtime: a.runtime,
+                threads: a.threads,
+                ..Default::default()
+            };
+            commands::calibrate(&a.reports, &target, a.base.as_deref(), opts)
+        }
         Command::Devices { rules, format } => {
             let text = report::catalog::devices(&rules.load()?, format);
             Ok(Meta::listing(&rules.packs).wrap_text("devices", text))
@@ -413,6 +461,7 @@ pub(crate) fn count_options(
         full_attention: attention == Attention::Full,
         branch,
         prune: None,
+        timing: false,
     }
 }
 
@@ -440,6 +489,7 @@ impl EstimateArgs {
             activations: self.activations.map(Precision::dtype),
             device: self.device.clone(),
             measured_s: self.measured,
+            profile: self.profile.clone(),
             strict: self.strict,
             no_fold: self.no_fold,
         }

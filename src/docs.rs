@@ -187,6 +187,8 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                     "iops" => nf("IOPs", f),
                     _ => nf(name, f),
                 })
+                // The kernel class a calibrated device times apart.
+                .chain(r.class.iter().map(|f| nf("class", f)))
                 .collect(),
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
             unsupported: r.unsupported.clone(),

@@ -472,6 +472,10 @@ fn layer(name: &str, op: &str, flops: u64, mread: u64, mwrite: u64) -> c3::cost:
         op: op.into(),
         domain: String::new(),
         flops,
+        work: flops,
+        class: None,
+        category: None,
+        input_from: None,
         mread,
         mwrite,
         iops: 0,
@@ -496,6 +500,7 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
     let totals = |flops, mread, mwrite| Totals {
         layers: 1,
         flops,
+        work: flops,
         mread,
         mwrite,
         mrw: mread + mwrite,
@@ -547,6 +552,7 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
         }],
         folded: Vec::new(),
         peak: Default::default(),
+        measured: None,
     };
     let opts = c3::report::ReportOptions {
         format: c3::report::Format::Html,

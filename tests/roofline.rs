@@ -1,6 +1,8 @@
 //! Roofline arithmetic on the original article's ResNet50 (batch 1, FMA on):
 //! 3,884,871,583 FLOPs and 413,147,264 bytes read + written, on a GTX 1080 Ti
-//! (10.6 TFLOP/s FP32, 484 GB/s).
+//! (10.6 TFLOP/s FP32, 484 GB/s). The `chainer` pack times it as the article
+//! did (its FLOPs over the peak); the built-in device divides the work as
+//! the peak counts it, a multiply-add as two operations.
 
 use crate::common::cli::C3;
 
@@ -15,10 +17,81 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 #[test]
+fn compute_time_divides_the_work_as_the_peak_counts_it_whatever_fma_says() {
+    // The default: the time divides the layers' work with a multiply-add
+    // as two operations, which is exactly what --no-fma reports as FLOPs:
+    // 7,743,646,647 (against 3,884,871,583 with FMA on).
+    let with_fma = json(&[
+        "estimate",
+        RESNET,
+        "--device",
+        "gtx1080ti",
+        "--format",
+        "json",
+    ]);
+    let without = json(&[
+        "estimate",
+        RESNET,
+        "--device",
+        "gtx1080ti",
+        "--no-fma",
+        "--format",
+        "json",
+    ]);
+    let (a, b) = (&with_fma["total"], &without["total"]);
+    assert_eq!(a["flops"], 3_884_871_583u64);
+    assert_eq!(b["flops"], 7_743_646_647u64);
+    assert_eq!(a["work"], 7_743_646_647u64);
+    assert_eq!(b["work"], 7_743_646_647u64);
+    // 7,743,646,647 / 10.6e12 s = 730.533 µs either way.
+    assert_eq!(a["compute_s"], b["compute_s"]);
+    let compute = a["compute_s"].as_f64().unwrap();
+    assert!(close(compute, 7_743_646_647.0 / 10.6e12));
+    assert_eq!(format!("{:.1}", compute * 1e6), "730.5");
+    assert_eq!(with_fma["device"]["peak_counts"], "multiply-add-as-two");
+    // Under the chainer pack the article's device counts the FLOPs as
+    // reported: half the time with FMA on.
+    let chainer = json(&[
+        "estimate",
+        RESNET,
+        "--rules",
+        "chainer",
+        "--device",
+        "gtx1080ti",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(chainer["device"]["peak_counts"], "reported");
+    let c = chainer["total"]["compute_s"].as_f64().unwrap();
+    assert!(close(c, 3_884_871_583.0 / 10.6e12));
+    // The human formats say which convention the peaks use.
+    let md = C3::new()
+        .args([
+            "estimate",
+            RESNET,
+            "--device",
+            "gtx1080ti",
+            "--format",
+            "md",
+        ])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(md.contains("peaks count a multiply-add as 2 FLOPs"), "{md}");
+    assert!(
+        md.contains("(of 7.744 G operations as the peaks count them)"),
+        "{md}"
+    );
+}
+
+#[test]
 fn the_articles_resnet50_on_a_gtx_1080_ti() {
     let j = json(&[
         "estimate",
         RESNET,
+        "--rules",
+        "chainer",
         "--device",
         "gtx1080ti",
         "--measured",

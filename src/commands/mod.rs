@@ -155,6 +155,65 @@ pub fn estimate(
     Ok(String::new())
 }
 
+/// `c3 calibrate REPORT... -o DIR --name NAME`: writes DIR/devices.yaml,
+/// and returns what the fit says of itself. `base`: a device of the
+/// built-in catalog the efficiencies are relative to.
+pub fn calibrate(
+    reports: &[String],
+    target: &Target,
+    base: Option<&str>,
+    mut opts: crate::calibrate::CalibrateOptions,
+) -> Result<String> {
+    let name = opts.name.trim().to_string();
+    if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
+        return Err(Error::Usage(
+            "--name: a device name of 1 to 100 printable characters".into(),
+        ));
+    }
+    opts.name = name.clone();
+    if let Some(b) = base {
+        let rules = RuleSet::builtin()?;
+        opts.base = Some(crate::model::find_device(&rules, b)?.clone());
+    }
+    let folder = target.path.clone().unwrap_or_default();
+    if folder.is_empty() || folder == output::STDOUT {
+        return Err(Error::Usage(
+            "-o: a pack folder to write devices.yaml in".into(),
+        ));
+    }
+    let dir = std::path::Path::new(&folder);
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Usage(format!("-o {folder}: not a folder")));
+    }
+    let file = dir.join("devices.yaml").display().to_string();
+    let inputs: Vec<&str> = reports.iter().map(String::as_str).collect();
+    // The folder is made for the check, and taken away again if nothing
+    // is written in it.
+    let created = !dir.exists();
+    if created {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(&folder, e))?;
+    }
+    let written = Output::check(&file, Kind::Pack, target.force, &inputs).and_then(|out| {
+        let fitted = crate::calibrate::calibrate(reports, &opts)?;
+        out.write(fitted.device_yaml.as_bytes())?;
+        Ok(fitted.summary)
+    });
+    let summary = match written {
+        Ok(s) => s,
+        Err(e) => {
+            if created {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
+        }
+    };
+    let mut text = summary.join("\n");
+    text.push_str(&format!(
+        "\nwrote {file}: predict with --rules {folder} --device {name}\n"
+    ));
+    Ok(text)
+}
+
 /// `c3 annotate MODEL -o OUT.onnx`: the model with each node's costs.
 pub fn annotate(model: &str, opts: &EstimateOptions, target: &Target) -> Result<String> {
     let Some(path) = &target.path else {

@@ -4,7 +4,9 @@
 
 mod ends;
 pub mod fusion;
+pub mod measured;
 pub mod memory;
+pub mod predict;
 pub mod roofline;
 pub mod weights;
 
@@ -26,6 +28,16 @@ pub struct LayerCost {
     pub op: String,
     pub domain: String,
     pub flops: u64,
+    /// FLOPs with a multiply-add counted as two, the convention of device
+    /// peaks (counted with [`CountOptions::timing`]; `flops` otherwise).
+    pub work: u64,
+    /// The rule's kernel class (`depthwise`), with timing.
+    pub class: Option<std::sync::Arc<str>>,
+    /// The rule's category (`Connection`), with timing.
+    pub category: Option<std::sync::Arc<str>>,
+    /// With timing: the layer that writes this layer's first input that is
+    /// not a constant (its index in the report's layers).
+    pub input_from: Option<u32>,
     /// Bytes read.
     pub mread: u64,
     /// Bytes written.
@@ -83,6 +95,8 @@ pub const NO_RULE: &str = "no cost rule";
 pub struct Totals {
     pub layers: u64,
     pub flops: u64,
+    /// See [`LayerCost::work`].
+    pub work: u64,
     pub mread: u64,
     pub mwrite: u64,
     pub mrw: u64,
@@ -101,6 +115,7 @@ impl Totals {
         Totals {
             layers: 1,
             flops: l.flops,
+            work: l.work,
             mread: l.mread,
             mwrite: l.mwrite,
             mrw: l.mrw(),
@@ -118,6 +133,7 @@ impl Totals {
         };
         self.layers += 1;
         self.flops = self.flops.checked_add(l.flops).ok_or_else(overflow)?;
+        self.work = self.work.checked_add(l.work).ok_or_else(overflow)?;
         self.mread = self.mread.checked_add(l.mread).ok_or_else(overflow)?;
         self.mwrite = self.mwrite.checked_add(l.mwrite).ok_or_else(overflow)?;
         self.mrw = self.mread.checked_add(self.mwrite).ok_or_else(overflow)?;
@@ -168,6 +184,8 @@ pub struct CostReport {
     pub folded: Vec<LayerCost>,
     /// The most activation bytes live at once, and where.
     pub peak: memory::Peak,
+    /// A runtime's profile joined to the layers (`--profile`).
+    pub measured: Option<measured::Measured>,
 }
 
 impl CostReport {
@@ -252,12 +270,41 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
             report.peak = memory::assign(&rows?, &mut report.layers);
         }
         report.folded = folded?;
+        if opts.timing {
+            link_inputs(&mut report.layers);
+        }
         return Ok(report);
     }
     let main = level_costs(graph, rules, opts)?;
     let mut report = finish(graph, producers(), main, folded()?)?;
     report.peak = memory::apply(graph, &report.skipped, &mut report.layers)?;
+    if opts.timing {
+        link_inputs(&mut report.layers);
+    }
     Ok(report)
+}
+
+/// Sets each layer's [`LayerCost::input_from`]: the layer that writes its
+/// first input that is not a constant (the first to write a name, where
+/// subgraphs reuse names).
+fn link_inputs(layers: &mut [LayerCost]) {
+    let mut made: FxHashMap<std::sync::Arc<str>, u32> = FxHashMap::default();
+    for (i, l) in layers.iter().enumerate() {
+        for t in l.outputs.iter().flatten() {
+            if let Some(n) = &t.name {
+                made.entry(n.clone()).or_insert(i as u32);
+            }
+        }
+    }
+    for (i, l) in layers.iter_mut().enumerate() {
+        l.input_from = l
+            .inputs
+            .iter()
+            .flatten()
+            .filter(|t| !t.constant)
+            .find_map(|t| t.name.as_ref().and_then(|n| made.get(n)).copied())
+            .filter(|&p| p as usize != i);
+    }
 }
 
 /// Graphs with fewer main or folded nodes than this are costed on one
@@ -321,6 +368,7 @@ fn finish(
         assumed: graph.assumed.clone(),
         folded,
         peak: memory::Peak::default(),
+        measured: None,
     };
     weights::tally(producers, &mut report, &rows)?;
     Ok(report)
@@ -724,6 +772,7 @@ fn trip_by_trip(
         for (l, m) in layers.iter_mut().zip(&more) {
             let sum = (|| {
                 l.flops = l.flops.checked_add(m.flops)?;
+                l.work = l.work.checked_add(m.work)?;
                 l.iops = l.iops.checked_add(m.iops)?;
                 l.mread = l.mread.checked_add(m.mread)?;
                 l.mwrite = l.mwrite.checked_add(m.mwrite)?;
@@ -756,6 +805,7 @@ fn trip_by_trip(
 
 fn repeat(l: &mut LayerCost, runs: u64) -> Option<()> {
     l.flops = l.flops.checked_mul(runs)?;
+    l.work = l.work.checked_mul(runs)?;
     l.iops = l.iops.checked_mul(runs)?;
     l.mread = l.mread.checked_mul(runs)?;
     l.mwrite = l.mwrite.checked_mul(runs)?;
@@ -797,6 +847,12 @@ fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost
         op: node.op.clone(),
         domain: node.domain.clone(),
         flops: ev.flops,
+        work: ev.work,
+        class: ev.class,
+        category: opts
+            .timing
+            .then(|| std::sync::Arc::from(rule.category.as_str())),
+        input_from: None,
         mread: ev.mread,
         mwrite: ev.mwrite,
         iops: ev.iops,

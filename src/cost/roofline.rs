@@ -1,10 +1,11 @@
-//! Roofline time bounds. For each layer, compute time is FLOPs over the
-//! device's peak for the layer's precision, memory time is bytes over
-//! bandwidth, and the roofline bound is the larger.
+//! Roofline time bounds. For each layer, compute time is its work over the
+//! device's peak for the layer's precision (the work counted as the peak
+//! counts it: a multiply-add as two operations, whatever `--no-fma` says),
+//! memory time is bytes over bandwidth, and the roofline bound is the larger.
 
 use crate::cost::CostReport;
 use crate::ir::DType;
-use crate::rules::devices::{Device, precision_of};
+use crate::rules::devices::{Device, PeakCounts, precision_of};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bound {
@@ -36,8 +37,15 @@ pub struct LayerTime {
     pub memory_s: f64,
     pub bound_s: f64,
     pub bound: Bound,
-    /// FLOPs per byte moved; `None` when the layer moves no bytes.
+    /// Operations per byte moved, counted as the device's peaks count them;
+    /// `None` when the layer moves no bytes.
     pub intensity: Option<f64>,
+    /// On a calibrated device: the predicted time, and the index of the
+    /// time group that predicted it (in the device's `time.groups`).
+    pub predicted_s: Option<f64>,
+    pub group: Option<usize>,
+    /// The layer's floating-point operations as the peak counts them.
+    pub counted: u64,
 }
 
 /// Times of every layer on one device, and their sums.
@@ -58,6 +66,13 @@ pub struct Roofline {
     /// The peaks the layers were timed at, one group per (asked, used)
     /// precision, in the order they first appear.
     pub peaks: Vec<PeakGroup>,
+    /// The operations the compute times divide by the peaks, counted as
+    /// the device's peaks count them.
+    pub work: u64,
+    /// On a calibrated device: the predicted total, and the range the
+    /// calibration's residuals give it (low, high).
+    pub predicted_s: Option<f64>,
+    pub predicted_range: Option<(f64, f64)>,
 }
 
 /// Layers timed at one peak.
@@ -73,6 +88,14 @@ pub struct PeakGroup {
     pub layers: usize,
     /// The group's compute time.
     pub compute_s: f64,
+}
+
+impl LayerTime {
+    /// The operations the layer's compute time divides by the peak: its
+    /// work (or its FLOPs, on a device whose peaks count them so) and IOPs.
+    pub fn work(&self, l: &crate::cost::LayerCost) -> u64 {
+        self.counted.saturating_add(l.iops)
+    }
 }
 
 impl PeakGroup {
@@ -94,6 +117,7 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
     let mut layers = Vec::with_capacity(report.layers.len());
     let (mut compute_s, mut memory_s, mut bound_s) = (0.0, 0.0, 0.0);
     let mut peaks: Vec<PeakGroup> = Vec::new();
+    let mut total_work: u64 = 0;
     for l in &report.layers {
         let dtype = l
             .inputs
@@ -104,8 +128,14 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
         let asked = precision_of(dtype);
         let (peak, precision) = device.peak_for(asked);
         // Integer operations run at the same precision's peak (a quantized
-        // layer's inputs are integers, so that is its integer peak).
-        let c = (l.flops as f64 + l.iops as f64) / peak;
+        // layer's inputs are integers, so that is its integer peak). The
+        // work is counted as the peak counts it.
+        let work = match device.peak_counts {
+            PeakCounts::MultiplyAddAsTwo => l.work,
+            PeakCounts::Reported => l.flops,
+        };
+        total_work = total_work.saturating_add(work).saturating_add(l.iops);
+        let c = (work as f64 + l.iops as f64) / peak;
         let m = l.mrw() as f64 / device.bandwidth;
         let (b, bound) = if l.flops == 0 && l.iops == 0 && l.mrw() == 0 {
             (0.0, Bound::None)
@@ -140,8 +170,28 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
             memory_s: m,
             bound_s: b,
             bound,
-            intensity: (l.mrw() > 0).then(|| l.flops as f64 / l.mrw() as f64),
+            intensity: (l.mrw() > 0).then(|| (work as f64 + l.iops as f64) / l.mrw() as f64),
+            predicted_s: None,
+            group: None,
+            counted: work,
         });
+    }
+    let (mut predicted_s, mut predicted_range) = (None, None);
+    if let Some(model) = &device.time {
+        let times: Vec<(f64, f64)> = layers.iter().map(|t| (t.compute_s, t.memory_s)).collect();
+        let mut total = 0.0;
+        for (t, (p, g)) in layers
+            .iter_mut()
+            .zip(super::predict::predict(report, model, &times))
+        {
+            t.predicted_s = Some(p);
+            t.group = Some(g);
+            total += p;
+        }
+        predicted_s = Some(total);
+        predicted_range = model
+            .range
+            .map(|(lo, hi)| (total / (1.0 + hi), total / (1.0 + lo)));
     }
     Roofline {
         device: device.clone(),
@@ -152,6 +202,9 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
         additive_s: compute_s + memory_s,
         measured_s,
         peaks,
+        work: total_work,
+        predicted_s,
+        predicted_range,
     }
 }
 

@@ -33,6 +33,8 @@ use crate::output::Output;
 use crate::report::{self, ReportOptions};
 use crate::rules::{CountOptions, RuleSet};
 
+mod about;
+
 /// A model or operator trace, read and checked, not yet costed.
 pub struct Model {
     path: String,
@@ -64,6 +66,9 @@ pub struct EstimateOptions {
     pub device: Option<String>,
     /// A measured latency in seconds, compared with the roofline bounds.
     pub measured_s: Option<f64>,
+    /// A runtime's profile of this model, joined to its layers (each layer
+    /// gets the time its kernel took).
+    pub profile: Option<String>,
     /// An operator with no rule is an error ([`Error::Unsupported`]), not
     /// a layer left out of the totals.
     pub strict: bool,
@@ -108,7 +113,10 @@ impl EstimateOptions {
 
 /// A device of the catalog by name or alias; an unknown one is a usage
 /// error listing the known ones.
-fn find_device<'a>(rules: &'a RuleSet, name: &str) -> Result<&'a crate::rules::devices::Device> {
+pub(crate) fn find_device<'a>(
+    rules: &'a RuleSet,
+    name: &str,
+) -> Result<&'a crate::rules::devices::Device> {
     rules.devices.find(name).ok_or_else(|| {
         let names: Vec<&str> = rules.devices.iter().map(|d| d.key.as_str()).collect();
         Error::Usage(format!(
@@ -196,6 +204,15 @@ impl Model {
             path: name.to_string(),
             source,
         })
+    }
+
+    /// Its main graph's nodes as runtimes and viewers know them (for a
+    /// profile's join); none for a trace, whose layers are known by name.
+    pub fn identities(&self) -> Vec<crate::ir::NodeIdentity> {
+        match &self.source {
+            Source::Onnx(m) => m.identities(),
+            Source::Trace(_) => Vec::new(),
+        }
     }
 
     /// The path (or name) the model was read from.
@@ -297,8 +314,16 @@ impl Model {
     /// Costs every layer; with a device, its roofline times too.
     pub fn estimate(&self, opts: &EstimateOptions) -> Result<Estimate> {
         let rules = opts.rules()?;
+        let ids = self.identities_for(opts);
         let graph = self.prepare(opts, &rules, Inferring::Here(None, None))?;
-        costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))
+        costed(
+            graph,
+            &rules,
+            opts,
+            opts.meta(self),
+            opts.about(&self.path),
+            &ids,
+        )
     }
 
     /// [`Model::estimate`], consuming the model: each node's record is
@@ -312,7 +337,8 @@ impl Model {
     /// records left encoded until inference reaches each (a large model's
     /// nodes are never all decoded at once).
     pub fn estimate_file(path: &str, opts: &EstimateOptions) -> Result<Estimate> {
-        if path == STDIN || crate::trace::is_trace_file(path)? {
+        // A profile's join needs the nodes as the file lists them: decoded.
+        if path == STDIN || opts.profile.is_some() || crate::trace::is_trace_file(path)? {
             return Model::open(path)?.into_estimate(opts);
         }
         let (model, taken) = Model::open_encoded(path).map_err(neither)?;
@@ -335,6 +361,7 @@ impl Model {
     /// `None`, taken out of the model here).
     fn estimate_taken(mut self, opts: &EstimateOptions, taken: Option<Taken>) -> Result<Estimate> {
         let rules = opts.rules()?;
+        let ids = self.identities_for(opts);
         let taken = match &mut self.source {
             Source::Onnx(m) => taken.or_else(|| take_nodes(m).map(Taken::Nodes)),
             Source::Trace(_) => None,
@@ -365,7 +392,17 @@ impl Model {
             opts,
             opts.meta(&self),
             opts.about(&self.path),
+            &ids,
         )
+    }
+
+    /// [`Model::identities`] when a profile is to be joined, else none.
+    fn identities_for(&self, opts: &EstimateOptions) -> Vec<crate::ir::NodeIdentity> {
+        if opts.profile.is_some() {
+            self.identities()
+        } else {
+            Vec::new()
+        }
     }
 
     /// The graph to cost: shapes inferred and bound, nonzeros counted.
@@ -616,100 +653,19 @@ impl Model {
         let infos = crate::onnx::write::value_info_fields(model, &inferred);
         let rules = opts.rules()?;
         let graph = self.prepare(opts, &rules, Inferring::Done(inferred))?;
-        let estimate = costed(graph, &rules, opts, opts.meta(self), opts.about(&self.path))?;
+        let ids = self.identities_for(opts);
+        let estimate = costed(
+            graph,
+            &rules,
+            opts,
+            opts.meta(self),
+            opts.about(&self.path),
+            &ids,
+        )?;
         let (report, roofline) = (&estimate.report, estimate.roofline.as_ref());
         then(crate::onnx::annotate::pieces(
             model, &sources, infos, report, roofline,
         )?)
-    }
-}
-
-impl EstimateOptions {
-    /// JSON's `meta` for an estimate of `model` with these options.
-    pub fn meta(&self, model: &Model) -> report::Meta {
-        use serde_json::{Value, json};
-        let mut m = report::Meta {
-            model: Some(model.path.clone()),
-            input: Some(if model.is_trace() { "trace" } else { "onnx" }),
-            ..Default::default()
-        };
-        m.set("fma", self.count.fma);
-        m.set(
-            "attention",
-            if self.count.full_attention {
-                "full"
-            } else {
-                "masked"
-            },
-        );
-        m.set("if_branch", self.count.branch.name());
-        if let Some(p) = self.count.prune {
-            m.set("prune", p.fraction());
-        }
-        m.set("packs", self.packs.clone());
-        m.set("dims", json!(self.dims));
-        m.set("inputs", json!(self.inputs));
-        m.set("device", self.device.clone());
-        m.set("measured_s", self.measured_s);
-        let name = |t: Option<DType>| t.map_or(Value::Null, |t| Value::from(t.name()));
-        m.set("weights", name(self.weights));
-        m.set("activations", name(self.activations));
-        m.set("strict", self.strict);
-        m
-    }
-
-    /// The options in force as (label, value), for a report's header.
-    pub fn about(&self, model: &str) -> Vec<(String, String)> {
-        let mut v = vec![("model".to_string(), model.to_string())];
-        let mut add = |k: &str, val: String| v.push((k.to_string(), val));
-        for p in &self.packs {
-            add("rules", p.clone());
-        }
-        add(
-            "fma",
-            if self.count.fma {
-                "on (a multiply-add is 1 FLOP)"
-            } else {
-                "off (a multiply-add is 2 FLOPs)"
-            }
-            .into(),
-        );
-        add(
-            "attention",
-            if self.count.full_attention {
-                "full"
-            } else {
-                "masked"
-            }
-            .into(),
-        );
-        add("if branch counted", self.count.branch.name().into());
-        for (k, n) in &self.dims {
-            add("dim", format!("{k}={n}"));
-        }
-        for (k, shape) in &self.inputs {
-            let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-            add("input", format!("{k}={}", dims.join("x")));
-        }
-        if let Some(p) = self.count.prune {
-            add(
-                "what if pruned",
-                format!("{} of each weight nnz() counts is zero", p.fraction()),
-            );
-        }
-        if let Some(w) = self.weights {
-            add("what if weights were", w.name().to_string());
-        }
-        if let Some(t) = self.activations {
-            add("what if activations were", t.name().to_string());
-        }
-        if let Some(d) = &self.device {
-            add("device", d.clone());
-        }
-        if let Some(m) = self.measured_s {
-            add("measured", crate::report::human_time(m, 3));
-        }
-        v
     }
 }
 
@@ -760,8 +716,18 @@ fn costed(
     opts: &EstimateOptions,
     meta: report::Meta,
     about: Vec<(String, String)>,
+    ids: &[crate::ir::NodeIdentity],
 ) -> Result<Estimate> {
-    let report = cost::estimate(&graph, rules, opts.count)?;
+    // Times need each layer's work as a peak counts it, and its class.
+    let count = CountOptions {
+        timing: opts.count.timing || opts.device.is_some() || opts.profile.is_some(),
+        ..opts.count
+    };
+    let mut report = cost::estimate(&graph, rules, count)?;
+    if let Some(path) = &opts.profile {
+        let profile = crate::profile::read(path)?;
+        report.measured = Some(cost::measured::join(&report, &profile, ids)?);
+    }
     if opts.strict
         && let Some(ops) = report.unsupported_by_op()
     {
@@ -772,7 +738,10 @@ fn costed(
         None => None,
         Some(name) => {
             let device = find_device(rules, name)?;
-            Some(cost::roofline(&report, device, opts.measured_s))
+            let measured = opts
+                .measured_s
+                .or_else(|| report.measured.as_ref().and_then(|m| m.run_s));
+            Some(cost::roofline(&report, device, measured))
         }
     };
     Ok(Estimate {

@@ -388,6 +388,7 @@ fn scaler(d: &Diff, opts: &ReportOptions) -> Scaler {
     let larger = Totals {
         layers: a.layers.max(b.layers),
         flops: a.flops.max(b.flops),
+        work: a.work.max(b.work),
         mread: a.mread.max(b.mread),
         mwrite: a.mwrite.max(b.mwrite),
         mrw: a.mrw.max(b.mrw),

@@ -7,7 +7,8 @@ use comfy_table::{Attribute, Cell, CellAlignment, ContentArrangement, Table, pre
 use super::Grid;
 
 /// Columns a narrow terminal leaves out, first to last (matched by the start
-/// of their header). Names, ops, FLOPs, total traffic and the bound stay.
+/// of their header). Names, ops, FLOPs, total traffic, the bound and the
+/// measured and predicted times stay.
 const DROP_ORDER: &[&str] = &[
     "Attrs",
     "Inputs",
@@ -26,6 +27,8 @@ const DROP_ORDER: &[&str] = &[
     "FLOPs Δ%",
     "Runs",
     "Fused",
+    "Bound by",
+    "Bound/Meas",
     "FLOPs %",
     "MemR+W %",
     "IOPs",

@@ -21,7 +21,7 @@ use super::ReportOptions;
 
 mod charts;
 
-use charts::{along, roofline_chart, types};
+use charts::{along, measured_chart, roofline_chart, types};
 
 const STYLE: &str = include_str!("html/style.css");
 const SCRIPT: &str = include_str!("html/table.js");
@@ -150,6 +150,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
     along(&mut out, report, &colours, d);
     if let Some(r) = roofline {
         roofline_chart(&mut out, report, r, &colours, d);
+        measured_chart(&mut out, report, r, &colours, d);
     }
     layer_table(&mut out, report, roofline, d);
     notes(&mut out, report, d);
@@ -258,6 +259,29 @@ fn totals(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, d:
                 &format!("bound is {:.1}% of it", 100.0 * e),
             );
         }
+        if let Some(p) = r.predicted_s {
+            let range = r.predicted_range.map_or(String::new(), |(lo, hi)| {
+                format!("range {} to {}", time_text(lo, d), time_text(hi, d))
+            });
+            card(out, "Predicted", &time_text(p, d), &range);
+        }
+    } else if let Some(m) = &report.measured
+        && let Some(run) = m.run_s
+    {
+        card(
+            out,
+            "Measured",
+            &time_text(run, d),
+            &format!("kernels {}", time_text(m.kernels_s, d)),
+        );
+    }
+    if let Some(m) = &report.measured {
+        card(
+            out,
+            "Kernel time joined",
+            &format!("{:.1}%", 100.0 * m.joined_share()),
+            &format!("{} kernels of {}", m.kernels, m.runtime),
+        );
     }
     out.push_str("</div>\n</section>\n");
 }
@@ -283,7 +307,24 @@ fn columns(report: &CostReport, roofline: Option<&Roofline>) -> Vec<(&'static st
     if report.layers.iter().any(|l| l.runs != 1) {
         c.push(("Runs", true));
     }
+    if report.measured.is_some() {
+        c.push(("Measured", true));
+    }
+    if roofline.is_some_and(|r| r.predicted_s.is_some()) {
+        c.push(("Predicted", true));
+    }
     c
+}
+
+/// A layer's measured time as the tables show it: its kernel group's time,
+/// `in NAME` for a layer fused into another's kernel, `-` with no kernel.
+fn measured_text(report: &CostReport, i: usize, d: usize) -> Option<String> {
+    let m = report.measured.as_ref()?;
+    Some(match (m.layer_s(i), m.fused_into(i)) {
+        (Some(t), _) => time_text(t, d),
+        (None, Some(j)) => format!("in {}", report.layers[j].name),
+        _ => "-".into(),
+    })
 }
 
 fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, d: usize) {
@@ -342,6 +383,15 @@ fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline
         }
         if runs {
             let _ = write!(out, "<td class=\"n\">{}</td>", l.runs);
+        }
+        if let Some(m) = measured_text(report, i, d) {
+            let _ = write!(out, "<td class=\"n\">{}</td>", esc(&m));
+        }
+        if let Some(r) = roofline.filter(|r| r.predicted_s.is_some()) {
+            let p = r.layers[i]
+                .predicted_s
+                .map_or("-".into(), |t| time_text(t, d));
+            let _ = write!(out, "<td class=\"n\">{p}</td>");
         }
         out.push_str("</tr>\n");
     }
@@ -433,7 +483,9 @@ fn notes(out: &mut String, report: &CostReport, d: usize) {
 
 /// The layers as one compact JSON array the script pages through: per
 /// layer `[name, op, flops, iops, mread, mwrite, runs, fused, bound_s,
-/// bound, intensity]`, the last three only with a device.
+/// bound, intensity, measured_s, measured_in, predicted_s]`, the bound's
+/// three only with a device (`null` without), the measured two with a
+/// profile, the predicted time on a calibrated device.
 fn layer_data(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, digits: usize) {
     use serde_json::{Value, json};
     let rows: Vec<Value> = report
@@ -451,17 +503,33 @@ fn layer_data(out: &mut String, report: &CostReport, roofline: Option<&Roofline>
                 json!(l.runs),
                 json!(l.fused),
             ];
-            if let Some(t) = roofline.and_then(|r| r.layers.get(i)) {
-                row.push(json!(t.bound_s.is_finite().then_some(t.bound_s)));
-                row.push(json!(t.bound.as_str()));
-                row.push(json!(t.intensity.filter(|a| a.is_finite())));
+            match roofline.and_then(|r| r.layers.get(i)) {
+                Some(t) => {
+                    row.push(json!(t.bound_s.is_finite().then_some(t.bound_s)));
+                    row.push(json!(t.bound.as_str()));
+                    row.push(json!(t.intensity.filter(|a| a.is_finite())));
+                }
+                None => row.extend([Value::Null, Value::Null, Value::Null]),
             }
+            let m = report.measured.as_ref();
+            row.push(json!(m.and_then(|m| m.layer_s(i))));
+            row.push(json!(
+                m.and_then(|m| m.fused_into(i))
+                    .map(|j| report.layers[j].name.as_str())
+            ));
+            row.push(json!(
+                roofline
+                    .and_then(|r| r.layers.get(i))
+                    .and_then(|t| t.predicted_s)
+            ));
             Value::Array(row)
         })
         .collect();
     let doc = json!({
         "digits": digits,
         "device": roofline.is_some(),
+        "measured": report.measured.is_some(),
+        "predicted": roofline.is_some_and(|r| r.predicted_s.is_some()),
         "iops": report.total.iops > 0,
         "fused": !report.fusions.is_empty(),
         "runs": report.layers.iter().any(|l| l.runs != 1),

@@ -73,6 +73,86 @@ fn num(v: f64) -> Option<f64> {
 struct LayerJ<'a> {
     l: &'a LayerCost,
     time: Option<&'a LayerTime>,
+    /// What timing adds to the row (see [`extras`]).
+    extra: Vec<(&'static str, Scalar<'a>)>,
+}
+
+/// A value of a row's timing entries.
+#[derive(Clone, Copy)]
+enum Scalar<'a> {
+    Uint(u64),
+    Num(Option<f64>),
+    Text(Option<&'a str>),
+    Index(Option<u32>),
+}
+
+impl Serialize for Scalar<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Scalar::Uint(n) => s.serialize_u64(n),
+            Scalar::Num(v) => v.and_then(num).serialize(s),
+            Scalar::Text(v) => v.serialize(s),
+            Scalar::Index(v) => v.serialize(s),
+        }
+    }
+}
+
+/// The entries a row gains with timing, in order: the layer's work as a
+/// peak counts it, its kernel class, its rule's category, the layer its
+/// input comes from; with a profile, its measured time (on the layer that
+/// shows its kernel group's time), its group and the layer whose time it
+/// is in; on a calibrated device, its predicted time and time group.
+fn extras<'a>(
+    report: &'a CostReport,
+    i: usize,
+    time: Option<&'a LayerTime>,
+    roofline: Option<&'a Roofline>,
+) -> Vec<(&'static str, Scalar<'a>)> {
+    let l = &report.layers[i];
+    let mut v = Vec::new();
+    if l.category.is_some() {
+        v.extend([
+            ("work", Scalar::Uint(l.work)),
+            ("class", Scalar::Text(l.class.as_deref())),
+            ("category", Scalar::Text(l.category.as_deref())),
+            (
+                "input_from",
+                Scalar::Text(
+                    l.input_from
+                        .map(|p| report.layers[p as usize].name.as_str()),
+                ),
+            ),
+        ]);
+    }
+    if let Some(m) = &report.measured {
+        v.extend([
+            ("measured_s", Scalar::Num(m.layer_s(i))),
+            (
+                "kernel",
+                Scalar::Index(m.layer_group.get(i).copied().flatten()),
+            ),
+            (
+                "measured_in",
+                Scalar::Text(m.fused_into(i).map(|j| report.layers[j].name.as_str())),
+            ),
+        ]);
+    }
+    if let (Some(t), Some(r)) = (time, roofline)
+        && let Some(model) = &r.device.time
+    {
+        v.extend([
+            ("predicted_s", Scalar::Num(t.predicted_s)),
+            (
+                "time_group",
+                Scalar::Text(
+                    t.group
+                        .and_then(|g| model.groups.get(g))
+                        .map(|g| g.key.as_str()),
+                ),
+            ),
+        ]);
+    }
+    v
 }
 
 impl Serialize for LayerJ<'_> {
@@ -106,6 +186,9 @@ impl Serialize for LayerJ<'_> {
             m.serialize_entry("bound", t.bound.as_str())?;
             m.serialize_entry("intensity", &t.intensity.and_then(num))?;
         }
+        for (k, v) in &self.extra {
+            m.serialize_entry(k, v)?;
+        }
         m.end()
     }
 }
@@ -133,6 +216,12 @@ struct SummaryJ<'a> {
     mrw: u64,
     params: u64,
     weight_bytes: u64,
+    /// With a profile: the time of the kernel groups this type leads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measured_s: Option<f64>,
+    /// On a calibrated device: the type's predicted time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    predicted_s: Option<f64>,
     #[serde(skip)]
     _t: std::marker::PhantomData<&'a ()>,
 }
@@ -164,6 +253,137 @@ struct TotalJ<'a> {
     efficiency_bound: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     efficiency_additive: Option<f64>,
+    /// With timing: the operations compute times divide by the peaks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    work: Option<u64>,
+    /// With a profile: its kernels' times, summed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernels_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    predicted_s: Option<f64>,
+    /// The range the calibration's residuals give the prediction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    predicted_low_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    predicted_high_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    efficiency_predicted: Option<f64>,
+}
+
+/// A profile's join (`--profile`).
+#[derive(Serialize)]
+struct ProfileJ<'a> {
+    file: &'a str,
+    runtime: &'a str,
+    provider: Option<&'a str>,
+    threads: Option<u64>,
+    runs: usize,
+    warmup_dropped: usize,
+    run_s: Option<f64>,
+    kernels: usize,
+    kernels_s: Option<f64>,
+    /// Kernel time joined to layers, folded ones included, 0 to 1.
+    joined_share: Option<f64>,
+    folded_s: Option<f64>,
+    unjoined_s: Option<f64>,
+    groups: Vec<GroupJ<'a>>,
+    inserted: Vec<InsertedJ<'a>>,
+    folded: Vec<FoldedJ<'a>>,
+    unjoined: Vec<UnjoinedJ<'a>>,
+    layers_without_kernel: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct GroupJ<'a> {
+    kernels: &'a [String],
+    op: &'a str,
+    measured_s: Option<f64>,
+    /// Indices into `layers` (all of them, whatever rows are shown).
+    layers: &'a [usize],
+    lead: &'a str,
+}
+
+#[derive(Serialize)]
+struct InsertedJ<'a> {
+    kernel: &'a str,
+    op: &'a str,
+    measured_s: Option<f64>,
+    group: usize,
+}
+
+#[derive(Serialize)]
+struct FoldedJ<'a> {
+    kernel: &'a str,
+    layer: &'a str,
+    measured_s: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct UnjoinedJ<'a> {
+    kernel: &'a str,
+    op: &'a str,
+    measured_s: Option<f64>,
+}
+
+fn profile_j<'a>(report: &'a CostReport, m: &'a crate::cost::measured::Measured) -> ProfileJ<'a> {
+    ProfileJ {
+        file: &m.path,
+        runtime: &m.runtime,
+        provider: m.provider.as_deref(),
+        threads: m.threads,
+        runs: m.runs,
+        warmup_dropped: m.dropped,
+        run_s: m.run_s.and_then(num),
+        kernels: m.kernels,
+        kernels_s: num(m.kernels_s),
+        joined_share: num(m.joined_share()),
+        folded_s: num(m.folded_s()),
+        unjoined_s: num(m.unjoined_s()),
+        groups: m
+            .groups
+            .iter()
+            .map(|g| GroupJ {
+                kernels: &g.kernels,
+                op: &g.op,
+                measured_s: num(g.seconds),
+                layers: &g.layers,
+                lead: &report.layers[g.lead].name,
+            })
+            .collect(),
+        inserted: m
+            .inserted
+            .iter()
+            .map(|k| InsertedJ {
+                kernel: &k.name,
+                op: &k.op,
+                measured_s: num(k.seconds),
+                group: k.group,
+            })
+            .collect(),
+        folded: m
+            .folded
+            .iter()
+            .map(|k| FoldedJ {
+                kernel: &k.name,
+                layer: &k.layer,
+                measured_s: num(k.seconds),
+            })
+            .collect(),
+        unjoined: m
+            .unjoined
+            .iter()
+            .map(|k| UnjoinedJ {
+                kernel: &k.name,
+                op: &k.op,
+                measured_s: num(k.seconds),
+            })
+            .collect(),
+        layers_without_kernel: m
+            .without_kernel
+            .iter()
+            .map(|&i| report.layers[i].name.as_str())
+            .collect(),
+    }
 }
 
 #[derive(Serialize)]
@@ -178,6 +398,10 @@ struct DeviceJ<'a> {
     name: &'a str,
     description: &'a str,
     bandwidth: f64,
+    /// How its peaks count operations (`multiply-add-as-two`, `reported`).
+    peak_counts: &'static str,
+    /// Whether it carries a calibrated time model (predicted times).
+    calibrated: bool,
     /// The peaks the layers were timed at, one per (asked, used) precision.
     peaks: Vec<PeakJ>,
 }
@@ -237,6 +461,9 @@ struct Doc<'a> {
     /// Layers folded away at load time, with what they would have cost.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     folded: Vec<LayerJ<'a>>,
+    /// A runtime's profile joined to the layers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<ProfileJ<'a>>,
 }
 
 #[derive(Serialize)]
@@ -246,8 +473,10 @@ struct AssumedJ<'a> {
     op: &'a str,
 }
 
-fn summary_row<'a>(op: String, t: &Totals) -> SummaryJ<'a> {
+fn summary_row<'a>(op: String, t: &Totals, times: (Option<f64>, Option<f64>)) -> SummaryJ<'a> {
     SummaryJ {
+        measured_s: times.0.and_then(num),
+        predicted_s: times.1.and_then(num),
         op,
         layers: t.layers,
         flops: t.flops,
@@ -308,7 +537,12 @@ fn doc<'a>(
     roofline: Option<&'a Roofline>,
 ) -> Doc<'a> {
     let t = &report.total;
-    let measured = roofline.and_then(|r| r.measured_s);
+    let measured = roofline
+        .and_then(|r| r.measured_s)
+        .or_else(|| report.measured.as_ref().and_then(|m| m.run_s))
+        .and_then(num);
+    let timing = report.layers.iter().any(|l| l.category.is_some());
+    let predicted = roofline.and_then(|r| r.predicted_s);
     let mut meta = opts.meta.clone().unwrap_or_default();
     meta.set(
         "parts",
@@ -325,9 +559,13 @@ fn doc<'a>(
         layers: (opts.parts != Parts::Summary).then(|| {
             layer_rows(report, roofline, opts.sort, opts.top)
                 .into_iter()
-                .map(|i| LayerJ {
-                    l: &report.layers[i],
-                    time: roofline.and_then(|r| r.layers.get(i)),
+                .map(|i| {
+                    let time = roofline.and_then(|r| r.layers.get(i));
+                    LayerJ {
+                        l: &report.layers[i],
+                        time,
+                        extra: extras(report, i, time, roofline),
+                    }
                 })
                 .collect()
         }),
@@ -335,7 +573,10 @@ fn doc<'a>(
             report
                 .summary
                 .iter()
-                .map(|s| summary_row(qualified(&s.domain, &s.op), &s.totals))
+                .map(|s| {
+                    let times = super::timing::by_type(report, roofline, &s.domain, &s.op);
+                    summary_row(qualified(&s.domain, &s.op), &s.totals, times)
+                })
                 .collect()
         }),
         total: TotalJ {
@@ -358,6 +599,19 @@ fn doc<'a>(
             efficiency_additive: roofline
                 .and_then(|r| r.efficiency(r.additive_s))
                 .and_then(num),
+            work: timing.then_some(roofline.map_or(t.work, |r| r.work)),
+            kernels_s: report.measured.as_ref().and_then(|m| num(m.kernels_s)),
+            predicted_s: predicted.and_then(num),
+            predicted_low_s: roofline
+                .and_then(|r| r.predicted_range)
+                .and_then(|r| num(r.0)),
+            predicted_high_s: roofline
+                .and_then(|r| r.predicted_range)
+                .and_then(|r| num(r.1)),
+            efficiency_predicted: predicted
+                .zip(measured)
+                .filter(|(_, m)| *m > 0.0)
+                .and_then(|(p, m)| num(p / m)),
         },
         unsupported: report
             .unsupported
@@ -372,6 +626,8 @@ fn doc<'a>(
             name: &r.device.key,
             description: &r.device.name,
             bandwidth: r.device.bandwidth,
+            peak_counts: r.device.peak_counts.key(),
+            calibrated: r.device.time.is_some(),
             peaks: r
                 .peaks
                 .iter()
@@ -398,7 +654,15 @@ fn doc<'a>(
                 mread: b.totals.mread,
                 mwrite: b.totals.mwrite,
                 mrw: b.totals.mrw,
-                layers: b.layers.iter().map(|l| LayerJ { l, time: None }).collect(),
+                layers: b
+                    .layers
+                    .iter()
+                    .map(|l| LayerJ {
+                        l,
+                        time: None,
+                        extra: Vec::new(),
+                    })
+                    .collect(),
             })
             .collect(),
         assumed: report
@@ -413,8 +677,13 @@ fn doc<'a>(
         folded: report
             .folded
             .iter()
-            .map(|l| LayerJ { l, time: None })
+            .map(|l| LayerJ {
+                l,
+                time: None,
+                extra: Vec::new(),
+            })
             .collect(),
+        profile: report.measured.as_ref().map(|m| profile_j(report, m)),
     }
 }
 
@@ -457,6 +726,10 @@ fn write_doc(doc: &Doc<'_>, w: &mut dyn Write) -> io::Result<()> {
         if !doc.folded.is_empty() {
             c.key(1, false, "folded")?;
             rows(c, &doc.folded, 1)?;
+        }
+        if let Some(p) = &doc.profile {
+            c.key(1, false, "profile")?;
+            c.value(p, 1)?;
         }
         c.close(0, b"}")
     })
@@ -567,6 +840,10 @@ fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize, keys: &RowKeys) -> io:
         c.scalar(t.bound.as_str())?;
         c.key(k, false, "intensity")?;
         c.scalar(&t.intensity.and_then(num))?;
+    }
+    for (name, v) in &j.extra {
+        c.key(k, false, name)?;
+        c.scalar(v)?;
     }
     c.close(level, b"}")
 }

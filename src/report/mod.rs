@@ -15,12 +15,15 @@ mod json;
 mod meta;
 pub mod model_explorer;
 mod model_line;
+mod notes;
+use notes::{assumed_line, folded_lines, fusion_line, skipped_lines};
 mod pretty;
 mod roofline;
 mod rows;
 mod scaler;
 pub mod shapes;
 pub mod text;
+mod timing;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -326,79 +329,6 @@ fn shapes(list: &[Option<TensorFact>]) -> String {
         .join(", ")
 }
 
-/// The layers folded away at load time: a heading with their count and the
-/// FLOPs they would have taken, then one line per layer that does
-/// arithmetic (copies and constants built from shapes are only counted;
-/// JSON and CSV list every one).
-fn folded_lines(report: &CostReport) -> Vec<String> {
-    if report.folded.is_empty() {
-        return Vec::new();
-    }
-    let flops: u64 = report.folded.iter().map(|l| l.flops).sum();
-    let mut lines = vec![format!(
-        "Folded at load time (all inputs constant; --no-fold counts them): {} layers, {flops} FLOPs",
-        report.folded.len()
-    )];
-    lines.extend(
-        report
-            .folded
-            .iter()
-            .filter(|l| l.flops > 0 || l.iops > 0)
-            .map(|l| {
-                let iops = match l.iops {
-                    0 => String::new(),
-                    n => format!(", {n} IOPs"),
-                };
-                format!(
-                    "{} ({}): {} FLOPs{iops}",
-                    l.name,
-                    crate::ir::qualified(&l.domain, &l.op),
-                    l.flops
-                )
-            }),
-    );
-    lines
-}
-
-/// The data-dependent sizes costs took at their upper bounds, on one line.
-fn assumed_line(report: &CostReport) -> Option<String> {
-    if report.assumed.is_empty() {
-        return None;
-    }
-    let list: Vec<String> = report
-        .assumed
-        .iter()
-        .map(|a| format!("{} = {} ({})", a.symbol, a.value, a.op))
-        .collect();
-    Some(format!(
-        "Sizes only known at run time, taken at their upper bounds (--dim NAME=N sets them): {}",
-        list.join(", ")
-    ))
-}
-
-/// One line per If branch the totals leave out.
-fn skipped_lines(report: &CostReport, s: &Scaler) -> Vec<String> {
-    report
-        .skipped
-        .iter()
-        .map(|b| {
-            let figures = if b.layers.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " ({} layers, {} {}, {} {})",
-                    b.layers.len(),
-                    s.value(b.totals.flops, Column::Flops),
-                    s.header(Column::Flops),
-                    s.value(b.totals.mrw, Column::Mrw),
-                    s.header(Column::Mrw),
-                )
-            };
-            format!("{}/{}{figures}: {}", b.node, b.branch, b.reason)
-        })
-        .collect()
-}
-
 fn is_numeric(c: Column) -> bool {
     !matches!(
         c,
@@ -591,32 +521,8 @@ fn layer_grid(
             }
         }
     }
+    timing::columns(&mut grid, report, opts, s, roofline, &shown);
     grid
-}
-
-/// How many layers the pack's fusion patterns joined, and the traffic saved.
-fn fusion_line(report: &CostReport) -> Option<String> {
-    if report.fusions.is_empty() {
-        return None;
-    }
-    let layers: usize = report.fusions.iter().map(|g| g.members.len()).sum();
-    let saved: u64 = report.fusions.iter().map(|g| g.saved_bytes).sum();
-    let mut by_pattern: Vec<(String, usize)> = Vec::new();
-    for g in &report.fusions {
-        match by_pattern.iter_mut().find(|(p, _)| *p == g.pattern) {
-            Some(e) => e.1 += 1,
-            None => by_pattern.push((g.pattern.clone(), 1)),
-        }
-    }
-    let list: Vec<String> = by_pattern
-        .iter()
-        .map(|(p, n)| format!("{p} x{n}"))
-        .collect();
-    Some(format!(
-        "Fused: {} groups of {layers} layers ({}); {saved} bytes of intermediate traffic not counted",
-        report.fusions.len(),
-        list.join(", ")
-    ))
 }
 
 /// A time in the unit that reads best.
@@ -633,7 +539,7 @@ pub fn human_time(seconds: f64, digits: usize) -> String {
     format!("{v:.digits$} {unit}")
 }
 
-fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
+fn summary_grid(report: &CostReport, s: &Scaler, roofline: Option<&Roofline>) -> Grid {
     let mut metrics = vec![
         Column::Flops,
         Column::Mread,
@@ -669,6 +575,46 @@ fn summary_grid(report: &CostReport, s: &Scaler) -> Grid {
     header.extend(metrics.iter().chain(&pcts).map(|&c| s.header(c)));
     let mut keys = vec!["op".to_string(), "layers".to_string()];
     keys.extend(metrics.iter().chain(&pcts).map(|&c| s.key(c)));
+    // Measured time by type (the groups its layers lead) and its share of
+    // the joined time, beside the share of FLOPs; predicted time.
+    let times: Vec<(Option<f64>, Option<f64>)> = report
+        .summary
+        .iter()
+        .map(|o| timing::by_type(report, roofline, &o.domain, &o.op))
+        .collect();
+    let us = |v: f64| format!("{:.*}", s.digits, v * 1e6);
+    if let Some(m) = &report.measured {
+        let joined = m.joined_s();
+        header.extend(["Measured (µs)".to_string(), "Time %".to_string()]);
+        keys.extend(["measured_us".to_string(), "time_pct".to_string()]);
+        for (row, t) in rows.iter_mut().zip(&times) {
+            let t = t.0.unwrap_or(0.0);
+            row.push(us(t));
+            row.push(if joined > 0.0 {
+                format!("{:.*}", s.digits, 100.0 * t / joined)
+            } else {
+                String::new()
+            });
+        }
+        if let Some(total) = rows.last_mut() {
+            total.push(us(joined));
+            total.push(format!("{:.*}", s.digits, 100.0));
+        }
+    }
+    if roofline.is_some_and(|r| r.predicted_s.is_some()) {
+        header.push("Predicted (µs)".into());
+        keys.push("predicted_us".into());
+        for (row, t) in rows.iter_mut().zip(&times) {
+            row.push(t.1.map_or(String::new(), us));
+        }
+        if let Some(total) = rows.last_mut() {
+            total.push(
+                roofline
+                    .and_then(|r| r.predicted_s)
+                    .map_or(String::new(), us),
+            );
+        }
+    }
     Grid {
         title: "Summary by operator type".into(),
         keys,
@@ -725,7 +671,7 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         grids.push(layer_grid(report, opts, &s, roofline));
     }
     if opts.parts != Parts::Layers {
-        grids.push(summary_grid(report, &s));
+        grids.push(summary_grid(report, &s, roofline));
     }
     let shown = layer_rows(report, roofline, opts.sort, opts.top).len();
     let rows_note = (opts.parts != Parts::Summary)
@@ -795,6 +741,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         {
             let _ = writeln!(out, "{line}");
         }
+        for line in timing::profile_lines(report, opts.digits) {
+            let _ = writeln!(out, "{}", text::shown(&line));
+        }
         let_go(grids);
         return fit::wrap_prose(&out, opts.width);
     }
@@ -847,6 +796,13 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             let _ = writeln!(out, "- {}", line.trim());
         }
     }
+    let lines = timing::profile_lines(report, opts.digits);
+    if let Some((head, rest)) = lines.split_first() {
+        let _ = writeln!(out, "\n### {}\n", text::shown(head.trim_end_matches(':')));
+        for line in rest {
+            let _ = writeln!(out, "- {}", text::md_cell(&text::shown(line.trim())));
+        }
+    }
     let_go(grids);
     out
 }
@@ -868,7 +824,7 @@ fn csv_report(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
     }
     let s = Scaler::new(&opts, &report.total);
     let g = if opts.parts == Parts::Summary {
-        summary_grid(report, &s)
+        summary_grid(report, &s, roofline)
     } else {
         layer_grid(report, &opts, &s, roofline)
     };

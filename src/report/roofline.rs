@@ -49,20 +49,35 @@ pub fn peak_line(g: &PeakGroup, digits: usize) -> String {
     }
 }
 
+/// A count of operations with a prefix of 1000 (`8.206 G`).
+fn operations(v: f64) -> String {
+    let (div, unit) = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")]
+        .into_iter()
+        .find(|(d, _)| v >= *d)
+        .unwrap_or((1.0, ""));
+    format!("{:.3} {unit}", v / div)
+}
+
 /// The roofline paragraph printed after the tables.
 pub fn roofline_lines(r: &Roofline, digits: usize) -> Vec<String> {
     let t = |v: f64| human_time(v, digits);
     let d = &r.device;
     let mut lines = vec![format!(
-        "Roofline on {} (memory {:.1} GB/s):",
+        "Roofline on {} (memory {:.1} GB/s; {}):",
         d.name,
-        d.bandwidth / 1e9
+        d.bandwidth / 1e9,
+        d.peak_counts.describe()
     )];
     for g in &r.peaks {
         lines.push(format!("  {}", peak_line(g, digits)));
     }
     lines.extend([
-        format!("  compute {}, memory {}", t(r.compute_s), t(r.memory_s)),
+        format!(
+            "  compute {} (of {} operations as the peaks count them), memory {}",
+            t(r.compute_s),
+            operations(r.work as f64),
+            t(r.memory_s)
+        ),
         format!(
             "  sum of per-layer bounds {}; additive estimate (all compute + all memory) {}",
             t(r.bound_s),
@@ -80,6 +95,24 @@ pub fn roofline_lines(r: &Roofline, digits: usize) -> Vec<String> {
             100.0 * eb,
             100.0 * ea
         ));
+    }
+    if let Some(p) = r.predicted_s {
+        let range = r.predicted_range.map_or(String::new(), |(lo, hi)| {
+            format!(" (range {} to {})", t(lo), t(hi))
+        });
+        let against = r
+            .measured_s
+            .filter(|m| *m > 0.0)
+            .map_or(String::new(), |m| {
+                format!("; measured {}: {:+.1}%", t(m), 100.0 * (p / m - 1.0))
+            });
+        let from = r
+            .device
+            .calibration
+            .as_ref()
+            .and_then(|c| c.runtime.clone())
+            .map_or(String::new(), |rt| format!(", calibrated on {rt}"));
+        lines.push(format!("  predicted {}{range}{from}{against}", t(p)));
     }
     lines
 }

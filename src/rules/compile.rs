@@ -179,6 +179,9 @@ pub struct CostRule {
     pub mwrite: Formula,
     /// Integer operations, when the rule has an `iops:` formula.
     pub iops: Option<Formula>,
+    /// The layer's kernel class (a string), when the rule has a `class:`
+    /// formula: a calibrated device times each class apart.
+    pub class: Option<Formula>,
     pub params: Vec<(String, Formula)>,
     /// Set when c3 lists this op's layers as unsupported, with the reason,
     /// instead of counting them.
@@ -635,6 +638,11 @@ impl CostRule {
             .as_ref()
             .map(|t| compile_formula(src, t, &scope, Units::Elements))
             .transpose()?;
+        let class = def
+            .class
+            .as_ref()
+            .map(|t| compile_formula(src, t, &scope, Units::Elements))
+            .transpose()?;
         let params = def
             .params
             .0
@@ -651,6 +659,7 @@ impl CostRule {
                 .chain(lets.iter().map(|(_, f)| f))
                 .chain([&flops, &mread, &mwrite])
                 .chain(iops.as_ref())
+                .chain(class.as_ref())
                 .chain(params.iter().map(|(_, f)| f)),
         );
         Ok(CostRule {
@@ -672,6 +681,7 @@ impl CostRule {
             mread,
             mwrite,
             iops,
+            class,
             params,
             unsupported: def.unsupported.as_ref().map(|s| s.trim().to_string()),
         })

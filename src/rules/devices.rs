@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use super::rule::SourceFile;
+use super::time::{TimeDef, TimeModel};
 use super::yaml::OrderedMap;
 use crate::error::RuleError;
 use crate::ir::DType;
@@ -32,6 +33,77 @@ struct DeviceDef {
     peak: BTreeMap<String, f64>,
     bandwidth: f64,
     source: String,
+    #[serde(default)]
+    peak_counts: Option<String>,
+    #[serde(default)]
+    time: Option<TimeDef>,
+    #[serde(default)]
+    calibration: Option<Calibration>,
+}
+
+/// What the operations of a device's peak are, and so what a layer's
+/// compute time divides by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PeakCounts {
+    /// A multiply-add is two operations, as vendors count their peaks: the
+    /// time divides the layer's work counted so, whatever `--no-fma` says.
+    #[default]
+    MultiplyAddAsTwo,
+    /// The FLOPs the report shows (a multiply-add is one with FMA on): the
+    /// chainer_computational_cost article's arithmetic.
+    Reported,
+}
+
+impl PeakCounts {
+    /// The `peak_counts:` value that selects it.
+    pub fn key(self) -> &'static str {
+        match self {
+            PeakCounts::MultiplyAddAsTwo => "multiply-add-as-two",
+            PeakCounts::Reported => "reported",
+        }
+    }
+
+    /// How reports say it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PeakCounts::MultiplyAddAsTwo => "peaks count a multiply-add as 2 FLOPs",
+            PeakCounts::Reported => {
+                "peaks divide the FLOPs as reported (FMA on: a multiply-add is 1), as the chainer_computational_cost article did"
+            }
+        }
+    }
+}
+
+/// Where a calibrated device's figures came from (`c3 calibrate`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    #[serde(default)]
+    pub date: Option<String>,
+    #[serde(default)]
+    pub runtime: Option<String>,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub threads: Option<u64>,
+    #[serde(default)]
+    pub reports: Option<u64>,
+    #[serde(default)]
+    pub kernels: Option<u64>,
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Relative errors of the calibration models' predicted totals, each
+    /// predicted by a fit without it.
+    #[serde(default)]
+    pub error: Option<CalibrationError>,
+}
+
+/// See [`Calibration::error`].
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationError {
+    pub median: f64,
+    pub worst: f64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -48,6 +120,10 @@ pub struct Device {
     pub source: String,
     /// Catalog file and line.
     pub origin: String,
+    pub peak_counts: PeakCounts,
+    /// A calibrated device's time model (predicted times).
+    pub time: Option<std::sync::Arc<TimeModel>>,
+    pub calibration: Option<Calibration>,
 }
 
 /// Lower-case letters and digits only: `H100-SXM` and `h100_sxm` match `h100sxm`.
@@ -151,6 +227,21 @@ impl Catalog {
                     )));
                 }
             }
+            let peak_counts = match d.peak_counts.as_deref() {
+                None | Some("multiply-add-as-two") => PeakCounts::MultiplyAddAsTwo,
+                Some("reported") => PeakCounts::Reported,
+                Some(other) => {
+                    return Err(at(format!(
+                        "device {key}: peak_counts must be multiply-add-as-two or reported, not '{other}'"
+                    )));
+                }
+            };
+            let time = match d.time {
+                None => None,
+                Some(t) => Some(std::sync::Arc::new(
+                    TimeModel::from_def(t).map_err(|m| at(format!("device {key}: {m}")))?,
+                )),
+            };
             let (line, _) = src.line_col(byte);
             let dev = Device {
                 key: key.clone(),
@@ -160,6 +251,9 @@ impl Catalog {
                 bandwidth: d.bandwidth,
                 source: d.source,
                 origin: format!("{path}:{line}"),
+                peak_counts,
+                time,
+                calibration: d.calibration,
             };
             added.push(dev);
             keys.push(key);

@@ -25,6 +25,10 @@ pub struct CountOptions {
     /// `--prune R`: every constant counted by `nnz()` as if the fraction R
     /// of its elements were zero, its values unread.
     pub prune: Option<Prune>,
+    /// Also count what timing a layer needs: its work in a device's own
+    /// convention (a multiply-add is two operations, whatever `fma` says)
+    /// and its kernel class (`--device`, `--profile`).
+    pub timing: bool,
 }
 
 /// A pruning fraction R, 0 ≤ R < 1, held exactly in billionths.
@@ -79,6 +83,7 @@ impl Default for CountOptions {
             full_attention: false,
             branch: BranchChoice::Larger,
             prune: None,
+            timing: false,
         }
     }
 }
@@ -143,6 +148,11 @@ pub type Params = Arc<[(String, Value)]>;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Evaluation {
     pub flops: u64,
+    /// FLOPs with a multiply-add counted as two (the convention of device
+    /// peaks), whatever `fma` says; `flops` unless `timing` was asked.
+    pub work: u64,
+    /// The rule's `class:` for this node, with `timing`.
+    pub class: Option<Arc<str>>,
     /// Bytes read.
     pub mread: u64,
     /// Bytes written.
@@ -700,7 +710,7 @@ impl CostRule {
     /// reading must be added here.
     fn memo_key(&self, node: &Node, opts: CountOptions, k: &mut Vec<u64>) -> Option<()> {
         k.extend([
-            opts.fma as u64,
+            opts.fma as u64 | (opts.timing as u64) << 1,
             opts.full_attention as u64,
             node.opset as u64,
             opts.prune.map_or(u64::MAX, |p| p.billionths),
@@ -828,14 +838,61 @@ impl CostRule {
         } else {
             Vec::new()
         };
+        let (work, class) = if opts.timing {
+            let class = self.class_of(&env)?;
+            (self.work(&mut env, opts, flops)?, class)
+        } else {
+            (flops, None)
+        };
         Ok(Evaluation {
             flops,
+            work,
+            class,
             mread,
             mwrite,
             iops,
             params,
             bindings,
         })
+    }
+
+    /// The layer's FLOPs with a multiply-add counted as two: `flops` again
+    /// with `fma` off (its `let`s first), when `fma` is on and read.
+    fn work<'r>(
+        &'r self,
+        env: &mut Env<'r>,
+        opts: CountOptions,
+        flops: u64,
+    ) -> Result<u64, EvalError> {
+        if !opts.fma || !self.keys.switches_read.first().copied().unwrap_or(false) {
+            return Ok(flops);
+        }
+        env.set(&self.keys.switches[0], Value::Boolean(false));
+        for ((name, f), key) in self.lets.iter().zip(&self.keys.lets) {
+            let v = f.eval(env, What::Let(name))?;
+            env.set(key, v);
+        }
+        self.flops
+            .eval_count(env, What::Named("flops"), Units::Elements)
+    }
+
+    /// The `class:` formula's string, if the rule has one.
+    fn class_of(&self, env: &Env<'_>) -> Result<Option<Arc<str>>, EvalError> {
+        let Some(f) = &self.class else {
+            return Ok(None);
+        };
+        match f.eval(env, What::Named("class"))? {
+            Value::String(s) => Ok(Some(Arc::from(s.as_str()))),
+            other => Err(EvalError::Formula {
+                origin: f.origin.clone(),
+                what: "class".into(),
+                text: f.text.clone(),
+                message: format!(
+                    "a class must be a string, this is {}",
+                    lower::describe(&other)
+                ),
+            }),
+        }
     }
 
     fn collect_bindings(&self, env: &Env) -> Vec<(String, Value)> {

@@ -16,6 +16,7 @@ pub mod packed;
 pub mod parse;
 pub mod render;
 pub mod rule;
+pub mod time;
 pub mod value;
 pub mod yaml;
 

@@ -120,10 +120,16 @@ pub const BUILTIN_PACKS: &[BuiltinPack] = &[
     BuiltinPack {
         name: "chainer",
         summary: "reproduces chainer_computational_cost 0.1.2 to the integer, quirks included",
-        files: &[(
-            "rules/packs/chainer/chainer.yaml",
-            include_str!("../../rules/packs/chainer/chainer.yaml"),
-        )],
+        files: &[
+            (
+                "rules/packs/chainer/chainer.yaml",
+                include_str!("../../rules/packs/chainer/chainer.yaml"),
+            ),
+            (
+                "rules/packs/chainer/devices.yaml",
+                include_str!("../../rules/packs/chainer/devices.yaml"),
+            ),
+        ],
     },
 ];
 

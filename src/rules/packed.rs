@@ -33,6 +33,7 @@ pub fn parse_texts(def: &mut RuleDef) {
     [&mut def.flops, &mut def.mread, &mut def.mwrite]
         .into_iter()
         .chain(def.iops.as_mut())
+        .chain(def.class.as_mut())
         .for_each(formula);
     def.params.0.iter_mut().for_each(|(_, t)| formula(t));
 }
@@ -56,6 +57,7 @@ pub fn write_def(def: &RuleDef) -> Vec<u8> {
     w.text(&def.mread);
     w.text(&def.mwrite);
     w.opt_text(def.iops.as_ref());
+    w.opt_text(def.class.as_ref());
     w.named_texts(&def.params);
     w.opt_str(def.unsupported.as_deref());
     w.0
@@ -85,6 +87,7 @@ pub fn read_def(bytes: &[u8]) -> Option<RuleDef> {
         mread: r.text()?,
         mwrite: r.text()?,
         iops: r.opt_text()?,
+        class: r.opt_text()?,
         params: r.named_texts()?,
         unsupported: r.opt_str()?,
     };
@@ -503,6 +506,7 @@ mod tests {
             mread: text("9223372036854775807", Place::Byte(2)),
             mwrite: text("not parsed", Place::LineCol(1, 1)),
             iops: None,
+            class: None,
             params: OrderedMap(vec![("W".into(), text("|W|", Place::Byte(3)))]),
             unsupported: Some("why".into()),
         };
@@ -544,6 +548,7 @@ mod tests {
             mread: text("0", Place::Byte(0)),
             mwrite: text("0", Place::Byte(0)),
             iops: None,
+            class: None,
             params: OrderedMap::default(),
             unsupported: None,
         };

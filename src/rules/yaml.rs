@@ -154,6 +154,10 @@ pub struct RuleDef {
     /// Integer operations (quantized arithmetic), reported apart from FLOPs.
     #[serde(default)]
     pub iops: Option<Text>,
+    /// The kernel class of a layer (a string formula: `"depthwise"`), by
+    /// which a calibrated device groups layers ([`crate::rules::time`]).
+    #[serde(default)]
+    pub class: Option<Text>,
     #[serde(default)]
     pub params: OrderedMap<Text>,
     /// Why layers of this op are listed as unsupported rather than counted

@@ -91,7 +91,13 @@ pub(super) fn types(
             *time.entry(op_of(l)).or_default() += t.bound_s;
         }
     }
-    let rows = if roofline.is_some() { 3 } else { 2 };
+    let mut measured: HashMap<String, f64> = HashMap::new();
+    if let Some(m) = &report.measured {
+        for g in &m.groups {
+            *measured.entry(op_of(&report.layers[g.lead])).or_default() += g.seconds;
+        }
+    }
+    let rows = 2 + usize::from(roofline.is_some()) + usize::from(report.measured.is_some());
     let legend_rows = colours.ranked.len().div_ceil(5) as f64;
     let height = 20.0 + 45.0 * rows as f64 + 22.0 * (legend_rows + 1.0);
     let _ = writeln!(
@@ -128,6 +134,14 @@ pub(super) fn types(
             time_text(v, d)
         });
     }
+    if report.measured.is_some() {
+        let t: Vec<(String, f64)> = ops
+            .iter()
+            .map(|o| (o.clone(), measured.get(o).copied().unwrap_or(0.0)))
+            .collect();
+        let y = 10.0 + 45.0 * (rows - 1) as f64;
+        share_bar(out, y, "Measured time", &t, colours, &|v| time_text(v, d));
+    }
     let mut entries: Vec<(&str, &str)> = colours
         .ranked
         .iter()
@@ -145,6 +159,9 @@ pub(super) fn types(
     if roofline.is_some() {
         head.push_str("<th class=\"n\">Time</th><th class=\"n\">Time %</th>");
     }
+    if report.measured.is_some() {
+        head.push_str("<th class=\"n\">Measured</th><th class=\"n\">Measured %</th>");
+    }
     head.push_str("</tr>");
     let _ = writeln!(
         out,
@@ -158,6 +175,7 @@ pub(super) fn types(
         }
     };
     let all_time: f64 = roofline.map_or(0.0, |r| r.bound_s);
+    let all_measured: f64 = measured.values().sum();
     for (o, s) in ops.iter().zip(&report.summary) {
         let _ = write!(
             out,
@@ -177,6 +195,15 @@ pub(super) fn types(
                 "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
                 time_text(t, d),
                 pct(t, all_time)
+            );
+        }
+        if report.measured.is_some() {
+            let t = measured.get(o).copied().unwrap_or(0.0);
+            let _ = write!(
+                out,
+                "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                time_text(t, d),
+                pct(t, all_measured)
             );
         }
         out.push_str("</tr>\n");
@@ -437,7 +464,7 @@ pub(super) fn roofline_chart(
         .enumerate()
         .filter_map(|(i, (l, t))| {
             let ai = t.intensity.filter(|a| *a > 0.0 && a.is_finite())?;
-            let work = l.flops as f64 + l.iops as f64;
+            let work = t.work(l) as f64;
             (t.bound_s > 0.0).then(|| (ai, work / t.bound_s, i))
         })
         .collect();
@@ -571,11 +598,7 @@ pub(super) fn roofline_chart(
             esc(&l.name),
             esc(&op_of(l)),
             t.intensity.unwrap_or(0.0),
-            esc(&human(
-                (l.flops as f64 + l.iops as f64) / t.bound_s,
-                1000.0,
-                d.min(2)
-            )),
+            esc(&human(t.work(l) as f64 / t.bound_s, 1000.0, d.min(2))),
             esc(&time_text(t.bound_s, d)),
             t.bound.as_str()
         );
@@ -591,4 +614,141 @@ pub(super) fn roofline_chart(
         );
     }
     out.push_str("</section>\n");
+}
+
+/// Measured time against the bound, per kernel group of a profile: a point
+/// above the diagonal ran slower than its roofline bound (all of them, on
+/// real hardware); hover for its layers. With a calibrated device, the
+/// predicted time of each group beside it.
+pub(super) fn measured_chart(
+    out: &mut String,
+    report: &CostReport,
+    r: &Roofline,
+    colours: &Colours,
+    d: usize,
+) {
+    let Some(m) = &report.measured else {
+        return;
+    };
+    // (bound, measured, predicted, group) of every plottable group.
+    let points: Vec<(f64, f64, Option<f64>, usize)> = m
+        .groups
+        .iter()
+        .enumerate()
+        .filter_map(|(g, grp)| {
+            let bound: f64 = grp.layers.iter().map(|&i| r.layers[i].bound_s).sum();
+            let predicted: Option<f64> = grp
+                .layers
+                .iter()
+                .map(|&i| r.layers[i].predicted_s)
+                .sum::<Option<f64>>();
+            (bound > 0.0 && grp.seconds > 0.0).then_some((bound, grp.seconds, predicted, g))
+        })
+        .collect();
+    out.push_str("<section id=\"measured\">\n<h2>Measured against the bound</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Each point is a kernel of the profile ({}): its layers' roofline bound on {} across, its measured time up; the line is measured = bound.{}</p>",
+        esc(&m.runtime),
+        esc(&r.device.name),
+        if r.predicted_s.is_some() {
+            " Hollow points are the predicted times."
+        } else {
+            ""
+        }
+    );
+    if points.is_empty() {
+        out.push_str("<p class=\"note\">No kernel group has both a bound and a measured time.</p>\n</section>\n");
+        return;
+    }
+    let lo = points
+        .iter()
+        .flat_map(|p| [p.0, p.1].into_iter().chain(p.2))
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let hi = points
+        .iter()
+        .flat_map(|p| [p.0, p.1].into_iter().chain(p.2))
+        .fold(0.0, f64::max);
+    let (a, b) = decades(lo, hi);
+    let (x0, y0, w, h) = (90.0, 20.0, WIDTH - 120.0, 420.0);
+    let px = |v: f64| x0 + (v.log10() - a) / (b - a) * w;
+    let py = |v: f64| y0 + h - (v.log10() - a) / (b - a) * h;
+    let _ = writeln!(
+        out,
+        "<svg class=\"chart\" viewBox=\"0 0 {WIDTH} {:.0}\" role=\"img\" aria-label=\"Measured time against the roofline bound per kernel\">",
+        h + 70.0
+    );
+    for e in a as i32..=b as i32 {
+        let v = 10f64.powi(e);
+        let _ = writeln!(
+            out,
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y0:.0}\" y2=\"{:.0}\" class=\"grid\"/><text x=\"{:.1}\" y=\"{:.0}\" class=\"tick\" text-anchor=\"middle\">{}</text>\
+             <line x1=\"{x0:.0}\" x2=\"{:.0}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"grid\"/><text x=\"{:.0}\" y=\"{:.1}\" class=\"tick\" text-anchor=\"end\">{}</text>",
+            px(v),
+            px(v),
+            y0 + h,
+            px(v),
+            y0 + h + 16.0,
+            esc(&time_text(v, 0)),
+            x0 + w,
+            py(v),
+            py(v),
+            x0 - 4.0,
+            py(v) + 4.0,
+            esc(&time_text(v, 0))
+        );
+    }
+    let (lo_v, hi_v) = (10f64.powf(a), 10f64.powf(b));
+    let _ = writeln!(
+        out,
+        "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" class=\"roof\"><title>measured = bound</title></line>\
+         <text x=\"{:.0}\" y=\"{:.0}\" class=\"tick\" text-anchor=\"middle\">roofline bound of the kernel's layers</text>\
+         <text transform=\"translate(16 {:.0}) rotate(-90)\" class=\"tick\" text-anchor=\"middle\">measured time</text>",
+        px(lo_v),
+        py(lo_v),
+        px(hi_v),
+        py(hi_v),
+        x0 + w / 2.0,
+        y0 + h + 40.0,
+        y0 + h / 2.0
+    );
+    for (bound, measured, predicted, g) in &points {
+        let grp = &m.groups[*g];
+        let lead = &report.layers[grp.lead];
+        let colour = colours.of(&op_of(lead));
+        let title = format!(
+            "{} ({}{}): measured {}, bound {}{}",
+            lead.name,
+            op_of(lead),
+            if grp.layers.len() > 1 {
+                format!(" and {} fused layers", grp.layers.len() - 1)
+            } else {
+                String::new()
+            },
+            time_text(*measured, d),
+            time_text(*bound, d),
+            predicted.map_or(String::new(), |p| format!(
+                ", predicted {}",
+                time_text(p, d)
+            ))
+        );
+        if let Some(p) = predicted.filter(|p| *p > 0.0) {
+            let _ = writeln!(
+                out,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"none\" stroke=\"{colour}\" class=\"pt\"><title>{}</title></circle>",
+                px(*bound),
+                py(p),
+                esc(&title)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"{colour}\" class=\"pt\"><title>{}</title></circle>",
+            px(*bound),
+            py(*measured),
+            esc(&title)
+        );
+    }
+    out.push_str("</svg>\n</section>\n");
 }

@@ -27,9 +27,10 @@
     });
   }
 
-  // Rows: [index, name, op, flops, iops, mread, mwrite, runs, fused, bound_s, bound, intensity].
+  // Rows: [index, name, op, flops, iops, mread, mwrite, runs, fused, bound_s,
+  // bound, intensity, measured_s, measured_in, predicted_s].
   var rows = data.layers.map(function (l, i) { return [i + 1].concat(l); });
-  // Columns: label, value of a row, text of the value, numeric.
+  // Columns: label, value of a row, text of the value (and its row), numeric.
   var cols = [
     ["#", function (r) { return r[0]; }, String, true],
     ["Layer", function (r) { return r[1]; }, esc, false],
@@ -52,6 +53,13 @@
   }
   if (data.fused) cols.push(["Fused", function (r) { return r[8] || ""; }, esc, false]);
   if (data.runs) cols.push(["Runs", function (r) { return r[7]; }, String, true]);
+  if (data.measured) {
+    // A layer fused into another's kernel shows whose time it is in.
+    cols.push(["Measured", function (r) { return r[12]; }, function (v, r) {
+      return v !== null ? time(v) : (r[13] ? "in " + esc(r[13]) : "-");
+    }, true]);
+  }
+  if (data.predicted) cols.push(["Predicted", function (r) { return r[14]; }, time, true]);
 
   var shown = rows, page = 0, sortCol = 0, sortDir = 1;
   var box = document.getElementById("table-js");
@@ -92,7 +100,7 @@
       var r = shown[k];
       h.push("<tr>");
       cols.forEach(function (c) {
-        h.push(c[3] ? '<td class="n">' : "<td>", c[2](c[1](r)), "</td>");
+        h.push(c[3] ? '<td class="n">' : "<td>", c[2](c[1](r), r), "</td>");
       });
       h.push("</tr>");
     }
