@@ -189,6 +189,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 })
                 // The kernel class a calibrated device times apart.
                 .chain(r.class.iter().map(|f| nf("class", f)))
+                .chain(r.calls.iter().map(|f| nf("calls", f)))
                 .collect(),
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
             unsupported: r.unsupported.clone(),

@@ -17,6 +17,7 @@ mod fuzz;
 mod hostile;
 mod hostile_packs;
 mod io;
+mod latency;
 mod layout;
 mod networks;
 mod onnx_files;

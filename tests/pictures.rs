@@ -476,6 +476,7 @@ fn layer(name: &str, op: &str, flops: u64, mread: u64, mwrite: u64) -> c3::cost:
         class: None,
         category: None,
         input_from: None,
+        calls: 1,
         mread,
         mwrite,
         iops: 0,

@@ -99,6 +99,8 @@ struct LayerJ {
     category: Option<String>,
     #[serde(default)]
     input_from: Option<String>,
+    #[serde(default)]
+    calls: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -144,6 +146,7 @@ struct Layer {
     precision: &'static str,
     work: f64,
     bytes: f64,
+    /// Kernel calls in all: its runs times the calls of a run.
     runs: f64,
 }
 
@@ -252,7 +255,11 @@ fn read_run(path: &str) -> Result<Run> {
             precision: precision_of(dtype),
             work: work.saturating_add(l.iops) as f64,
             bytes: l.mrw as f64,
-            runs: l.runs.unwrap_or(1).max(1) as f64,
+            runs: l
+                .runs
+                .unwrap_or(1)
+                .max(1)
+                .saturating_mul(l.calls.unwrap_or(1).max(1)) as f64,
         });
     }
     let mut groups = Vec::with_capacity(profile.groups.len());

@@ -129,7 +129,7 @@ impl Normal {
     }
 }
 
-/// Solves G[S,S] s = h[S] by Cholesky; `None` when the subsystem is
+/// Solves `G[S,S] s = h[S]` by Cholesky; `None` when the subsystem is
 /// singular (a column that repeats another).
 fn solve_on(set: &[usize], g: &impl Fn(usize, usize) -> f64, h: &[f64]) -> Option<Vec<f64>> {
     let k = set.len();

@@ -70,8 +70,9 @@ impl Default for ReportRequest {
 
 impl ReportRequest {
     /// The flags given, for [`ReportFlags::check`].
-    pub fn flags(&self, device: bool) -> ReportFlags {
+    pub fn flags(&self, device: bool, profile: bool) -> ReportFlags {
         ReportFlags {
+            profile,
             columns: self.columns.is_some(),
             unit: self.unit.is_some(),
             digits: self.digits.is_some(),
@@ -83,14 +84,14 @@ impl ReportRequest {
 
     /// The report options for output to `out`: the format asked for, else a
     /// table on a terminal and Markdown otherwise; checked against the flags.
-    pub fn options(&self, out: &Output, device: bool) -> Result<ReportOptions> {
+    pub fn options(&self, out: &Output, device: bool, profile: bool) -> Result<ReportOptions> {
         let terminal = std::io::stdout().is_terminal() && out.is_stdout();
         let format = match self.format {
             Some(f) => f,
             None if terminal => Format::Table,
             None => Format::Md,
         };
-        self.flags(device).check(format)?;
+        self.flags(device, profile).check(format)?;
         Ok(ReportOptions {
             format,
             unit: self.unit.unwrap_or(Unit::Auto),
@@ -139,7 +140,7 @@ pub fn estimate(
     target: &Target,
 ) -> Result<String> {
     let out = target.check(Kind::Report, &[model])?;
-    let mut report_opts = req.options(&out, opts.device.is_some())?;
+    let mut report_opts = req.options(&out, opts.device.is_some(), opts.profile.is_some())?;
     opts.check()?;
     report_opts.about = opts.about(model);
     let estimate = if report_opts.format == Format::ModelExplorer {
@@ -373,9 +374,10 @@ pub fn diff(
             ("--sort", req.sort.is_some()),
             ("--top", req.top.is_some()),
             ("--measured", opts_a.measured_s.is_some()),
+            ("--profile", opts_a.profile.is_some()),
         ],
     )?;
-    let mut report_opts = req.options(&out, false)?;
+    let mut report_opts = req.options(&out, false, false)?;
     four_formats("diff", &report_opts)?;
     if a == b && opts_a.about(a) == opts_b.about(b) {
         return Err(Error::Usage(
@@ -458,9 +460,10 @@ pub fn estimate_many(
             ("--metric", req.metric.is_some()),
             ("--sort", req.sort.is_some()),
             ("--top", req.top.is_some()),
+            ("--profile", opts.profile.is_some()),
         ],
     )?;
-    let report_opts = req.options(&out, opts.device.is_some())?;
+    let report_opts = req.options(&out, opts.device.is_some(), false)?;
     four_formats("a batch of models", &report_opts)?;
     if report_opts.format != Format::Json {
         refuse(

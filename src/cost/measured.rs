@@ -9,8 +9,9 @@
 //! and inserts layout nodes of its own (`ReorderInput`). So a kernel is
 //! joined, in turn, by its name, by the name of an output (decorations
 //! stripped), by the longest layer or tensor name it starts with, and last
-//! by position: among the layers between its neighbours' that no kernel
-//! has, the last whose output has the kernel's output shape. A layout or
+//! by position: among the layers between its neighbours', the last whose
+//! output has the kernel's output shape (one no kernel has, if any: a
+//! function op the runtime expands runs as several kernels). A layout or
 //! copy kernel the model has no node for goes with its neighbour (the next
 //! kernel for one that prepares an input, the one before otherwise).
 //!
@@ -144,7 +145,7 @@ impl Measured {
     /// included), 0 to 1.
     pub fn joined_share(&self) -> f64 {
         if self.kernels_s > 0.0 {
-            (self.joined_s() + self.folded_s()) / self.kernels_s
+            ((self.joined_s() + self.folded_s()) / self.kernels_s).min(1.0)
         } else {
             1.0
         }
@@ -362,10 +363,21 @@ pub fn join(report: &CostReport, profile: &Profile, ids: &[NodeIdentity]) -> Res
                         .all(|(d, &s)| d.known().is_some_and(|d| s >= 0 && d == s as u64))
             })
         };
-        if let Some(i) = (lo..hi.min(n))
+        // A layer no kernel has yet; else one that has (a layer the runtime
+        // runs as several kernels: a function op expanded into its body).
+        // (the layer of the kernel before included: the kernels of one
+        // layer run one after another).
+        let window = lo..hi.min(n);
+        let fresh = window
+            .clone()
             .rev()
-            .find(|&i| !owned[i] && fits(&report.layers[i]))
-        {
+            .find(|&i| !owned[i] && fits(&report.layers[i]));
+        let again = || {
+            (before.unwrap_or(0)..hi.min(n))
+                .rev()
+                .find(|&i| fits(&report.layers[i]))
+        };
+        if let Some(i) = fresh.or_else(again) {
             anchors[k] = Some(Anchor::End(i));
             owned[i] = true;
         }

@@ -35,6 +35,9 @@ pub struct LayerCost {
     pub class: Option<std::sync::Arc<str>>,
     /// The rule's category (`Connection`), with timing.
     pub category: Option<std::sync::Arc<str>>,
+    /// Kernel calls a run of the layer makes (1 unless its rule says; see
+    /// [`crate::rules::rule::CostRule::calls`]).
+    pub calls: u64,
     /// With timing: the layer that writes this layer's first input that is
     /// not a constant (its index in the report's layers).
     pub input_from: Option<u32>,
@@ -853,6 +856,7 @@ fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost
             .timing
             .then(|| std::sync::Arc::from(rule.category.as_str())),
         input_from: None,
+        calls: ev.calls,
         mread: ev.mread,
         mwrite: ev.mwrite,
         iops: ev.iops,

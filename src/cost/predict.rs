@@ -72,9 +72,11 @@ pub fn predict(report: &CostReport, model: &TimeModel, times: &[(f64, f64)]) -> 
                 .iter()
                 .position(|x| std::ptr::eq(x, g))
                 .unwrap_or(0);
-            // A layer run several times (a loop body's) pays its kernel
-            // cost each time; its roofline times are those of all runs.
-            let extra = g.kernel_s * (l.runs.max(1) - 1) as f64;
+            // A layer run several times (a loop body's), or that calls its
+            // kernel several times (a batched matrix product), pays the
+            // kernel cost each time; its roofline times are those of all.
+            let kernels = l.runs.max(1).saturating_mul(l.calls.max(1));
+            let extra = g.kernel_s * (kernels - 1) as f64;
             (g.time(c, m) + extra, at)
         })
         .collect()

@@ -1,7 +1,8 @@
 //! `c3 annotate`: a copy of a model with its costs on the nodes, for Netron.
 //!
 //! Every costed node, in the main graph or in a body, gets `metadata_props` entries
-//! (`c3.flops`, `c3.mread`, `c3.mwrite`, and with a device `c3.bound_s`,
+//! (`c3.flops`, `c3.mread`, `c3.mwrite`; with a profile `c3.measured_s`,
+//! on a calibrated device `c3.predicted_s`; and with a device `c3.bound_s`,
 //! `c3.bound`); the model gets the totals; the graph gets the inferred shapes
 //! in `value_info`. The file is rewritten on the protobuf wire format, not
 //! re-encoded: protobuf merges repeated fields by concatenation, so each
@@ -295,6 +296,10 @@ struct NodeCost {
     compute_s: f64,
     memory_s: f64,
     bound_s: f64,
+    /// With a profile: the time of the kernel groups its layers show.
+    measured_s: Option<f64>,
+    /// On a calibrated device.
+    predicted_s: Option<f64>,
 }
 
 /// The costs of each ONNX node, by where it sits.
@@ -327,6 +332,12 @@ fn node_costs(
             c.compute_s += t.compute_s;
             c.memory_s += t.memory_s;
             c.bound_s += t.bound_s;
+            if let Some(p) = t.predicted_s {
+                *c.predicted_s.get_or_insert(0.0) += p;
+            }
+        }
+        if let Some(m) = report.measured.as_ref().and_then(|m| m.layer_s(i)) {
+            *c.measured_s.get_or_insert(0.0) += m;
         }
     }
     Ok(out)
@@ -359,6 +370,11 @@ fn node_entries(c: &NodeCost, device: bool) -> Vec<(String, String)> {
             bound_of(c.compute_s, c.memory_s).to_string(),
         ));
     }
+    for (name, v) in [("measured_s", c.measured_s), ("predicted_s", c.predicted_s)] {
+        if let Some(v) = v {
+            e.push((format!("{PREFIX}{name}"), seconds(v)));
+        }
+    }
     e
 }
 
@@ -381,6 +397,12 @@ fn model_entries(report: &CostReport, roofline: Option<&Roofline>) -> Vec<(Strin
         e.push((format!("{PREFIX}bound_s"), seconds(r.bound_s)));
         e.push((format!("{PREFIX}compute_s"), seconds(r.compute_s)));
         e.push((format!("{PREFIX}memory_s"), seconds(r.memory_s)));
+        if let Some(p) = r.predicted_s {
+            e.push((format!("{PREFIX}predicted_s"), seconds(p)));
+        }
+    }
+    if let Some(run) = report.measured.as_ref().and_then(|m| m.run_s) {
+        e.push((format!("{PREFIX}measured_s"), seconds(run)));
     }
     e
 }

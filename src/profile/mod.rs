@@ -1,6 +1,6 @@
 //! Measured time, the front end: a runtime's profile read into the kernels
 //! it ran and how long each took, per run of the model. Each format has its
-//! reader ([`ort`]: onnxruntime's JSON, [`chrome`]: a PyTorch profiler
+//! reader (`ort`: onnxruntime's JSON, `chrome`: a PyTorch profiler
 //! trace); what it is is decided from the content. Joining the kernels to
 //! a report's layers is [`crate::cost::measured`].
 //!

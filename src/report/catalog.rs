@@ -55,14 +55,31 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
                 .devices
                 .iter()
                 .map(|d| {
-                    serde_json::json!({
+                    let mut v = serde_json::json!({
                         "name": d.key,
                         "description": d.name,
                         "aliases": d.aliases,
                         "peak_flops": d.peak,
                         "bandwidth": d.bandwidth,
                         "source": d.source,
-                    })
+                        "peak_counts": d.peak_counts.key(),
+                    });
+                    if let Some(c) = &d.calibration {
+                        v["calibration"] = serde_json::json!({
+                            "date": c.date,
+                            "runtime": c.runtime,
+                            "provider": c.provider,
+                            "threads": c.threads,
+                            "reports": c.reports,
+                            "kernels": c.kernels,
+                            "models": c.models,
+                            "error": c.error.map(|e| serde_json::json!({"median": e.median, "worst": e.worst})),
+                        });
+                    }
+                    if let Some(t) = &d.time {
+                        v["time_groups"] = serde_json::json!(t.groups.len());
+                    }
+                    v
                 })
                 .collect();
             super::pretty::to_string(&list, 4096)
@@ -103,10 +120,39 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
                     format!("{:.1}", d.bandwidth_giga()),
                 ]);
             }
-            format!(
+            let mut out = format!(
                 "{t}\nPeaks in TFLOP/s (TOPS for INT8), dense; {} devices. Sources: c3 devices --format json\n",
                 rules.devices.len()
-            )
+            );
+            // Calibrated devices say where their predictions come from.
+            for d in rules.devices.iter() {
+                let Some(c) = &d.calibration else { continue };
+                let mut what: Vec<String> = Vec::new();
+                what.extend(c.runtime.clone());
+                what.extend(c.provider.clone());
+                what.extend(
+                    c.threads
+                        .map(|n| format!("{n} thread{}", if n == 1 { "" } else { "s" })),
+                );
+                let error = c.error.map_or(String::new(), |e| {
+                    format!(
+                        "; totals of its models, each predicted without it: median error {:.1}%, worst {:.1}%",
+                        100.0 * e.median,
+                        100.0 * e.worst
+                    )
+                });
+                out.push_str(&super::text::shown(&format!(
+                    "{}: calibrated {} on {} from {} models ({} kernels){error}; {}",
+                    d.key,
+                    c.date.as_deref().unwrap_or("(undated)"),
+                    what.join(", "),
+                    c.models.len(),
+                    c.kernels.unwrap_or(0),
+                    d.origin
+                )));
+                out.push('\n');
+            }
+            out
         }
     }
 }

@@ -15,6 +15,8 @@ pub struct ReportFlags {
     pub sort: Option<SortKey>,
     /// Whether a device was given (`--device`).
     pub device: bool,
+    /// Whether a profile was given (`--profile`).
+    pub profile: bool,
 }
 
 impl ReportFlags {
@@ -43,11 +45,18 @@ impl ReportFlags {
                 if ignored.len() == 1 { "it" } else { "them" }
             )));
         }
-        if self.metric == Some(Metric::BoundS) && !self.device {
-            return Err(Error::Usage("--metric bound_s needs --device".into()));
+        if matches!(self.metric, Some(Metric::BoundS | Metric::PredictedS)) && !self.device {
+            let name = self.metric.map_or("", Metric::name);
+            return Err(Error::Usage(format!("--metric {name} needs --device")));
+        }
+        if self.metric == Some(Metric::MeasuredS) && !self.profile {
+            return Err(Error::Usage("--metric measured_s needs --profile".into()));
         }
         if let Some(k) = self.sort.filter(|k| k.needs_device() && !self.device) {
             return Err(Error::Usage(format!("--sort {} needs --device", k.name())));
+        }
+        if self.sort == Some(SortKey::MeasuredS) && !self.profile {
+            return Err(Error::Usage("--sort measured_s needs --profile".into()));
         }
         Ok(())
     }

@@ -115,6 +115,7 @@ fn extras<'a>(
             ("work", Scalar::Uint(l.work)),
             ("class", Scalar::Text(l.class.as_deref())),
             ("category", Scalar::Text(l.category.as_deref())),
+            ("calls", Scalar::Uint(l.calls)),
             (
                 "input_from",
                 Scalar::Text(

@@ -37,6 +37,13 @@ pub enum Metric {
     /// The roofline time bound in seconds (needs --device).
     #[value(name = "bound_s")]
     BoundS,
+    /// The measured time in seconds, on the node that shows its kernel
+    /// group's time (needs --profile).
+    #[value(name = "measured_s")]
+    MeasuredS,
+    /// The predicted time in seconds (needs a calibrated --device).
+    #[value(name = "predicted_s")]
+    PredictedS,
 }
 
 impl Metric {
@@ -47,6 +54,8 @@ impl Metric {
             Metric::Mwrite => "mwrite",
             Metric::Mrw => "mrw",
             Metric::BoundS => "bound_s",
+            Metric::MeasuredS => "measured_s",
+            Metric::PredictedS => "predicted_s",
         }
     }
 }
@@ -104,6 +113,17 @@ pub fn render(
             Metric::Mrw => json!(l.mrw()),
             Metric::BoundS => match roofline.and_then(|r| r.layers.get(i)) {
                 Some(t) if t.bound_s.is_finite() => json!(t.bound_s),
+                _ => continue,
+            },
+            Metric::MeasuredS => match report.measured.as_ref().and_then(|m| m.layer_s(i)) {
+                Some(t) => json!(t),
+                None => continue,
+            },
+            Metric::PredictedS => match roofline
+                .and_then(|r| r.layers.get(i))
+                .and_then(|t| t.predicted_s)
+            {
+                Some(t) if t.is_finite() => json!(t),
                 _ => continue,
             },
         };

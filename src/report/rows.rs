@@ -24,6 +24,12 @@ pub enum SortKey {
     BoundS,
     /// FLOPs per byte moved.
     Intensity,
+    /// Measured time (needs --profile).
+    #[value(name = "measured_s")]
+    MeasuredS,
+    /// Predicted time (needs a calibrated --device).
+    #[value(name = "predicted_s")]
+    PredictedS,
 }
 
 impl SortKey {
@@ -40,6 +46,8 @@ impl SortKey {
             SortKey::MemoryS => "memory_s",
             SortKey::BoundS => "bound_s",
             SortKey::Intensity => "intensity",
+            SortKey::MeasuredS => "measured_s",
+            SortKey::PredictedS => "predicted_s",
         }
     }
 
@@ -47,7 +55,11 @@ impl SortKey {
     pub fn needs_device(self) -> bool {
         matches!(
             self,
-            SortKey::ComputeS | SortKey::MemoryS | SortKey::BoundS | SortKey::Intensity
+            SortKey::ComputeS
+                | SortKey::MemoryS
+                | SortKey::BoundS
+                | SortKey::Intensity
+                | SortKey::PredictedS
         )
     }
 }
@@ -76,6 +88,12 @@ pub fn layer_rows(
                 SortKey::MemoryS => t.map_or(0.0, |t| t.memory_s),
                 SortKey::BoundS => t.map_or(0.0, |t| t.bound_s),
                 SortKey::Intensity => t.and_then(|t| t.intensity).unwrap_or(0.0),
+                SortKey::MeasuredS => report
+                    .measured
+                    .as_ref()
+                    .and_then(|m| m.layer_s(i))
+                    .unwrap_or(0.0),
+                SortKey::PredictedS => t.and_then(|t| t.predicted_s).unwrap_or(0.0),
             }
         };
         // Stable: equal figures keep the model's order.

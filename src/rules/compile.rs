@@ -182,6 +182,9 @@ pub struct CostRule {
     /// The layer's kernel class (a string), when the rule has a `class:`
     /// formula: a calibrated device times each class apart.
     pub class: Option<Formula>,
+    /// The kernel calls a layer makes, when the rule has a `calls:` formula
+    /// (1 otherwise).
+    pub calls: Option<Formula>,
     pub params: Vec<(String, Formula)>,
     /// Set when c3 lists this op's layers as unsupported, with the reason,
     /// instead of counting them.
@@ -643,6 +646,11 @@ impl CostRule {
             .as_ref()
             .map(|t| compile_formula(src, t, &scope, Units::Elements))
             .transpose()?;
+        let calls = def
+            .calls
+            .as_ref()
+            .map(|t| compile_formula(src, t, &scope, Units::Elements))
+            .transpose()?;
         let params = def
             .params
             .0
@@ -660,6 +668,7 @@ impl CostRule {
                 .chain([&flops, &mread, &mwrite])
                 .chain(iops.as_ref())
                 .chain(class.as_ref())
+                .chain(calls.as_ref())
                 .chain(params.iter().map(|(_, f)| f)),
         );
         Ok(CostRule {
@@ -682,6 +691,7 @@ impl CostRule {
             mwrite,
             iops,
             class,
+            calls,
             params,
             unsupported: def.unsupported.as_ref().map(|s| s.trim().to_string()),
         })

@@ -153,6 +153,9 @@ pub struct Evaluation {
     pub work: u64,
     /// The rule's `class:` for this node, with `timing`.
     pub class: Option<Arc<str>>,
+    /// The kernel calls it makes (the rule's `calls:`, else 1), with
+    /// `timing`.
+    pub calls: u64,
     /// Bytes read.
     pub mread: u64,
     /// Bytes written.
@@ -838,16 +841,21 @@ impl CostRule {
         } else {
             Vec::new()
         };
-        let (work, class) = if opts.timing {
+        let (work, class, calls) = if opts.timing {
             let class = self.class_of(&env)?;
-            (self.work(&mut env, opts, flops)?, class)
+            let calls = match &self.calls {
+                Some(f) => f.eval_count(&env, What::Named("calls"), Units::Elements)?,
+                None => 1,
+            };
+            (self.work(&mut env, opts, flops)?, class, calls)
         } else {
-            (flops, None)
+            (flops, None, 1)
         };
         Ok(Evaluation {
             flops,
             work,
             class,
+            calls,
             mread,
             mwrite,
             iops,

@@ -34,6 +34,7 @@ pub fn parse_texts(def: &mut RuleDef) {
         .into_iter()
         .chain(def.iops.as_mut())
         .chain(def.class.as_mut())
+        .chain(def.calls.as_mut())
         .for_each(formula);
     def.params.0.iter_mut().for_each(|(_, t)| formula(t));
 }
@@ -58,6 +59,7 @@ pub fn write_def(def: &RuleDef) -> Vec<u8> {
     w.text(&def.mwrite);
     w.opt_text(def.iops.as_ref());
     w.opt_text(def.class.as_ref());
+    w.opt_text(def.calls.as_ref());
     w.named_texts(&def.params);
     w.opt_str(def.unsupported.as_deref());
     w.0
@@ -88,6 +90,7 @@ pub fn read_def(bytes: &[u8]) -> Option<RuleDef> {
         mwrite: r.text()?,
         iops: r.opt_text()?,
         class: r.opt_text()?,
+        calls: r.opt_text()?,
         params: r.named_texts()?,
         unsupported: r.opt_str()?,
     };
@@ -507,6 +510,7 @@ mod tests {
             mwrite: text("not parsed", Place::LineCol(1, 1)),
             iops: None,
             class: None,
+            calls: None,
             params: OrderedMap(vec![("W".into(), text("|W|", Place::Byte(3)))]),
             unsupported: Some("why".into()),
         };
@@ -549,6 +553,7 @@ mod tests {
             mwrite: text("0", Place::Byte(0)),
             iops: None,
             class: None,
+            calls: None,
             params: OrderedMap::default(),
             unsupported: None,
         };

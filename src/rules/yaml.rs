@@ -158,6 +158,10 @@ pub struct RuleDef {
     /// which a calibrated device groups layers ([`crate::rules::time`]).
     #[serde(default)]
     pub class: Option<Text>,
+    /// How many kernel calls a layer makes (a batched matrix product, one
+    /// a matrix): a calibrated device pays its per-kernel cost that often.
+    #[serde(default)]
+    pub calls: Option<Text>,
     #[serde(default)]
     pub params: OrderedMap<Text>,
     /// Why layers of this op are listed as unsupported rather than counted
