@@ -32,7 +32,7 @@ if [[ $what == all || $what == python ]]; then
     if [[ ! -x $venv/bin/python ]]; then
       "$python" -m venv "$venv"
     fi
-    "${pip[@]}" --upgrade pip maturin pytest pandas onnx
+    "${pip[@]}" --upgrade pip maturin pytest pandas onnx onnxruntime
   }
   base_venv
   # torch and the model libraries for the c3.torch tests. PyPI's Linux torch

@@ -84,6 +84,7 @@ def estimate(
     rules: Union[str, Iterable[str]] = (),
     device: Optional[str] = None,
     measured: Optional[str] = None,
+    profile: Optional[Union[str, "os.PathLike[str]"]] = None,
     fma: bool = True,
     attention: str = "masked",
     if_branch: str = "larger",
@@ -105,6 +106,10 @@ def estimate(
             later ones override earlier ones (``--rules``).
         device: a device of :func:`devices` for roofline times (``--device``).
         measured: a measured latency (``"2.4ms"``) to compare with the bounds.
+        profile: a runtime's profile of the model (onnxruntime's JSON, or a
+            trace ``c3.torch.profile`` wrote): each layer gets the time its
+            kernel took, ``report.total["measured_s"]`` the run's
+            (``--profile``).
         fma: count a multiply-add as one FLOP (``False``: two, ``--no-fma``).
         attention: ``"masked"`` counts the (query, key) pairs a causal mask
             leaves, ``"full"`` the whole square.
@@ -128,6 +133,7 @@ def estimate(
         rules=[rules] if isinstance(rules, str) else [os.fspath(r) for r in rules],
         device=device,
         measured=measured,
+        profile=None if profile is None else os.fspath(profile),
         fma=bool(fma),
         attention=attention,
         if_branch=if_branch,

@@ -145,7 +145,7 @@ fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error
 /// `kind` says what `model` holds: "path" (a str: an ONNX file or a trace
 /// file), "onnx" (the bytes of a model) or "trace" (trace JSON, bytes).
 #[pyfunction]
-#[pyo3(signature = (model, kind, name, *, dims, inputs, rules, device, measured, fma,
+#[pyo3(signature = (model, kind, name, *, dims, inputs, rules, device, measured, profile, fma,
                     attention, if_branch, prune, weights, activations, strict, format, unit,
                     digits, columns, parts))]
 #[allow(clippy::too_many_arguments)]
@@ -159,6 +159,7 @@ fn estimate(
     rules: Vec<String>,
     device: Option<String>,
     measured: Option<String>,
+    profile: Option<String>,
     fma: bool,
     attention: &str,
     if_branch: &str,
@@ -205,11 +206,13 @@ fn estimate(
                         None => None,
                         Some(p) => Some(p.parse().map_err(|e| usage(format!("prune {e}")))?),
                     },
+                    timing: false,
                 },
                 weights: precision("weights", weights.as_deref())?,
                 activations: precision("activations", activations.as_deref())?,
                 device: device.clone(),
                 measured_s,
+                profile: profile.clone(),
                 strict,
                 ..EstimateOptions::default()
             },

@@ -38,7 +38,7 @@ import c3 as _c3pkg
 
 from . import _aten
 
-__all__ = ["CostHook", "estimate", "trace"]
+__all__ = ["CostHook", "estimate", "profile", "trace"]
 
 _DTYPES = {
     torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16",
@@ -79,7 +79,8 @@ class _FunctionMode(TorchFunctionMode):
         name, mapper, schema = entry
         self.hook._inside += 1
         try:
-            out = func(*args, **kwargs)
+            with self.hook._timed():
+                out = func(*args, **kwargs)
         finally:
             self.hook._inside -= 1
         self.hook._record(name, mapper, args, kwargs, schema, out)
@@ -102,9 +103,12 @@ class _DispatchMode(TorchDispatchMode):
             if t.dtype == torch.bool:
                 return True
             return 1.0 if t.is_floating_point() else 1
-        out = func(*args, **kwargs)
-        if not self.hook._inside:
-            self.hook._on_aten(func, args, kwargs, out)
+        # The profiler's own range markers (c3.torch.profile) are no layers.
+        if self.hook._inside or func.namespace == "profiler":
+            return func(*args, **kwargs)
+        with self.hook._timed():
+            out = func(*args, **kwargs)
+        self.hook._on_aten(func, args, kwargs, out)
         return out
 
 
@@ -149,6 +153,12 @@ class CostHook:
         self._const: Dict[int, torch.Tensor] = {}
         self._handles: List[Any] = []
         self._modes: List[Any] = []
+        # c3.torch.profile: each recorded call is timed as a profiler range
+        # named by its number in the pass; _first[n] is the index of the
+        # first layer call n recorded.
+        self._timing = False
+        self._call_no = 0
+        self._first: Dict[int, int] = {}
 
     # --- module paths ----------------------------------------------------
 
@@ -230,6 +240,15 @@ class CostHook:
         for op, attrs, ins, ys in mapper(aten_call):
             self.layers.append({"op": op, "attrs": attrs, "_path": path, "_call": call,
                                 "inputs": ins, "outputs": ys})
+
+    def _timed(self) -> Any:
+        """A profiler range around one call when profiling, else nothing."""
+        if not self._timing:
+            return _Nothing()
+        n = self._call_no
+        self._call_no += 1
+        self._first[n] = len(self.layers)
+        return torch.profiler.record_function(f"{_profile.CALL}{n}")
 
     # --- context manager ------------------------------------------------------
 
@@ -314,6 +333,19 @@ def estimate(model: Any, *args: Any, fma: bool = True, hook_options: Optional[Di
     hook = CostHook(fma=fma, **(hook_options or {}))
     _run(hook, model, args, kwargs)
     return hook.report
+
+
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+from . import _profile  # noqa: E402  (uses CostHook and _run above)
+
+profile = _profile.profile
 
 
 def trace(path: Union[str, "os.PathLike[str]"], model: Any, *args: Any, **kwargs: Any) -> Dict[str, Any]:
