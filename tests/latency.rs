@@ -542,6 +542,20 @@ fn calibration_refuses_what_it_cannot_fit() {
         .one_line_error(1)
         .to_string();
     assert!(line.contains("--name"), "{line}");
+    // A report with measured times but no kernel joined to a layer gives
+    // the fit no sample.
+    let empty = dir.join("empty.json");
+    let one = synthetic_report("empty", &[("Relu", None, "elementwise", 0, 4096)]);
+    let at = one.find(r#""groups": ["#).unwrap();
+    std::fs::write(&empty, format!(r#"{}"groups": []}}}}"#, &one[..at])).unwrap();
+    let line = C3::new()
+        .args(["calibrate", "-o", pack.to_str().unwrap(), "--name", "x"])
+        .arg(&empty)
+        .run()
+        .one_line_error(2)
+        .to_string();
+    assert!(line.contains("nothing to fit"), "{line}");
+    assert!(!pack.exists());
     // A devices.yaml c3 calibrate did not write is not replaced.
     std::fs::create_dir_all(&pack).unwrap();
     std::fs::write(pack.join("devices.yaml"), "mine: {}\n").unwrap();

@@ -630,6 +630,12 @@ fn predicted(
 /// Fits a device to the reports at `paths`.
 pub fn calibrate(paths: &[String], opts: &CalibrateOptions) -> Result<Calibrated> {
     let runs = read_runs(paths)?;
+    if runs.iter().all(|r| r.groups.is_empty()) {
+        return Err(Error::Input {
+            path: paths[0].clone(),
+            message: "the reports join no kernel to a layer: nothing to fit".into(),
+        });
+    }
     let (peaks, bandwidth) = base_of(&runs, opts.base.as_ref());
     let fused = learn_fusions(&runs);
     let pairs = TimeModel {

@@ -215,16 +215,21 @@ impl TimeModel {
         if fused {
             names.push(ANY.to_string());
         }
+        // from_def makes sure the `*` group exists; a model without groups
+        // times nothing.
+        static NOTHING: TimeGroup = TimeGroup {
+            key: String::new(),
+            compute: None,
+            memory: None,
+            kernel_s: 0.0,
+            samples: 0,
+            residual: None,
+        };
         names
             .iter()
             .find_map(|n| self.groups.iter().find(|g| g.key == *n))
-            .unwrap_or_else(|| {
-                // from_def makes sure the `*` group exists.
-                self.groups
-                    .iter()
-                    .find(|g| g.key == ANY)
-                    .unwrap_or(&self.groups[0])
-            })
+            .or_else(|| self.groups.iter().find(|g| g.key == ANY))
+            .unwrap_or(&NOTHING)
     }
 }
 
