@@ -210,6 +210,8 @@ pub struct EstimateArgs {
     /// from c3.torch.profile): each layer gets the time its kernel took.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<String>,
+    #[command(flatten)]
+    pub training: TrainingArgs,
     /// Write the report to a file instead of standard output (`-`: standard
     /// output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -217,6 +219,55 @@ pub struct EstimateArgs {
     /// Replace an existing output file c3 does not recognise as its own.
     #[arg(long)]
     pub force: bool,
+}
+
+/// A training step's options (`--training` and those that refine it).
+#[derive(Args, Debug, Default)]
+pub struct TrainingArgs {
+    /// Count a training step: each layer's backward pass, and training
+    /// memory (weights, gradients, optimizer states, saved activations).
+    #[arg(long)]
+    pub training: bool,
+    /// Weights that do not train: a glob (`*`, `?`) of weight names or of
+    /// the layers that read them (repeatable): `--freeze '/layer1/*'`.
+    #[arg(long, value_name = "PATTERN", requires = "training")]
+    pub freeze: Vec<String>,
+    /// The optimizer whose step is counted: sgd, momentum, adam, adamw.
+    #[arg(long, value_name = "NAME", requires = "training")]
+    pub optimizer: Option<crate::cost::training::Optimizer>,
+    /// The optimizer keeps a master copy of the weights in this type
+    /// (mixed precision: `--weights bf16 --activations bf16
+    /// --master-weights fp32`).
+    #[arg(
+        long,
+        value_name = "TYPE",
+        value_enum,
+        ignore_case = true,
+        requires = "training"
+    )]
+    pub master_weights: Option<Precision>,
+    /// Recompute the activations of each block matching this glob in the
+    /// backward instead of keeping them (activation checkpointing; a block
+    /// is the shortest name prefix, cut at `/` or `.`, the glob matches).
+    #[arg(long, value_name = "PATTERN", requires = "training")]
+    pub recompute: Vec<String>,
+    /// Find the largest size of this dimension whose training step fits
+    /// the device's memory: `--fit batch` (with --device).
+    #[arg(long, value_name = "DIM", requires_all = ["training", "device"])]
+    pub fit: Option<String>,
+}
+
+impl TrainingArgs {
+    fn options(&self) -> Option<crate::cost::training::TrainingOptions> {
+        self.training
+            .then(|| crate::cost::training::TrainingOptions {
+                freeze: self.freeze.clone(),
+                optimizer: self.optimizer,
+                master_weights: self.master_weights.map(Precision::dtype),
+                recompute: self.recompute.clone(),
+                fit: self.fit.clone(),
+            })
+    }
 }
 
 #[derive(Args, Debug)]
@@ -492,6 +543,7 @@ impl EstimateArgs {
             profile: self.profile.clone(),
             strict: self.strict,
             no_fold: self.no_fold,
+            training: self.training.options(),
         }
     }
 

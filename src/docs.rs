@@ -36,6 +36,31 @@ struct RuleDoc {
     formulas: Vec<NamedFormula>,
     params: Vec<NamedFormula>,
     unsupported: Option<String>,
+    /// The rule's backward formulas, one row each.
+    backward: Vec<NamedFormula>,
+    /// What the backward keeps from the forward (`saves:`).
+    saves: Option<String>,
+    /// Without a `backward:` section: its category's default, or none.
+    backward_default: Option<String>,
+}
+
+#[derive(Serialize)]
+struct BackwardDefaultDoc {
+    categories: String,
+    kind: String,
+    flops: String,
+    mread: String,
+    mwrite: String,
+    saves: String,
+}
+
+#[derive(Serialize)]
+struct OptimizerDoc {
+    name: String,
+    states: u64,
+    flops_fma: u64,
+    flops: u64,
+    doc: String,
 }
 
 #[derive(Serialize)]
@@ -193,6 +218,34 @@ pub fn render(rules: &RuleSet) -> Result<String> {
                 .collect(),
             params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
             unsupported: r.unsupported.clone(),
+            backward: r
+                .backward
+                .iter()
+                .flat_map(|b| b.grads.iter())
+                .flat_map(|(_, input, fs)| {
+                    ["FLOPs", "mread", "mwrite"]
+                        .into_iter()
+                        .zip(fs)
+                        .map(move |(what, f)| {
+                            let mut n = nf(what, f);
+                            n.name = format!("backward ∂{input}: {what}");
+                            n
+                        })
+                })
+                .collect(),
+            saves: r.backward.as_ref().map(|b| {
+                b.saves_text
+                    .clone()
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "nothing".into())
+            }),
+            backward_default: match &r.backward {
+                Some(_) => None,
+                None => Some(
+                    crate::cost::training::DefaultKind::of(&r.category)
+                        .map_or("none".to_string(), |k| format!("{k:?}").to_lowercase()),
+                ),
+            },
         };
         match categories.iter_mut().find(|c| c.name == family) {
             Some(c) => c.rules.push(doc),
@@ -227,6 +280,41 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         })
         .collect();
     ctx.insert("devices", &devices);
+    // Training: the backward's defaults by category, and the optimizers.
+    use crate::cost::training::{DEFAULTS, OPTIMIZERS};
+    let mut kinds: Vec<BackwardDefaultDoc> = Vec::new();
+    for (category, kind) in DEFAULTS {
+        let name = format!("{kind:?}").to_lowercase();
+        match kinds.iter_mut().find(|k| k.kind == name) {
+            Some(k) => {
+                k.categories.push_str(", ");
+                k.categories.push_str(category);
+            }
+            None => {
+                let [flops, mread, mwrite, saves] = kind.formulas();
+                kinds.push(BackwardDefaultDoc {
+                    categories: category.to_string(),
+                    kind: name,
+                    flops: flops.into(),
+                    mread: mread.into(),
+                    mwrite: mwrite.into(),
+                    saves: saves.into(),
+                });
+            }
+        }
+    }
+    ctx.insert("backward_defaults", &kinds);
+    let optimizers: Vec<OptimizerDoc> = OPTIMIZERS
+        .iter()
+        .map(|o| OptimizerDoc {
+            name: o.name.into(),
+            states: o.states,
+            flops_fma: o.flops_fma,
+            flops: o.flops,
+            doc: o.doc.into(),
+        })
+        .collect();
+    ctx.insert("optimizers", &optimizers);
     // The built-in packs and the fused pack's patterns.
     let mut fused = RuleSet::empty();
     fused.load_pack("fused")?;

@@ -234,6 +234,21 @@ struct TraceLayer {
     inputs: Vec<Option<TraceTensor>>,
     #[serde(default, deserialize_with = "bounded::<_, _, MAX_NODE_IO, TENSORS>")]
     outputs: Vec<Option<TraceTensor>>,
+    /// A record of the backward pass: the index (in `layers`, from 0) of
+    /// the forward layer whose backward it is part of.
+    #[serde(default)]
+    backward_of: Option<usize>,
+    /// With `backward_of`: the input positions whose gradient this record
+    /// computes, costed by the rule's backward (without: the op's own
+    /// formulas).
+    #[serde(default, deserialize_with = "bounded_grads")]
+    grads: Option<Vec<usize>>,
+}
+
+fn bounded_grads<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<Vec<usize>>, D::Error> {
+    bounded::<D, usize, MAX_NODE_IO, TENSORS>(d).map(Some)
 }
 
 #[derive(Deserialize)]
@@ -490,6 +505,9 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
         None => DEFAULT_OPSET,
     };
     let mut nodes = Vec::with_capacity(file.layers.len());
+    let mut backward = Vec::new();
+    // Each forward record's node, by record index.
+    let mut node_of: Vec<Option<usize>> = Vec::with_capacity(file.layers.len());
     for (i, layer) in file.layers.into_iter().enumerate() {
         let here = |m: String| bad(format!("layer {} ({}): {m}", i + 1, layer.op));
         if layer.op.is_empty() {
@@ -521,7 +539,17 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
         let inputs = tensors(&layer.inputs, "input")?;
         let outputs = tensors(&layer.outputs, "output")?;
         let domain = crate::ir::domain_key(&layer.domain).to_string();
-        nodes.push(Node {
+        if let Some(g) = layer
+            .grads
+            .as_ref()
+            .and_then(|g| g.iter().find(|&&g| g >= inputs.len()))
+        {
+            return Err(here(format!(
+                "grads names input {g}, and the layer has {} (positions count from 0)",
+                inputs.len()
+            )));
+        }
+        let node = Node {
             name: layer.name.clone(),
             op: layer.op.clone(),
             domain,
@@ -530,11 +558,34 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
             inputs: inputs.into(),
             outputs: outputs.into(),
             bodies: Vec::new(),
-        });
+        };
+        match layer.backward_of {
+            None if layer.grads.is_some() => {
+                return Err(here("grads is given without backward_of".into()));
+            }
+            None => {
+                node_of.push(Some(nodes.len()));
+                nodes.push(node);
+            }
+            Some(k) => {
+                let Some(&Some(of)) = node_of.get(k) else {
+                    return Err(here(format!(
+                        "backward_of {k} is no earlier forward layer (indices count from 0)"
+                    )));
+                };
+                node_of.push(None);
+                backward.push(crate::ir::BackwardRecord {
+                    of,
+                    node,
+                    grads: layer.grads,
+                });
+            }
+        }
     }
     name_unnamed(&mut nodes);
     Ok(Graph {
         nodes,
+        backward,
         ..Graph::default()
     })
 }

@@ -39,3 +39,4 @@ mod rules_tensorix;
 mod rules_transformer;
 mod sparse;
 mod symbols;
+mod training;

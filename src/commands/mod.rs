@@ -143,10 +143,16 @@ pub fn estimate(
     let mut report_opts = req.options(&out, opts.device.is_some(), opts.profile.is_some())?;
     opts.check()?;
     report_opts.about = opts.about(model);
-    let estimate = if report_opts.format == Format::ModelExplorer {
+    let fit = opts.training.as_ref().and_then(|t| t.fit.as_deref());
+    let estimate = if report_opts.format == Format::ModelExplorer || fit.is_some() {
         let model_file = Model::open(model)?;
-        report_opts.node_ids = model_file.node_ids(opts)?;
-        model_file.into_estimate(opts)?
+        if report_opts.format == Format::ModelExplorer {
+            report_opts.node_ids = model_file.node_ids(opts)?;
+        }
+        match fit {
+            Some(dim) => model_file.estimate_fitted(opts, dim)?,
+            None => model_file.into_estimate(opts)?,
+        }
     } else {
         Model::estimate_file(model, opts)?
     };
@@ -375,6 +381,7 @@ pub fn diff(
             ("--top", req.top.is_some()),
             ("--measured", opts_a.measured_s.is_some()),
             ("--profile", opts_a.profile.is_some()),
+            ("--training", opts_a.training.is_some()),
         ],
     )?;
     let mut report_opts = req.options(&out, false, false)?;
@@ -461,6 +468,7 @@ pub fn estimate_many(
             ("--sort", req.sort.is_some()),
             ("--top", req.top.is_some()),
             ("--profile", opts.profile.is_some()),
+            ("--training", opts.training.is_some()),
         ],
     )?;
     let report_opts = req.options(&out, opts.device.is_some(), false)?;

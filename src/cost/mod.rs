@@ -8,6 +8,7 @@ pub mod measured;
 pub mod memory;
 pub mod predict;
 pub mod roofline;
+pub mod training;
 pub mod weights;
 
 use evalexpr::Value;
@@ -189,6 +190,9 @@ pub struct CostReport {
     pub peak: memory::Peak,
     /// A runtime's profile joined to the layers (`--profile`).
     pub measured: Option<measured::Measured>,
+    /// The backward pass, the optimizer's step and training memory
+    /// (`--training`).
+    pub training: Option<training::Training>,
 }
 
 impl CostReport {
@@ -372,6 +376,7 @@ fn finish(
         folded,
         peak: memory::Peak::default(),
         measured: None,
+        training: None,
     };
     weights::tally(producers, &mut report, &rows)?;
     Ok(report)

@@ -646,6 +646,19 @@ pub struct Graph {
     /// Symbols inference made up under a name a binding gave, and so took
     /// as that value: they are known names, though no shape holds them.
     pub bound_symbols: Vec<String>,
+    /// What a trace says its backward pass ran (`backward_of` records).
+    pub backward: Vec<BackwardRecord>,
+}
+
+/// One operation of a recorded backward pass: part of the backward of the
+/// main graph's node `of` (its index in [`Graph::nodes`]). Without
+/// `grads` it is costed as the op it is (a matrix product); with them, by
+/// its rule's backward for those inputs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackwardRecord {
+    pub of: usize,
+    pub node: Node,
+    pub grads: Option<Vec<usize>>,
 }
 
 /// An upper bound of a size only known at run time, and the op that makes
@@ -724,11 +737,13 @@ impl Namer {
 }
 
 impl Graph {
-    /// Calls `f` on every node, those inside subgraphs and those not
-    /// analysed included; a node before its bodies' nodes.
+    /// Calls `f` on every node, those inside subgraphs, those not
+    /// analysed and a trace's backward records included; a node before its
+    /// bodies' nodes.
     pub fn for_each_node(&self, f: &mut impl FnMut(&Node)) {
         let unanalysed = self.unanalysed.iter().map(|(n, _)| n);
-        for node in self.nodes.iter().chain(unanalysed) {
+        let backward = self.backward.iter().map(|r| &r.node);
+        for node in self.nodes.iter().chain(unanalysed).chain(backward) {
             f(node);
             for b in &node.bodies {
                 if let Ok(g) = &b.graph {
@@ -741,7 +756,8 @@ impl Graph {
     /// [`Graph::for_each_node`], with each node mutable.
     pub fn for_each_node_mut(&mut self, f: &mut impl FnMut(&mut Node)) {
         let unanalysed = self.unanalysed.iter_mut().map(|(n, _)| n);
-        for node in self.nodes.iter_mut().chain(unanalysed) {
+        let backward = self.backward.iter_mut().map(|r| &mut r.node);
+        for node in self.nodes.iter_mut().chain(unanalysed).chain(backward) {
             f(node);
             for b in &mut node.bodies {
                 if let Ok(g) = &mut b.graph {

@@ -36,6 +36,18 @@ impl EstimateOptions {
         m.set("weights", name(self.weights));
         m.set("activations", name(self.activations));
         m.set("strict", self.strict);
+        if let Some(t) = &self.training {
+            m.set(
+                "training",
+                json!({
+                    "freeze": t.freeze,
+                    "optimizer": t.optimizer.map(|o| o.def().name),
+                    "master_weights": name(t.master_weights),
+                    "recompute": t.recompute,
+                    "fit": t.fit,
+                }),
+            );
+        }
         m
     }
 
@@ -92,6 +104,22 @@ impl EstimateOptions {
         }
         if let Some(p) = &self.profile {
             add("profile", p.clone());
+        }
+        if let Some(t) = &self.training {
+            let mut what = vec!["forward and backward".to_string()];
+            if let Some(o) = t.optimizer {
+                what.push(format!("{} step", o.def().name));
+            }
+            add("training", what.join(", "));
+            for f in &t.freeze {
+                add("frozen", f.clone());
+            }
+            if let Some(m) = t.master_weights {
+                add("master weights", m.name().to_string());
+            }
+            for r in &t.recompute {
+                add("recomputed", r.clone());
+            }
         }
         v
     }

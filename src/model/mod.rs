@@ -34,6 +34,7 @@ use crate::report::{self, ReportOptions};
 use crate::rules::{CountOptions, RuleSet};
 
 mod about;
+mod fit;
 
 /// A model or operator trace, read and checked, not yet costed.
 pub struct Model {
@@ -43,7 +44,7 @@ pub struct Model {
 
 enum Source {
     Onnx(Box<OnnxModel>),
-    Trace(Graph),
+    Trace(Box<Graph>),
 }
 
 /// What to estimate and how. `Default` is the built-in rules, FMA counted
@@ -75,6 +76,9 @@ pub struct EstimateOptions {
     /// Count every node as executed, as an eager framework does: nothing
     /// is folded away at load time (`--no-fold`).
     pub no_fold: bool,
+    /// Count a training step: the backward pass, the optimizer's step and
+    /// training memory (`--training`).
+    pub training: Option<crate::cost::training::TrainingOptions>,
 }
 
 impl EstimateOptions {
@@ -163,7 +167,7 @@ impl Model {
             return Model::from_bytes(read_stdin()?, STDIN_NAME);
         }
         let source = if crate::trace::is_trace_file(path)? {
-            Source::Trace(crate::trace::read_trace(path)?)
+            Source::Trace(Box::new(crate::trace::read_trace(path)?))
         } else {
             Source::Onnx(Box::new(crate::onnx::load(path).map_err(neither)?))
         };
@@ -194,7 +198,7 @@ impl Model {
     pub fn from_bytes(bytes: impl Into<Bytes>, name: &str) -> Result<Model> {
         let bytes: Bytes = bytes.into();
         let source = if crate::trace::starts_like_json(&bytes) {
-            Source::Trace(crate::trace::parse_trace(&bytes, name)?)
+            Source::Trace(Box::new(crate::trace::parse_trace(&bytes, name)?))
         } else {
             Source::Onnx(Box::new(
                 crate::onnx::from_bytes(bytes, name).map_err(neither)?,
@@ -251,7 +255,7 @@ impl Model {
                         "--input applies to ONNX models, not traces".into(),
                     ));
                 }
-                g.clone()
+                (**g).clone()
             }
             Source::Onnx(m) => match inferring {
                 Inferring::Here(taken, initializers) => {
@@ -734,6 +738,9 @@ fn costed(
         let count = report.unsupported.len();
         return Err(Error::Unsupported { count, ops });
     }
+    if let Some(t) = &opts.training {
+        report.training = Some(cost::training::apply(&graph, rules, &report, count, t)?);
+    }
     let roofline = match &opts.device {
         None => None,
         Some(name) => {
@@ -741,6 +748,9 @@ fn costed(
             let measured = opts
                 .measured_s
                 .or_else(|| report.measured.as_ref().and_then(|m| m.run_s));
+            if let Some(t) = &mut report.training {
+                t.capacity = device.memory.map(|m| (device.key.clone(), m));
+            }
             Some(cost::roofline(&report, device, measured))
         }
     };

@@ -313,6 +313,13 @@ fn columns(report: &CostReport, roofline: Option<&Roofline>) -> Vec<(&'static st
     if roofline.is_some_and(|r| r.predicted_s.is_some()) {
         c.push(("Predicted", true));
     }
+    if report.training.is_some() {
+        c.extend([
+            ("Bwd FLOPs", true),
+            ("Bwd Read+Written", true),
+            ("Saves", true),
+        ]);
+    }
     c
 }
 
@@ -393,6 +400,21 @@ fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline
                 .map_or("-".into(), |t| time_text(t, d));
             let _ = write!(out, "<td class=\"n\">{p}</td>");
         }
+        if let Some(t) = &report.training {
+            match t.layers.get(i).and_then(|b| b.as_ref()) {
+                Some(b) => {
+                    let _ = write!(
+                        out,
+                        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                        flops_text(b.flops, d),
+                        bytes_text(b.mread.saturating_add(b.mwrite), d),
+                        bytes_text(b.saves, d)
+                    );
+                }
+                None => out
+                    .push_str("<td class=\"n\">-</td><td class=\"n\">-</td><td class=\"n\">-</td>"),
+            }
+        }
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table></div>\n</noscript>\n</section>\n");
@@ -400,6 +422,14 @@ fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline
 
 fn notes(out: &mut String, report: &CostReport, d: usize) {
     out.push_str("<section id=\"notes\">\n");
+    let training = super::training::lines(report);
+    if let Some((head, rest)) = training.split_first() {
+        let _ = writeln!(out, "<h2>{}</h2>\n<ul>", esc(head.trim_end_matches(':')));
+        for line in rest {
+            let _ = writeln!(out, "<li>{}</li>", esc(line.trim()));
+        }
+        out.push_str("</ul>\n");
+    }
     let _ = writeln!(
         out,
         "<h2>Unsupported layers <span class=\"count\">{}</span></h2>",
@@ -522,6 +552,14 @@ fn layer_data(out: &mut String, report: &CostReport, roofline: Option<&Roofline>
                     .and_then(|r| r.layers.get(i))
                     .and_then(|t| t.predicted_s)
             ));
+            let b = report
+                .training
+                .as_ref()
+                .and_then(|t| t.layers.get(i))
+                .and_then(|b| b.as_ref());
+            row.push(json!(b.map(|b| b.flops)));
+            row.push(json!(b.map(|b| b.mread.saturating_add(b.mwrite))));
+            row.push(json!(b.map(|b| b.saves)));
             Value::Array(row)
         })
         .collect();
@@ -530,6 +568,7 @@ fn layer_data(out: &mut String, report: &CostReport, roofline: Option<&Roofline>
         "device": roofline.is_some(),
         "measured": report.measured.is_some(),
         "predicted": roofline.is_some_and(|r| r.predicted_s.is_some()),
+        "training": report.training.is_some(),
         "iops": report.total.iops > 0,
         "fused": !report.fusions.is_empty(),
         "runs": report.layers.iter().any(|l| l.runs != 1),

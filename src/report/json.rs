@@ -73,6 +73,8 @@ fn num(v: f64) -> Option<f64> {
 struct LayerJ<'a> {
     l: &'a LayerCost,
     time: Option<&'a LayerTime>,
+    /// With `--training`: the layer's backward (`null`: none).
+    backward: Option<Option<super::training::BackwardJ>>,
     /// What timing adds to the row (see [`extras`]).
     extra: Vec<(&'static str, Scalar<'a>)>,
 }
@@ -190,6 +192,9 @@ impl Serialize for LayerJ<'_> {
         for (k, v) in &self.extra {
             m.serialize_entry(k, v)?;
         }
+        if let Some(b) = &self.backward {
+            m.serialize_entry("backward", b)?;
+        }
         m.end()
     }
 }
@@ -223,6 +228,9 @@ struct SummaryJ<'a> {
     /// On a calibrated device: the type's predicted time.
     #[serde(skip_serializing_if = "Option::is_none")]
     predicted_s: Option<f64>,
+    /// With `--training`: the type's backward.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backward: Option<super::training::TotalsJ>,
     #[serde(skip)]
     _t: std::marker::PhantomData<&'a ()>,
 }
@@ -269,6 +277,14 @@ struct TotalJ<'a> {
     predicted_high_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     efficiency_predicted: Option<f64>,
+    /// With `--training`: the backward pass, the optimizer's step and the
+    /// memory of a step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backward: Option<super::training::TotalsJ>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    optimizer: Option<super::training::OptimizerJ<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    training_memory: Option<super::training::MemoryJ<'a>>,
 }
 
 /// A profile's join (`--profile`).
@@ -465,6 +481,9 @@ struct Doc<'a> {
     /// A runtime's profile joined to the layers.
     #[serde(skip_serializing_if = "Option::is_none")]
     profile: Option<ProfileJ<'a>>,
+    /// With `--training`: what trains, what is not counted, `--fit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    training: Option<super::training::TrainingJ<'a>>,
 }
 
 #[derive(Serialize)]
@@ -487,6 +506,7 @@ fn summary_row<'a>(op: String, t: &Totals, times: (Option<f64>, Option<f64>)) ->
         mrw: t.mrw,
         params: t.params,
         weight_bytes: t.weight_bytes,
+        backward: None,
         _t: std::marker::PhantomData,
     }
 }
@@ -544,6 +564,7 @@ fn doc<'a>(
         .and_then(num);
     let timing = report.layers.iter().any(|l| l.category.is_some());
     let predicted = roofline.and_then(|r| r.predicted_s);
+    let training = report.training.as_ref();
     let mut meta = opts.meta.clone().unwrap_or_default();
     meta.set(
         "parts",
@@ -566,6 +587,9 @@ fn doc<'a>(
                         l: &report.layers[i],
                         time,
                         extra: extras(report, i, time, roofline),
+                        backward: report.training.as_ref().map(|t| {
+                            super::training::layer_j(t.layers.get(i).and_then(|b| b.as_ref()))
+                        }),
                     }
                 })
                 .collect()
@@ -574,9 +598,14 @@ fn doc<'a>(
             report
                 .summary
                 .iter()
-                .map(|s| {
+                .enumerate()
+                .map(|(i, s)| {
                     let times = super::timing::by_type(report, roofline, &s.domain, &s.op);
-                    summary_row(qualified(&s.domain, &s.op), &s.totals, times)
+                    let mut row = summary_row(qualified(&s.domain, &s.op), &s.totals, times);
+                    row.backward = training
+                        .and_then(|t| t.by_type.get(i))
+                        .map(super::training::totals_j);
+                    row
                 })
                 .collect()
         }),
@@ -613,6 +642,9 @@ fn doc<'a>(
                 .zip(measured)
                 .filter(|(_, m)| *m > 0.0)
                 .and_then(|(p, m)| num(p / m)),
+            backward: training.map(|t| super::training::totals_j(&t.total)),
+            optimizer: training.and_then(super::training::optimizer_j),
+            training_memory: training.map(super::training::memory_j),
         },
         unsupported: report
             .unsupported
@@ -662,6 +694,7 @@ fn doc<'a>(
                         l,
                         time: None,
                         extra: Vec::new(),
+                        backward: None,
                     })
                     .collect(),
             })
@@ -682,9 +715,11 @@ fn doc<'a>(
                 l,
                 time: None,
                 extra: Vec::new(),
+                backward: None,
             })
             .collect(),
         profile: report.measured.as_ref().map(|m| profile_j(report, m)),
+        training: training.map(super::training::training_j),
     }
 }
 
@@ -731,6 +766,10 @@ fn write_doc(doc: &Doc<'_>, w: &mut dyn Write) -> io::Result<()> {
         if let Some(p) = &doc.profile {
             c.key(1, false, "profile")?;
             c.value(p, 1)?;
+        }
+        if let Some(t) = &doc.training {
+            c.key(1, false, "training")?;
+            c.value(t, 1)?;
         }
         c.close(0, b"}")
     })
@@ -845,6 +884,10 @@ fn row(c: &mut Chunked<'_>, j: &LayerJ<'_>, level: usize, keys: &RowKeys) -> io:
     for (name, v) in &j.extra {
         c.key(k, false, name)?;
         c.scalar(v)?;
+    }
+    if let Some(b) = &j.backward {
+        c.key(k, false, "backward")?;
+        c.value(b, k)?;
     }
     c.close(level, b"}")
 }

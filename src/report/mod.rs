@@ -24,6 +24,7 @@ mod scaler;
 pub mod shapes;
 pub mod text;
 mod timing;
+mod training;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -522,6 +523,7 @@ fn layer_grid(
         }
     }
     timing::columns(&mut grid, report, opts, s, roofline, &shown);
+    training::columns(&mut grid, report, s, &shown);
     grid
 }
 
@@ -615,6 +617,7 @@ fn summary_grid(report: &CostReport, s: &Scaler, roofline: Option<&Roofline>) ->
             );
         }
     }
+    training::summary_columns(&mut header, &mut keys, &mut rows, report, s);
     Grid {
         title: "Summary by operator type".into(),
         keys,
@@ -741,7 +744,10 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         {
             let _ = writeln!(out, "{line}");
         }
-        for line in timing::profile_lines(report, opts.digits) {
+        for line in timing::profile_lines(report, opts.digits)
+            .into_iter()
+            .chain(training::lines(report))
+        {
             let _ = writeln!(out, "{}", text::shown(&line));
         }
         let_go(grids);
@@ -796,11 +802,15 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
             let _ = writeln!(out, "- {}", line.trim());
         }
     }
-    let lines = timing::profile_lines(report, opts.digits);
-    if let Some((head, rest)) = lines.split_first() {
-        let _ = writeln!(out, "\n### {}\n", text::shown(head.trim_end_matches(':')));
-        for line in rest {
-            let _ = writeln!(out, "- {}", text::md_cell(&text::shown(line.trim())));
+    for lines in [
+        timing::profile_lines(report, opts.digits),
+        training::lines(report),
+    ] {
+        if let Some((head, rest)) = lines.split_first() {
+            let _ = writeln!(out, "\n### {}\n", text::shown(head.trim_end_matches(':')));
+            for line in rest {
+                let _ = writeln!(out, "- {}", text::md_cell(&text::shown(line.trim())));
+            }
         }
     }
     let_go(grids);

@@ -37,7 +37,7 @@ fn group_digits(n: u64) -> String {
 }
 
 /// Bytes in the binary unit that reads best, exact below 1 KiB.
-fn human_bytes(n: u64) -> String {
+pub(super) fn human_bytes(n: u64) -> String {
     let mut v = n as f64;
     let mut p = 0;
     while v >= 1024.0 && p < 4 {

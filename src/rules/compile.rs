@@ -145,6 +145,7 @@ pub(crate) enum What<'a> {
     AttrDefault(&'a str),
     Let(&'a str),
     Param(&'a str),
+    Backward(&'a str),
 }
 
 impl fmt::Display for What<'_> {
@@ -154,6 +155,7 @@ impl fmt::Display for What<'_> {
             What::AttrDefault(n) => write!(f, "the default of attribute {n}"),
             What::Let(n) => write!(f, "let {n}"),
             What::Param(n) => write!(f, "param {n}"),
+            What::Backward(s) => f.write_str(s),
         }
     }
 }
@@ -189,8 +191,25 @@ pub struct CostRule {
     /// Set when c3 lists this op's layers as unsupported, with the reason,
     /// instead of counting them.
     pub unsupported: Option<String>,
+    /// The backward pass's formulas, when the rule has a `backward:`
+    /// section (otherwise its category's default applies: see
+    /// [`crate::cost::training`]).
+    pub backward: Option<Backward>,
     pub(crate) keys: Keys,
     pub(crate) memo: Memo,
+}
+
+/// A rule's `backward:` section, compiled.
+#[derive(Debug, Clone, Default)]
+pub struct Backward {
+    /// By input position: the name of the input and its gradient's FLOPs,
+    /// bytes read and bytes written.
+    pub grads: Vec<(usize, String, [Formula; 3])>,
+    /// The tensors the backward reads, as positions in the rule's inputs
+    /// then outputs (a variadic pattern stands for all its tensors).
+    pub saves: Vec<usize>,
+    /// `saves:` as written (pattern names), for the documentation.
+    pub saves_text: Option<String>,
 }
 
 /// Results of [`CostRule::evaluate`] by everything an evaluation reads from
@@ -658,6 +677,11 @@ impl CostRule {
             .map(|(n, t)| Ok((n.clone(), compile_formula(src, t, &scope, Units::Elements)?)))
             .collect::<Result<Vec<_>, RuleError>>()?;
 
+        let backward = def
+            .backward
+            .as_ref()
+            .map(|b| compile_backward(op, b, src, &scope, &inputs, &outputs))
+            .transpose()?;
         let domain = crate::ir::domain_key(def.domain.as_deref().unwrap_or("")).to_string();
         let mut keys = Keys::new(&inputs, &outputs, &attrs, &lets);
         keys.mark_read(
@@ -669,7 +693,12 @@ impl CostRule {
                 .chain(iops.as_ref())
                 .chain(class.as_ref())
                 .chain(calls.as_ref())
-                .chain(params.iter().map(|(_, f)| f)),
+                .chain(params.iter().map(|(_, f)| f))
+                .chain(
+                    backward
+                        .iter()
+                        .flat_map(|b| b.grads.iter().flat_map(|(_, _, fs)| fs.iter())),
+                ),
         );
         Ok(CostRule {
             op: op.to_string(),
@@ -694,6 +723,7 @@ impl CostRule {
             calls,
             params,
             unsupported: def.unsupported.as_ref().map(|s| s.trim().to_string()),
+            backward,
         })
     }
 
@@ -713,6 +743,66 @@ impl CostRule {
     pub fn qualified_name(&self) -> String {
         qualified(&self.domain, &self.op)
     }
+}
+
+/// Compiles a rule's `backward:` section in the scope of its forward
+/// formulas (every pattern, attribute and `let` name).
+fn compile_backward(
+    op: &str,
+    def: &super::yaml::BackwardDef,
+    src: &SourceFile,
+    scope: &RuleScope,
+    inputs: &[TensorPat],
+    outputs: &[TensorPat],
+) -> Result<Backward, RuleError> {
+    let mut grads = Vec::with_capacity(def.grads.len());
+    for (name, g) in &def.grads {
+        let Some(i) = inputs.iter().position(|p| p.name == *name) else {
+            let known: Vec<&str> = inputs.iter().map(|p| p.name.as_str()).collect();
+            return Err(src.error_at(
+                src.start_of(&g.flops),
+                format!(
+                    "rule {op}: backward: '{name}' is no input of the rule (its inputs: {})",
+                    known.join(", ")
+                ),
+                Some(name),
+            ));
+        };
+        if inputs[i].variadic {
+            return Err(src.error_at(
+                src.start_of(&g.flops),
+                format!(
+                    "rule {op}: backward: '{name}' is variadic; a gradient is given for one input"
+                ),
+                Some(name),
+            ));
+        }
+        let flops = compile_formula(src, &g.flops, scope, Units::Elements)?;
+        let mread = compile_formula(src, &g.mread, scope, Units::Bits)?;
+        let mwrite = compile_formula(src, &g.mwrite, scope, Units::Bits)?;
+        grads.push((i, name.clone(), [flops, mread, mwrite]));
+    }
+    grads.sort_by_key(|(i, _, _)| *i);
+    let mut saves = Vec::new();
+    if let Some(t) = &def.saves {
+        for name in t.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let Some(slot) = inputs.iter().chain(outputs).position(|p| p.name == name) else {
+                return Err(src.error_at(
+                    src.key_offset(op),
+                    format!("rule {op}: backward saves '{name}', which is no input or output of the rule"),
+                    Some(name),
+                ));
+            };
+            if !saves.contains(&slot) {
+                saves.push(slot);
+            }
+        }
+    }
+    Ok(Backward {
+        grads,
+        saves,
+        saves_text: def.saves.as_ref().map(|t| t.trim().to_string()),
+    })
 }
 
 pub(crate) fn join_patterns(p: &[TensorPat]) -> String {

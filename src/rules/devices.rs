@@ -32,6 +32,8 @@ struct DeviceDef {
     aliases: Vec<String>,
     peak: BTreeMap<String, f64>,
     bandwidth: f64,
+    #[serde(default)]
+    memory_gib: Option<f64>,
     source: String,
     #[serde(default)]
     peak_counts: Option<String>,
@@ -117,6 +119,8 @@ pub struct Device {
     pub peak: BTreeMap<String, f64>,
     /// Bytes per second.
     pub bandwidth: f64,
+    /// Memory, in bytes, where the catalog says (`memory_gib`).
+    pub memory: Option<u64>,
     pub source: String,
     /// Catalog file and line.
     pub origin: String,
@@ -214,6 +218,17 @@ impl Catalog {
             if d.peak.is_empty() {
                 return Err(at(format!("device {key}: no peak throughput")));
             }
+            let memory = match d.memory_gib {
+                None => None,
+                Some(g) if g.is_finite() && (MIN_MEMORY_GIB..=MAX_MEMORY_GIB).contains(&g) => {
+                    Some((g * (1u64 << 30) as f64).round() as u64)
+                }
+                Some(g) => {
+                    return Err(at(format!(
+                        "device {key}: memory_gib must be a number of GiB from {MIN_MEMORY_GIB} to {MAX_MEMORY_GIB} (MIN_MEMORY_GIB, MAX_MEMORY_GIB), not {g}"
+                    )));
+                }
+            };
             for (p, v) in &d.peak {
                 if !PRECISIONS.contains(&p.as_str()) {
                     return Err(at(format!(
@@ -249,6 +264,7 @@ impl Catalog {
                 aliases: d.aliases,
                 peak: d.peak,
                 bandwidth: d.bandwidth,
+                memory,
                 source: d.source,
                 origin: format!("{path}:{line}"),
                 peak_counts,
@@ -316,6 +332,10 @@ pub const MAX_DEVICES: usize = 1024;
 pub const MIN_PEAK: f64 = 1e3;
 /// See [`MIN_PEAK`].
 pub const MAX_PEAK: f64 = 1e18;
+/// A device's memory runs from 1 MiB to 1 PiB (in GiB).
+pub const MIN_MEMORY_GIB: f64 = 1.0 / 1024.0;
+pub const MAX_MEMORY_GIB: f64 = 1024.0 * 1024.0;
+
 /// A device's memory bandwidth runs from 1 KB/s to 1 PB/s (bytes/s).
 pub const MIN_BANDWIDTH: f64 = 1e3;
 /// See [`MIN_BANDWIDTH`].

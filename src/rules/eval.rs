@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use evalexpr::{EvalexprError, Value};
 
-use super::ast::{BinOp, DimPat, Expr, ExprKind, TensorPat};
+use super::ast::{BinOp, DimPat, Expr, ExprKind};
+pub(crate) use super::bind::bind_dims;
 use super::compile::*;
 use super::lower::{self, NameKind, Scope, Units};
-use super::value::show_value;
 use crate::ir::{AttrValue, Dim, Node, TensorFact};
 
 /// Switches that change how a rule counts.
@@ -498,7 +498,7 @@ impl Formula {
         }
     }
 
-    fn eval_count(&self, env: &Env, what: What, units: Units) -> Result<u64, EvalError> {
+    pub(super) fn eval_count(&self, env: &Env, what: What, units: Units) -> Result<u64, EvalError> {
         let v = self.eval(env, what)?;
         let fail = |message: String| EvalError::Formula {
             origin: self.origin.clone(),
@@ -764,12 +764,14 @@ impl CostRule {
         self.evaluate_with(node, opts, true)
     }
 
-    fn evaluate_with(
+    /// The environment every formula of the rule is evaluated in: the
+    /// switches, the patterns' bindings, the attributes and the `let`s.
+    pub(super) fn env_for(
         &self,
         node: &Node,
         opts: CountOptions,
         keep_bindings: bool,
-    ) -> Result<Evaluation, EvalError> {
+    ) -> Result<Env<'_>, EvalError> {
         let mut env = Env::new();
         let switches = [
             Value::Boolean(opts.fma),
@@ -818,6 +820,16 @@ impl CostRule {
             let v = f.eval(&env, What::Let(name))?;
             env.set(key, v);
         }
+        Ok(env)
+    }
+
+    fn evaluate_with(
+        &self,
+        node: &Node,
+        opts: CountOptions,
+        keep_bindings: bool,
+    ) -> Result<Evaluation, EvalError> {
+        let mut env = self.env_for(node, opts, keep_bindings)?;
         let flops = self
             .flops
             .eval_count(&env, What::Named("flops"), Units::Elements)?;
@@ -931,70 +943,4 @@ impl CostRule {
         }
         out
     }
-}
-
-pub(crate) fn bind_dims<'a>(
-    p: &TensorPat,
-    pat: &'a [DimPat],
-    dims: &[Value],
-    side: &str,
-    bound: &mut Vec<(&'a str, Value)>,
-) -> Result<(), EvalError> {
-    let rest_at = pat.iter().position(|d| matches!(d, DimPat::Rest(_)));
-    let fixed = pat.len() - rest_at.map_or(0, |_| 1);
-    let ok_rank = match rest_at {
-        Some(_) => dims.len() >= fixed,
-        None => dims.len() == fixed,
-    };
-    if !ok_rank {
-        let want = match rest_at {
-            Some(_) => format!("at least {fixed}"),
-            None => format!("{fixed}"),
-        };
-        return Err(EvalError::Binding(format!(
-            "{side} {}: pattern {p} needs rank {want}, got rank {}",
-            p.name,
-            dims.len()
-        )));
-    }
-    let tail = pat.len() - rest_at.map_or(pat.len(), |r| r + 1);
-    let mut check = |name: &'a str, v: Value| -> Result<(), EvalError> {
-        // A rule binds a handful of names: a list beats hashing them.
-        match bound.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
-            Some(prev) if *prev != v => Err(EvalError::Binding(format!(
-                "{side} {}: '{name}' is {} here but {} elsewhere (pattern {p})",
-                p.name,
-                show_value(&v),
-                show_value(prev)
-            ))),
-            Some(_) => Ok(()),
-            None => {
-                bound.push((name, v));
-                Ok(())
-            }
-        }
-    };
-    for (i, d) in pat.iter().enumerate() {
-        let at = match rest_at {
-            Some(r) if i > r => dims.len() - (pat.len() - i),
-            _ => i,
-        };
-        match d {
-            DimPat::Fixed(n) => {
-                if dims[at] != Value::Int(*n as i64) {
-                    return Err(EvalError::Binding(format!(
-                        "{side} {}: dimension {at} must be {n} (pattern {p}), got {}",
-                        p.name,
-                        show_value(&dims[at])
-                    )));
-                }
-            }
-            DimPat::Name(n) => check(n, dims[at].clone())?,
-            DimPat::Rest(n) => {
-                let end = dims.len() - tail;
-                check(n, Value::Tuple(dims[i..end].to_vec()))?;
-            }
-        }
-    }
-    Ok(())
 }

@@ -5,6 +5,8 @@
 //! [`crate::cost::roofline`](mod@crate::cost::roofline) and [`crate::cost::fusion`].
 
 pub mod ast;
+pub mod backward;
+mod bind;
 pub(crate) mod blocks;
 pub mod compile;
 pub mod devices;

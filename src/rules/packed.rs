@@ -14,7 +14,7 @@
 
 use super::ast::{BinOp, DimPat, Expr, ExprKind, Span, TensorPat, UnOp};
 use super::parse::{parse_formula, parse_patterns};
-use super::yaml::{OrderedMap, Place, RuleDef, Scalar, Text, Tree};
+use super::yaml::{BackwardDef, GradDef, OrderedMap, Place, RuleDef, Scalar, Text, Tree};
 
 /// Parses each text of a rule as compiling it would: `inputs:` and
 /// `outputs:` as pattern lists, every other text as a formula. A text that
@@ -37,6 +37,13 @@ pub fn parse_texts(def: &mut RuleDef) {
         .chain(def.calls.as_mut())
         .for_each(formula);
     def.params.0.iter_mut().for_each(|(_, t)| formula(t));
+    if let Some(b) = &mut def.backward {
+        for (_, g) in &mut b.grads {
+            [&mut g.flops, &mut g.mread, &mut g.mwrite]
+                .into_iter()
+                .for_each(formula);
+        }
+    }
 }
 
 /// A rule definition and its parsed texts as bytes.
@@ -62,6 +69,20 @@ pub fn write_def(def: &RuleDef) -> Vec<u8> {
     w.opt_text(def.calls.as_ref());
     w.named_texts(&def.params);
     w.opt_str(def.unsupported.as_deref());
+    match &def.backward {
+        None => w.tag(0),
+        Some(b) => {
+            w.tag(1);
+            w.len(b.grads.len());
+            for (name, g) in &b.grads {
+                w.str(name);
+                w.text(&g.flops);
+                w.text(&g.mread);
+                w.text(&g.mwrite);
+            }
+            w.opt_str(b.saves.as_deref());
+        }
+    }
     w.0
 }
 
@@ -93,6 +114,27 @@ pub fn read_def(bytes: &[u8]) -> Option<RuleDef> {
         calls: r.opt_text()?,
         params: r.named_texts()?,
         unsupported: r.opt_str()?,
+        backward: match r.byte()? {
+            0 => None,
+            1 => {
+                let n = r.count()?;
+                let mut grads = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let name = r.str()?;
+                    let g = GradDef {
+                        flops: r.text()?,
+                        mread: r.text()?,
+                        mwrite: r.text()?,
+                    };
+                    grads.push((name, g));
+                }
+                Some(BackwardDef {
+                    grads,
+                    saves: r.opt_str()?,
+                })
+            }
+            _ => return None,
+        },
     };
     (r.pos == bytes.len()).then_some(def)
 }
@@ -513,6 +555,17 @@ mod tests {
             calls: None,
             params: OrderedMap(vec![("W".into(), text("|W|", Place::Byte(3)))]),
             unsupported: Some("why".into()),
+            backward: Some(BackwardDef {
+                grads: vec![(
+                    "X".into(),
+                    GradDef {
+                        flops: text("fma ? |Y| : 2 * |Y|", Place::Byte(11)),
+                        mread: text("|Y| + |B|", Place::LineCol(7, 3)),
+                        mwrite: text("|X|", Place::Byte(12)),
+                    },
+                )],
+                saves: Some("X, B".into()),
+            }),
         };
         parse_texts(&mut def);
         // Kept unparsed, as a text the build could not parse is.
@@ -556,6 +609,7 @@ mod tests {
             calls: None,
             params: OrderedMap::default(),
             unsupported: None,
+            backward: Some(BackwardDef::default()),
         };
         parse_texts(&mut def);
         let bytes = write_def(&def);

@@ -168,6 +168,63 @@ pub struct RuleDef {
     /// (an op whose cost is no function of its own node).
     #[serde(default)]
     pub unsupported: Option<String>,
+    /// The costs of the backward pass (`--training`): each input's
+    /// gradient and what the backward reads from the forward.
+    #[serde(default)]
+    pub backward: Option<BackwardDef>,
+}
+
+/// A rule's `backward:` section as written: by input pattern name, the
+/// formulas of that input's gradient, and `saves:`, the comma-separated
+/// pattern names of the tensors the backward reads (kept alive from the
+/// forward). `backward: {}` says no input gets a gradient.
+#[derive(Debug, Clone, Default)]
+pub struct BackwardDef {
+    pub grads: Vec<(String, GradDef)>,
+    pub saves: Option<String>,
+}
+
+/// One input's gradient: FLOPs, bytes read, bytes written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradDef {
+    pub flops: Text,
+    pub mread: Text,
+    pub mwrite: Text,
+}
+
+/// The key of a `backward:` section that is not an input's name.
+pub const SAVES_KEY: &str = "saves";
+
+impl<'de> Deserialize<'de> for BackwardDef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct BackwardVisitor;
+        impl<'de> Visitor<'de> for BackwardVisitor {
+            type Value = BackwardDef;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mapping of input names to {flops, mread, mwrite}, and saves")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = BackwardDef::default();
+                let mut seen = std::collections::HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !seen.insert(key.clone()) {
+                        return Err(de::Error::custom(format!("duplicate key '{key}'")));
+                    }
+                    if key == SAVES_KEY {
+                        out.saves = Some(map.next_value()?);
+                    } else {
+                        out.grads.push((key, map.next_value()?));
+                    }
+                }
+                Ok(out)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(BackwardDef::default())
+            }
+        }
+        d.deserialize_map(BackwardVisitor)
+    }
 }
 
 /// A rule file: operator name → rule. A top-level `domain:` key is the file's

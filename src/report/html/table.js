@@ -28,7 +28,8 @@
   }
 
   // Rows: [index, name, op, flops, iops, mread, mwrite, runs, fused, bound_s,
-  // bound, intensity, measured_s, measured_in, predicted_s].
+  // bound, intensity, measured_s, measured_in, predicted_s, backward_flops,
+  // backward_bytes, saves] (the last three null without a gradient).
   var rows = data.layers.map(function (l, i) { return [i + 1].concat(l); });
   // Columns: label, value of a row, text of the value (and its row), numeric.
   var cols = [
@@ -60,6 +61,14 @@
     }, true]);
   }
   if (data.predicted) cols.push(["Predicted", function (r) { return r[14]; }, time, true]);
+  if (data.training) {
+    var orDash = function (f) { return function (v) { return v === null ? "-" : f(v); }; };
+    cols.push(
+      ["Bwd FLOPs", function (r) { return r[15]; }, orDash(flops), true],
+      ["Bwd Read+Written", function (r) { return r[16]; }, orDash(bytes), true],
+      ["Saves", function (r) { return r[17]; }, orDash(bytes), true]
+    );
+  }
 
   var shown = rows, page = 0, sortCol = 0, sortDir = 1;
   var box = document.getElementById("table-js");
