@@ -76,6 +76,14 @@ def _shape_text(shape: Union[str, Sequence[int]]) -> List[int]:
     return [int(d) for d in shape]
 
 
+def _globs(name: str, value: Union[str, Iterable[str]]) -> List[str]:
+    """A glob or a list of them, as strings."""
+    items = [value] if isinstance(value, str) else list(value)
+    if not all(isinstance(v, str) for v in items):
+        raise TypeError(f"{name}: a glob string or a list of them")
+    return items
+
+
 def estimate(
     model: Model,
     *,
@@ -92,6 +100,11 @@ def estimate(
     weights: Optional[str] = None,
     activations: Optional[str] = None,
     strict: bool = False,
+    training: bool = False,
+    freeze: Union[str, Iterable[str]] = (),
+    optimizer: Optional[str] = None,
+    master_weights: Optional[str] = None,
+    recompute: Union[str, Iterable[str]] = (),
 ) -> Report:
     """Per-layer and per-operator-type costs of a model, as ``c3 estimate``.
 
@@ -120,6 +133,17 @@ def estimate(
             int8, int4) for the constant tensors and the others.
         strict: raise :class:`UnsupportedOpError` when a layer has no rule
             instead of listing it in ``report.unsupported``.
+        training: count a training step (``--training``): each layer's
+            ``backward``, ``report.total["backward"]``, ``["optimizer"]`` and
+            ``["training_memory"]``.
+        freeze: globs of weights (or of the layers reading them) that do not
+            train (``--freeze``).
+        optimizer: ``"sgd"``, ``"momentum"``, ``"adam"`` or ``"adamw"``: its
+            step is counted (``--optimizer``).
+        master_weights: the type of the optimizer's master copy of the
+            weights (``"fp32"`` with ``weights="bf16"``).
+        recompute: globs of blocks whose activations are recomputed in the
+            backward (``--recompute``).
 
     Raises:
         InputError: the model cannot be read or its shapes inferred.
@@ -141,6 +165,11 @@ def estimate(
         weights=weights,
         activations=activations,
         strict=bool(strict),
+        training=bool(training),
+        freeze=_globs("freeze", freeze),
+        optimizer=optimizer,
+        master_weights=master_weights,
+        recompute=_globs("recompute", recompute),
     )
     text = _c3.estimate(
         payload, kind, name, format="json", unit="none", digits=3, columns="all",

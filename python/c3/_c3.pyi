@@ -38,5 +38,10 @@ def estimate(
     digits: int,
     columns: str,
     parts: str,
+    training: bool = ...,
+    freeze: List[str] = ...,
+    optimizer: Optional[str] = ...,
+    master_weights: Optional[str] = ...,
+    recompute: List[str] = ...,
 ) -> str: ...
 def cli(args: List[str]) -> str: ...

@@ -113,6 +113,43 @@ fn precision(flag: &str, v: Option<&str>) -> Result<Option<DType>, Error> {
     Ok(Some(t))
 }
 
+/// `training=True` and the options that refine it; they need it.
+fn training_options(
+    training: bool,
+    freeze: &[String],
+    optimizer: Option<&str>,
+    master_weights: Option<&str>,
+    recompute: &[String],
+) -> Result<Option<c3::cost::training::TrainingOptions>, Error> {
+    use c3::cost::training::{OPTIMIZERS, Optimizer, TrainingOptions};
+    if !training {
+        let given = [
+            ("freeze", !freeze.is_empty()),
+            ("optimizer", optimizer.is_some()),
+            ("master_weights", master_weights.is_some()),
+            ("recompute", !recompute.is_empty()),
+        ];
+        if let Some((name, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(usage(format!("{name} needs training=True")));
+        }
+        return Ok(None);
+    }
+    let optimizer = match optimizer {
+        None => None,
+        Some(o) => Some(Optimizer::parse(o).ok_or_else(|| {
+            let names: Vec<&str> = OPTIMIZERS.iter().map(|d| d.name).collect();
+            usage(format!("optimizer {o}: one of {}", names.join(", ")))
+        })?),
+    };
+    Ok(Some(TrainingOptions {
+        freeze: freeze.to_vec(),
+        optimizer,
+        master_weights: precision("master_weights", master_weights)?,
+        recompute: recompute.to_vec(),
+        fit: None,
+    }))
+}
+
 /// What the model argument holds.
 enum Source {
     /// An ONNX file or a trace file, told apart by content as `c3 estimate` does.
@@ -147,7 +184,8 @@ fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error
 #[pyfunction]
 #[pyo3(signature = (model, kind, name, *, dims, inputs, rules, device, measured, profile, fma,
                     attention, if_branch, prune, weights, activations, strict, format, unit,
-                    digits, columns, parts))]
+                    digits, columns, parts, training=false, freeze=Vec::new(), optimizer=None,
+                    master_weights=None, recompute=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn estimate(
     py: Python<'_>,
@@ -172,6 +210,11 @@ fn estimate(
     digits: usize,
     columns: &str,
     parts: &str,
+    training: bool,
+    freeze: Vec<String>,
+    optimizer: Option<String>,
+    master_weights: Option<String>,
+    recompute: Vec<String>,
 ) -> PyResult<String> {
     let options = || -> Result<Options, Error> {
         if let Some((k, v)) = dims.iter().find(|(_, v)| **v < 0) {
@@ -214,6 +257,13 @@ fn estimate(
                 measured_s,
                 profile: profile.clone(),
                 strict,
+                training: training_options(
+                    training,
+                    &freeze,
+                    optimizer.as_deref(),
+                    master_weights.as_deref(),
+                    &recompute,
+                )?,
                 ..EstimateOptions::default()
             },
             report: ReportOptions {
