@@ -20,6 +20,7 @@ use order::{
 
 mod constants;
 mod function;
+mod given;
 pub(crate) mod graph;
 mod order;
 mod scope;
@@ -751,6 +752,21 @@ fn infer_nodes(
             super::MAX_NODES
         )));
     }
+    // An input's given shape binds the names its declared shape has there,
+    // for every other use of them (`--input x=2x256` on `[batch, 256]` is
+    // `--dim batch=2` too).
+    let bound;
+    let opts = match opts.inputs.is_empty() {
+        true => opts,
+        false => {
+            let dims = given::bindings(g, &opts.dims, &opts.inputs).map_err(Error::Usage)?;
+            bound = InferOptions {
+                dims,
+                ..opts.clone()
+            };
+            &bound
+        }
+    };
     let walker = Walker {
         model,
         functions,
