@@ -1,7 +1,12 @@
 //! Models as onnxruntime saves them after its graph optimizations (issue
 //! 54): com.microsoft FusedConv and FusedGemm and the com.microsoft.nchwc
-//! operators, their rules against hand counts.
+//! operators, their rules against hand counts, then the models
+//! `scripts/ort_optimized.py` saved (tests/fixtures/ort_optimized/) against
+//! onnxruntime's shapes and the unoptimized models' counts.
 
+use std::path::Path;
+
+use crate::common::cli::C3;
 use crate::common::*;
 
 /// A layer of `domain`.
@@ -261,5 +266,185 @@ fn a_reorder_takes_the_padded_channels_the_convolution_reading_it_has() {
     assert!(
         err.contains("sizes unknown until bound: nchwc_channels_1"),
         "{err}"
+    );
+}
+
+// ------------------------------------------------------- optimized models
+
+/// The fixtures `scripts/ort_optimized.py` wrote: each model optimized at
+/// EXTENDED (`ext`) and ALL (`all`, NCHWc at this machine's block of 16),
+/// the zoo also at ALL without the NCHWc transformer (`alln`).
+const OPTIMIZED: [&str; 7] = [
+    "resnet18.ext",
+    "resnet18.all",
+    "mobilenet_v3_small.ext",
+    "mobilenet_v3_small.all",
+    "zoo.ext",
+    "zoo.all",
+    "zoo.alln",
+];
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/ort_optimized/{name}"))
+}
+
+/// `c3 estimate --format json` of a fixture, FMA on or off.
+fn estimate(name: &str, fma: bool) -> serde_json::Value {
+    let mut c3 = C3::new().args(["estimate", "--format", "json"]);
+    if !fma {
+        c3 = c3.arg("--no-fma");
+    }
+    let run = c3.arg(fixture(&format!("{name}.onnx"))).run();
+    assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+    run.json()
+}
+
+/// The multiply-adds of a report's convolutions and matrix products, from
+/// the shapes c3 gives their layers: |Y| * W[1] * kh * kw per convolution
+/// (Conv, FusedConv, NCHWc Conv), M * N * K per Gemm or FusedGemm.
+fn products(report: &serde_json::Value) -> u64 {
+    let dims = |t: &serde_json::Value| -> Vec<u64> {
+        t["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect()
+    };
+    let mut total = 0;
+    for l in report["layers"].as_array().unwrap() {
+        let op = l["op"].as_str().unwrap().rsplit("::").next().unwrap();
+        let y: u64 = dims(&l["outputs"][0]).iter().product();
+        match op {
+            "Conv" | "FusedConv" => total += y * dims(&l["inputs"][1])[1..].iter().product::<u64>(),
+            "Gemm" | "FusedGemm" => {
+                let a = dims(&l["inputs"][0]);
+                total += y * if l["attrs"]["transA"] == 1 {
+                    a[0]
+                } else {
+                    a[1]
+                };
+            }
+            _ => {}
+        }
+    }
+    total
+}
+
+#[test]
+fn optimized_models_have_onnxruntimes_shapes_and_every_layer_counted() {
+    for name in OPTIMIZED {
+        let want: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(fixture(&format!("{name}.shapes.json"))).unwrap(),
+        )
+        .unwrap();
+        let run = C3::new()
+            .args(["shapes", "--format", "json"])
+            .arg(fixture(&format!("{name}.onnx")))
+            .run();
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let got = run.json();
+        let mut differ = Vec::new();
+        for (value, shape) in want["shapes"].as_object().unwrap() {
+            let mine = &got["tensors"][value]["shape"];
+            if mine != shape {
+                differ.push(format!("{value}: {mine} vs onnxruntime's {shape}"));
+            }
+        }
+        assert!(differ.is_empty(), "{name}:\n{}", differ.join("\n"));
+        let report = estimate(name, true);
+        assert_eq!(report["unsupported"], serde_json::json!([]), "{name}");
+        // Each op of the optimized model is a layer (the stripped weights'
+        // ConstantOfShape nodes are folded away).
+        for (op, n) in want["counts"].as_object().unwrap() {
+            let layers = report["layers"].as_array().unwrap();
+            let counted = layers.iter().filter(|l| l["op"] == op.as_str()).count();
+            assert_eq!(Some(counted as u64), n.as_u64(), "{name}: {op}");
+        }
+        // The products recomputed from onnxruntime's shapes.
+        assert_eq!(Some(products(&report)), want["products"].as_u64(), "{name}");
+        // The ALL fixtures were made at a block of 16 (AVX-512), which the
+        // padded counts below assume.
+        if name.ends_with(".all") {
+            assert_eq!(want["block"], 16, "{name}");
+        }
+    }
+}
+
+#[test]
+fn optimizing_changes_no_flop_where_no_channel_is_padded() {
+    // torchvision's resnet18, counted unoptimized: 1,814,073,344
+    // multiply-adds in its 20 convolutions and classifier, 1,818,765,800
+    // FLOPs with the Relus, residual Adds and pools. FusedConv (ext) and
+    // NCHWc Conv (all) count the Conv, Add and Relu they replace, and
+    // every channel count of resnet18 is a multiple of the block.
+    // mobilenet_v3_small: 56,510,400 and 60,839,136, the same at ext (its
+    // HardSwish is HardSigmoid and Mul there, 4 FLOPs either way, 5
+    // without FMA); the zoo (scripts/ort_optimized.py) at ext and at ALL
+    // without NCHWc (where Z is its residual Add): 4,080,448 and 4,130,410.
+    for (model, optimized, fma_products, fma_flops) in [
+        (
+            "resnet18",
+            &["ext", "all"][..],
+            1_814_073_344u64,
+            1_818_765_800u64,
+        ),
+        ("mobilenet_v3_small", &["ext"][..], 56_510_400, 60_839_136),
+        ("zoo", &["ext", "alln"][..], 4_080_448, 4_130_410),
+    ] {
+        let original = estimate(model, true);
+        assert_eq!(products(&original), fma_products, "{model}");
+        assert_eq!(original["total"]["flops"], fma_flops, "{model}");
+        let original_no_fma = estimate(model, false)["total"]["flops"].clone();
+        for level in optimized {
+            let name = format!("{model}.{level}");
+            let report = estimate(&name, true);
+            assert_eq!(products(&report), fma_products, "{name}");
+            assert_eq!(report["total"]["flops"], fma_flops, "{name}");
+            assert_eq!(
+                estimate(&name, false)["total"]["flops"],
+                original_no_fma,
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn nchwc_layers_count_the_padded_channels() {
+    // At a block of 16, mobilenet_v3_small's 24, 40, 72, 88 and 120
+    // channels (and the 8 of its first squeeze) are padded: its
+    // convolutions' products grow from 56,510,400 to 61,827,168, the
+    // multiply-adds onnxruntime's shapes make.
+    let report = estimate("mobilenet_v3_small.all", true);
+    assert_eq!(products(&report), 61_827_168);
+    // A ReorderInput of 120 channels gives ceil(120 / 16) * 16 = 128, the
+    // count the convolution reading it has in its weights (their shape
+    // settles it: 120 would be 120 at a block of 8).
+    let layers = report["layers"].as_array().unwrap();
+    let padded: Vec<(u64, u64)> = layers
+        .iter()
+        .filter(|l| l["op"] == "com.microsoft.nchwc::ReorderInput")
+        .map(|l| {
+            let c = |t: &serde_json::Value| t["shape"][1].as_u64().unwrap();
+            (c(&l["inputs"][0]), c(&l["outputs"][0]))
+        })
+        .collect();
+    assert_eq!(padded.len(), 10);
+    assert!(padded.contains(&(120, 128)), "{padded:?}");
+    assert!(
+        padded.iter().all(|&(c, p)| p == c.div_ceil(16) * 16),
+        "{padded:?}"
+    );
+    // The zoo at ALL: its 24-channel convolutions run on 32 (4,548,928
+    // products against 4,080,448); its NHWC input is reordered with
+    // channels_last, [1, 12, 10, 16] into [1, 16, 12, 10].
+    let zoo = estimate("zoo.all", true);
+    assert_eq!(products(&zoo), 4_548_928);
+    let first = &zoo["layers"][0];
+    assert_eq!(first["op"], "com.microsoft.nchwc::ReorderInput");
+    assert_eq!(
+        first["outputs"][0]["shape"],
+        serde_json::json!([1, 16, 12, 10])
     );
 }
