@@ -112,7 +112,8 @@ pub struct ModelArgs {
     /// Bind a symbolic dimension everywhere, e.g. `--dim batch=8`.
     #[arg(long = "dim", value_name = "NAME=N", value_parser = parse_dim)]
     pub dims: Vec<(String, i64)>,
-    /// Override a model input's shape, e.g. `--input images=1x3x224x224`.
+    /// Override a model input's shape, e.g. `--input images=1x3x224x224`;
+    /// the names its declared shape had there are bound too, as `--dim`.
     #[arg(long = "input", value_name = "NAME=SHAPE", value_parser = parse_input)]
     pub inputs: Vec<(String, Vec<u64>)>,
 }

@@ -22,6 +22,7 @@ mod layout;
 mod networks;
 mod onnx_files;
 mod original_suite;
+mod ort_optimized;
 mod params_memory;
 mod pictures;
 mod properties;

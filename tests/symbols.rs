@@ -283,3 +283,57 @@ fn sizes_made_up_after_an_unknown_op_name_that_op() {
         "{err}"
     );
 }
+
+/// x `[batch, 256]` reshaped by a shape only known at run time (so c3
+/// makes its sizes up), declared `[batch, 256]` in value_info, then a
+/// 256 x 256 product and a Relu whose output is declared `[batch, 256]`.
+fn declared_batch() -> ModelProto {
+    model(GraphProto {
+        node: vec![
+            node("Reshape", &["x", "s"], &["r"]),
+            node("MatMul", &["r", "w"], &["h"]),
+            node("Relu", &["h"], &["y"]),
+        ],
+        input: vec![float("x", &[-1, 256]), typed("s", INT64, &[2])],
+        output: vec![float("y", &[-1, 256])],
+        value_info: vec![float("r", &[-1, 256])],
+        initializer: vec![weights("w", &[256, 256])],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn an_input_shape_binds_the_symbols_it_replaces_everywhere() {
+    // Issue 54: `--input x=2x256` said what `--dim batch=2` says, yet the
+    // value_info's `batch` stayed unbound and the run failed.
+    let m = declared_batch();
+    let run = |args: &[&str], name: &str| {
+        let mut all = vec!["estimate", "--format", "json"];
+        all.extend(args);
+        let (code, out, err) = c3_on(&m, name, &all);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        let mut json: serde_json::Value = serde_json::from_str(&out).unwrap();
+        json.as_object_mut().unwrap().remove("meta");
+        json
+    };
+    let by_dim = run(&["--dim", "batch=2"], "by_dim");
+    let by_input = run(&["--input", "x=2x256"], "by_input");
+    assert_eq!(by_dim, by_input);
+    // MatMul: 2 x 256 outputs, 256 multiply-adds each; Relu: one maximum
+    // per element, 2 x 256; the Reshape moves nothing.
+    assert_eq!(by_input["total"]["flops"], 2 * 256 * 256 + 2 * 256);
+    // Unbound, the run asks for batch; bound twice over, it refuses the
+    // contradiction in one line.
+    let (code, _, err) = c3_on(&m, "unbound", &["estimate"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = c3_on(
+        &m,
+        "contradicted",
+        &["estimate", "--input", "x=2x256", "--dim", "batch=3"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        err.trim(),
+        "error: --input x=2x256 makes batch = 2, but --dim batch makes it 3"
+    );
+}

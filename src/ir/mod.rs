@@ -804,6 +804,12 @@ impl Graph {
                 break;
             }
         }
+        self.settle(&values);
+    }
+
+    /// Replaces symbols by the values given, everywhere: in every layer's
+    /// tensors, folded ones included, and subgraphs' run counts.
+    pub fn settle(&mut self, values: &BTreeMap<String, i64>) {
         if values.is_empty() {
             return;
         }
@@ -827,14 +833,14 @@ impl Graph {
                 // Shared with copies of the fact: replaced only where a
                 // symbol is bound.
                 if symbolic(t) {
-                    t.shape = t.shape.iter().map(|d| d.bind(&values)).collect();
+                    t.shape = t.shape.iter().map(|d| d.bind(values)).collect();
                 }
             }
         };
         self.for_each_node_mut(&mut |node| {
             bind_tensors(node);
             for b in &mut node.bodies {
-                b.repeats = b.repeats.bind(&values);
+                b.repeats = b.repeats.bind(values);
             }
         });
         self.folded_nodes.iter_mut().for_each(bind_tensors);

@@ -54,6 +54,7 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
         "rules/microsoft.yaml",
         include_str!("../../rules/microsoft.yaml"),
     ),
+    ("rules/nchwc.yaml", include_str!("../../rules/nchwc.yaml")),
     ("rules/tensor.yaml", include_str!("../../rules/tensor.yaml")),
     (
         "rules/generator.yaml",

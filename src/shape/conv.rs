@@ -1,4 +1,5 @@
-//! Convolutions: Conv, ConvTranspose, DeformConv, and Col2Im.
+//! Convolutions: Conv, ConvTranspose, DeformConv, and Col2Im; onnxruntime's
+//! FusedConv (com.microsoft), a Conv with its activation and an added input.
 //!
 //! Convolutions and pooling share one sliding-window rule ([`Window`]), which
 //! works on symbolic spatial sizes too (`floor((H+2-3)/2)+1`).
@@ -307,6 +308,46 @@ pub(super) fn conv(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
+/// The activations onnxruntime fuses into a convolution or a Gemm (its
+/// `activation` attribute); absent, none.
+const FUSED_ACTIVATIONS: [&str; 7] = [
+    "Relu",
+    "LeakyRelu",
+    "Sigmoid",
+    "Tanh",
+    "HardSigmoid",
+    "Clip",
+    "HardSwish",
+];
+
+/// Refuses an `activation` the fused kernels do not have: its cost rule
+/// could not count it.
+pub(super) fn fused_activation(ctx: &InferCtx) -> Result<()> {
+    match ctx.attr_string("activation") {
+        Some(a) if !a.is_empty() && !FUSED_ACTIVATIONS.contains(&a.as_str()) => err(format!(
+            "{} activation {a:?} is none onnxruntime fuses ({})",
+            ctx.op,
+            FUSED_ACTIVATIONS.join(", ")
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// FusedConv and NCHWc's Conv: a Conv whose optional input 3 (`Z`, `Sum`)
+/// is added to the output, so has its shape.
+pub(super) fn fused_conv(ctx: &mut InferCtx) -> Result<()> {
+    fused_activation(ctx)?;
+    conv(ctx)?;
+    if let (Some(z), Some(y)) = (
+        ctx.shape(3),
+        ctx.outputs.first().and_then(|o| o.shape.as_ref()),
+    ) {
+        let what = format!("{} added input vs output", ctx.op);
+        super::dims::same_shape(z, y, &what)?;
+    }
+    Ok(())
+}
+
 /// ConvTranspose: weights `[C, M/group, k...]` give `[N, M, out...]`, the
 /// sizes from `output_shape` when given, else from the strides.
 fn conv_transpose(ctx: &mut InferCtx) -> Result<()> {
@@ -442,7 +483,9 @@ pub fn ops() -> Vec<OpEntry> {
         ("DeformConv", conv),
         ("Col2Im", col2im),
     ];
-    table.iter().map(|(op, f)| ("", *op, *f)).collect()
+    let mut ops: Vec<OpEntry> = table.iter().map(|(op, f)| ("", *op, *f)).collect();
+    ops.push(("com.microsoft", "FusedConv", fused_conv));
+    ops
 }
 
 #[cfg(test)]

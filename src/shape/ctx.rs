@@ -40,6 +40,11 @@ pub struct Symbols {
     /// The names of `bound` that a symbol was made up under: `--dim` named
     /// them, and they are gone from the graph because they were bound.
     used: RefCell<std::collections::BTreeSet<String>>,
+    /// Values later nodes settled for symbols made up before them (the
+    /// channels an NCHWc reorder padded to, which the convolution reading
+    /// them knows from its weights): every use of the symbol takes them
+    /// once inference is over.
+    learned: RefCell<BTreeMap<String, i64>>,
 }
 
 impl Symbols {
@@ -88,6 +93,25 @@ impl Symbols {
     /// The bound names a symbol was made up under (see [`Symbols::fresh`]).
     pub fn used_bindings(&self) -> Vec<String> {
         self.used.borrow().iter().cloned().collect()
+    }
+
+    /// Settles the made-up symbol `name` as `value`; the value it had when
+    /// an earlier node settled it otherwise.
+    pub fn learn(&self, name: &str, value: i64) -> std::result::Result<(), i64> {
+        let mut learned = self.learned.borrow_mut();
+        match learned.get(name) {
+            Some(&had) if had != value => Err(had),
+            Some(_) => Ok(()),
+            None => {
+                learned.insert(name.to_string(), value);
+                Ok(())
+            }
+        }
+    }
+
+    /// Every value settled by [`Symbols::learn`], by symbol name.
+    pub fn take_learned(&self) -> BTreeMap<String, i64> {
+        std::mem::take(&mut self.learned.borrow_mut())
     }
 }
 
@@ -173,6 +197,28 @@ impl<'a> InferCtx<'a> {
     /// A new symbol for a size only known at run time (NonZero's count...).
     pub fn fresh_dim(&self, hint: &str) -> Dim {
         self.symbols.fresh(hint)
+    }
+
+    /// Settles `d`, a symbol made up by an earlier node (a bare one, as
+    /// [`InferCtx::fresh_dim`] makes), as `value` for all its uses; an
+    /// error when a node settled it otherwise. Other dimensions are left
+    /// as they are.
+    pub fn learn(&self, d: &Dim, value: u64, what: &str) -> Result<()> {
+        let Dim::Sym(s) = d else { return Ok(()) };
+        let names = s.symbols();
+        let [name] = names.as_slice() else {
+            return Ok(());
+        };
+        if *d != Dim::symbol(name.as_str()) {
+            return Ok(());
+        }
+        let value = i64::try_from(value)
+            .map_err(|_| ShapeError(format!("{what}: {value} is too large")))?;
+        self.symbols.learn(name, value).map_err(|had| {
+            ShapeError(format!(
+                "{what}: {value} here, but {had} where {name} was settled before"
+            ))
+        })
     }
 
     /// A new symbol for a size only known at run time that cannot exceed

@@ -1,4 +1,5 @@
-//! Matrix products: Gemm, MatMul (numpy-style batch broadcasting) and Einsum.
+//! Matrix products: Gemm, MatMul (numpy-style batch broadcasting) and Einsum;
+//! onnxruntime's FusedGemm (com.microsoft), a Gemm with its activation.
 
 use super::ctx::{InferCtx, Result, ShapeError, broadcast, err, join};
 use super::dims::{same_size, unify};
@@ -229,7 +230,15 @@ fn einsum(ctx: &mut InferCtx) -> Result<()> {
 pub fn ops() -> Vec<OpEntry> {
     let table: [(&'static str, InferFn); 3] =
         [("Gemm", gemm), ("MatMul", matmul), ("Einsum", einsum)];
-    table.iter().map(|(op, f)| ("", *op, *f)).collect()
+    let mut ops: Vec<OpEntry> = table.iter().map(|(op, f)| ("", *op, *f)).collect();
+    ops.push(("com.microsoft", "FusedGemm", fused_gemm));
+    ops
+}
+
+/// FusedGemm: Gemm's shapes; its activation one the kernel has.
+fn fused_gemm(ctx: &mut InferCtx) -> Result<()> {
+    super::conv::fused_activation(ctx)?;
+    gemm(ctx)
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod math;
 mod matmul;
 mod microsoft;
 mod ml;
+mod nchwc;
 mod normalization;
 mod pooling;
 mod quantization;
@@ -69,6 +70,7 @@ pub const FAMILIES: &[(&str, FamilyOps)] = &[
     ("recurrent", recurrent::ops),
     ("attention", attention::ops),
     ("microsoft", microsoft::ops),
+    ("nchwc", nchwc::ops),
     ("tensor", tensor::ops),
     ("generator", generator::ops),
     ("indexing", indexing::ops),
@@ -173,9 +175,9 @@ mod tests {
             }
         }
         assert!(apart.is_empty(), "{}", apart.join("\n"));
-        // 267 operators, each on both sides.
+        // 277 operators, each on both sides.
         assert_eq!(rule_family.len(), supported_ops().len());
-        assert_eq!(rule_family.len(), 267);
+        assert_eq!(rule_family.len(), 277);
     }
 
     #[test]

@@ -244,6 +244,7 @@ pub fn to_graph_with(inferred: Inferred, fold: bool) -> ir::Graph {
     graph.bounds = inferred.bounds;
     graph.input_symbols = inferred.input_symbols;
     graph.bound_symbols = inferred.bound_symbols;
+    graph.settle(&inferred.learned);
     graph
 }
 
@@ -561,6 +562,7 @@ pub(crate) fn infer_graph_with(
     graph.bounds = inferred.bounds;
     graph.input_symbols = inferred.input_symbols;
     graph.bound_symbols = inferred.bound_symbols;
+    graph.settle(&inferred.learned);
     Ok(graph)
 }
 

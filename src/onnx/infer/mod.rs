@@ -20,6 +20,7 @@ use order::{
 
 mod constants;
 mod function;
+mod given;
 pub(crate) mod graph;
 mod order;
 mod scope;
@@ -98,6 +99,10 @@ pub struct Inferred {
     /// Symbols inference made up under a name `--dim` bound, so took as
     /// that value (`iterations_1`, `nms_2`).
     pub bound_symbols: Vec<String>,
+    /// Symbols inference made up and a later node settled, with their
+    /// values (already given to [`Inferred::values`]; the graph made from
+    /// the nodes settles them, [`ir::Graph::settle`]).
+    pub learned: BTreeMap<String, i64>,
 }
 
 /// The op of the pass-through record that defines a function call's
@@ -751,6 +756,21 @@ fn infer_nodes(
             super::MAX_NODES
         )));
     }
+    // An input's given shape binds the names its declared shape has there,
+    // for every other use of them (`--input x=2x256` on `[batch, 256]` is
+    // `--dim batch=2` too).
+    let bound;
+    let opts = match opts.inputs.is_empty() {
+        true => opts,
+        false => {
+            let dims = given::bindings(g, &opts.dims, &opts.inputs).map_err(Error::Usage)?;
+            bound = InferOptions {
+                dims,
+                ..opts.clone()
+            };
+            &bound
+        }
+    };
     let walker = Walker {
         model,
         functions,
@@ -834,11 +854,20 @@ fn infer_nodes(
     nodes.retain(|n| n.op != FUNCTION_OUTPUTS);
     let outputs = g.output.iter().filter_map(|o| o.name.clone()).collect();
     let bound_symbols = walker.symbols.used_bindings();
+    let learned = walker.symbols.take_learned();
+    if !learned.is_empty() {
+        for (_, f) in &mut values {
+            for d in f.shape.iter_mut().flatten() {
+                *d = d.bind(&learned);
+            }
+        }
+    }
     Ok(Inferred {
         values,
         nodes,
         outputs,
         bound_symbols,
+        learned,
         bounds: walker.symbols.into_bounds(),
         input_symbols: input_symbols.into_iter().collect(),
     })
