@@ -310,7 +310,7 @@ fn every_format_shows_the_backward() {
     let path = dir.join("mlp.json");
     std::fs::write(&path, mlp("8")).unwrap();
     for (format, want) in [
-        ("table", "Bwd FLOPs"),
+        ("table", "Bwd KFLOPs"),
         ("md", "Training step"),
         ("csv", "backward_flops"),
         ("html", "Training step"),
@@ -492,4 +492,31 @@ fn resnet50_trains_what_torch_trains() {
     assert!(b < 2 * f && b > f, "{b} vs {f}");
     assert_eq!(j["total"]["training_memory"]["fits"], true);
     assert!(j["training"]["not_counted"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn explain_shows_the_backward_or_its_default() {
+    let conv = C3::new()
+        .args(["explain", "Conv"])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(
+        conv.contains("backward ∂W: flops = fma ? |Y| * window"),
+        "{conv}"
+    );
+    assert!(conv.contains("backward saves X, W"), "{conv}");
+    let tanh = C3::new()
+        .args(["explain", "Tanh"])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(
+        tanh.contains("the pointwise default of Activation"),
+        "{tanh}"
+    );
+    let iff = C3::new().args(["explain", "If"]).run().ok().stdout.clone();
+    assert!(iff.contains("not counted in training"), "{iff}");
 }

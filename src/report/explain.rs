@@ -133,6 +133,37 @@ fn describe(rule: &CostRule) -> String {
     for (n, f) in &rule.params {
         out.push_str(&format!("  attr {n} = {}\n", render::to_text(&f.ast)));
     }
+    match &rule.backward {
+        Some(b) => {
+            for (_, input, [flops, mread, mwrite]) in &b.grads {
+                out.push_str(&format!(
+                    "  backward ∂{input}: flops = {}; mread = {}; mwrite = {}\n",
+                    render::to_text(&flops.ast),
+                    render::to_text(&mread.ast),
+                    render::to_text(&mwrite.ast)
+                ));
+            }
+            let saves = b.saves_text.as_deref().filter(|s| !s.is_empty());
+            out.push_str(&format!(
+                "  backward saves {}\n",
+                saves.unwrap_or("nothing")
+            ));
+        }
+        None => {
+            let kind = crate::cost::training::DefaultKind::of(&rule.category);
+            out.push_str(&match kind {
+                Some(k) => {
+                    let [f, r, w, keeps] = k.formulas();
+                    format!(
+                        "  backward: the {} default of {}, per input X_i: flops = {f}; mread = {r}; mwrite = {w}; keeps {keeps}\n",
+                        format!("{k:?}").to_lowercase(),
+                        rule.category
+                    )
+                }
+                None => "  backward: none (not counted in training)\n".to_string(),
+            });
+        }
+    }
     out
 }
 

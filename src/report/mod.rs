@@ -523,7 +523,7 @@ fn layer_grid(
         }
     }
     timing::columns(&mut grid, report, opts, s, roofline, &shown);
-    training::columns(&mut grid, report, s, &shown);
+    training::columns(&mut grid, report, s, &shown, opts.format == Format::Csv);
     grid
 }
 

@@ -24,7 +24,7 @@ pub(super) fn model_line(report: &CostReport) -> String {
 }
 
 /// An integer with thousands separators: `25,557,032`.
-fn group_digits(n: u64) -> String {
+pub(super) fn group_digits(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::model_line::human_bytes;
+use super::model_line::{group_digits, human_bytes};
 use super::{CostReport, Grid, Scaler};
 use crate::cost::training::{BackwardTotals, LayerBackward, Training};
 
@@ -158,7 +158,13 @@ pub(super) fn training_j(t: &Training) -> TrainingJ<'_> {
 /// The layer table's training columns: backward FLOPs, backward bytes
 /// (read and written) and the bytes each layer saves; the total row has
 /// the totals.
-pub(super) fn columns(grid: &mut Grid, report: &CostReport, s: &Scaler, shown: &[usize]) {
+pub(super) fn columns(
+    grid: &mut Grid,
+    report: &CostReport,
+    s: &Scaler,
+    shown: &[usize],
+    csv: bool,
+) {
     let Some(t) = &report.training else { return };
     let flops = super::Column::Flops;
     let bytes = super::Column::Mrw;
@@ -174,14 +180,16 @@ pub(super) fn columns(grid: &mut Grid, report: &CostReport, s: &Scaler, shown: &
         }
     };
     let cell = |i: usize, f: &dyn Fn(&LayerBackward) -> u64, c| {
-        t.layers
-            .get(i)
-            .and_then(|b| b.as_ref())
-            .map_or_else(|| "-".to_string(), |b| s.value(f(b), c))
+        t.layers.get(i).and_then(|b| b.as_ref()).map_or_else(
+            // No gradient: an empty CSV field, a dash in a table.
+            || if csv { String::new() } else { "-".to_string() },
+            |b| s.value(f(b), c),
+        )
     };
     let tt = &t.total;
+    let h = |c| format!("Bwd {}", s.header(c));
     add(
-        "Bwd FLOPs",
+        &h(flops),
         "backward_flops",
         shown
             .iter()
@@ -190,7 +198,7 @@ pub(super) fn columns(grid: &mut Grid, report: &CostReport, s: &Scaler, shown: &
         s.value(tt.flops, flops),
     );
     add(
-        "Bwd mrw",
+        &h(bytes),
         "backward_mrw",
         shown
             .iter()
@@ -199,13 +207,14 @@ pub(super) fn columns(grid: &mut Grid, report: &CostReport, s: &Scaler, shown: &
         s.value(tt.mread.saturating_add(tt.mwrite), bytes),
     );
     add(
-        "Saves",
+        &s.header(bytes).replace("MemR+W", "Saves"),
         "saves",
         shown
             .iter()
             .map(|&i| cell(i, &|b| b.saves, bytes))
             .collect(),
-        human_bytes(t.memory.saved_activations),
+        // Each tensor once, however many layers keep it.
+        s.value(t.memory.saved_activations, bytes),
     );
 }
 
@@ -218,7 +227,10 @@ pub(super) fn summary_columns(
     s: &Scaler,
 ) {
     let Some(t) = &report.training else { return };
-    header.extend(["Bwd FLOPs".to_string(), "Bwd mrw".to_string()]);
+    header.extend([
+        format!("Bwd {}", s.header(super::Column::Flops)),
+        format!("Bwd {}", s.header(super::Column::Mrw)),
+    ]);
     keys.extend(["backward_flops".to_string(), "backward_mrw".to_string()]);
     let totals = t.by_type.iter().chain([&t.total]);
     for (row, b) in rows.iter_mut().zip(totals) {
@@ -253,8 +265,8 @@ pub(super) fn lines(report: &CostReport) -> Vec<String> {
     ));
     v.push(format!(
         "  parameters: {} train, {} frozen{}",
-        t.trainable,
-        t.frozen,
+        group_digits(t.trainable),
+        group_digits(t.frozen),
         if t.recorded {
             "; backward as the trace recorded it"
         } else {
