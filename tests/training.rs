@@ -50,8 +50,11 @@ fn mlp(batch: &str) -> String {
 /// `c3 estimate TRACE --format json --training ARGS`, checked against the
 /// report's schema.
 fn estimate(trace: &str, args: &[&str]) -> serde_json::Value {
-    // A folder of its own: tests run at once, and scratch() empties it.
-    let key = fxhash(&format!("{trace}{args:?}"));
+    // A folder of its own for each call: tests run at once, and scratch()
+    // empties the folder it gives.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let key = fxhash(&format!("{trace}{args:?}{n}"));
     let dir = scratch("training", &format!("{key:x}"));
     let path = dir.join("model.json");
     std::fs::write(&path, trace).unwrap();
