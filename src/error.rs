@@ -116,6 +116,31 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Errors are printed at most this many characters long.
 pub const MAX_ERROR_CHARS: usize = 480;
 
+/// The candidate closest to `name` in edits (case aside), if one is close
+/// enough to be a typo: at most a third of the name's letters (so a name
+/// of one or two letters only matches in another case).
+/// Ties go to the shorter candidate. Names past 200 characters get none
+/// (the distance is quadratic in the lengths).
+pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    if name.len() > 200 {
+        return None;
+    }
+    let want = name.to_ascii_lowercase();
+    let limit = want.chars().count() / 3;
+    candidates
+        .into_iter()
+        .filter(|c| c.len() <= 200)
+        .map(|c| (strsim::levenshtein(&want, &c.to_ascii_lowercase()), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.len().cmp(&b.1.len())))
+        .map(|(_, c)| c)
+}
+
+/// `; did you mean 'X'?` for the nearest candidate, or nothing.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    nearest(name, candidates).map_or(String::new(), |n| format!("; did you mean '{n}'?"))
+}
+
 /// An error as one line a person reads: control characters (a newline in a
 /// node's name) become spaces, and an overlong message (a long chain of
 /// nested subgraphs) keeps its start, which names the place, and its end,

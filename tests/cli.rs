@@ -199,7 +199,10 @@ fn broken_rule_files_name_the_place() {
         &format!("{RELU_HEAD}  flops: \"2 * |X| + Q\"\n  mread: \"|X|\"\n  mwrite: \"|Y|\"\n"),
     );
     assert_eq!(code, 2);
-    assert_eq!(line, "error: pack.yaml:7:21: unknown name 'Q' in `Q`");
+    assert_eq!(
+        line,
+        "error: pack.yaml:7:21: unknown name 'Q'; a string is written in double quotes inside the YAML value: '\"Q\"' in `Q`"
+    );
 
     // A pattern that cannot bind: two lists in one tensor.
     let (code, line) = estimate_with_pack(
@@ -227,7 +230,7 @@ fn rules_check_validates_a_pack_without_a_model() {
     r.ok();
     assert!(
         r.stdout
-            .contains("ok, 1 rule(s): Relu (1 override built-in rules)"),
+            .contains("ok, 1 rule(s), 1 overriding rules in force: Relu (overrides category, summary, doc, inputs, outputs, flops, mread, mwrite)"),
         "{}",
         r.stdout
     );

@@ -321,12 +321,21 @@ pub fn rules_check(spec: &str) -> Result<String> {
             message: format!("{} error(s) in this pack", check.errors.len()),
         });
     }
+    // Each rule, and for one over a rule in force the fields it gives.
+    let named: Vec<String> = check
+        .ops
+        .iter()
+        .map(|op| match check.overrides.iter().find(|(o, _)| o == op) {
+            Some((_, fields)) => format!("{op} (overrides {})", fields.join(", ")),
+            None => format!("{op} (new)"),
+        })
+        .collect();
     let mut parts = vec![match check.ops.len() {
         0 => "0 rule(s)".to_string(),
         n => format!(
-            "{n} rule(s): {} ({} override built-in rules)",
-            check.ops.join(", "),
-            check.overridden
+            "{n} rule(s), {} overriding rules in force: {}",
+            check.overridden,
+            named.join(", ")
         ),
     }];
     for (what, names) in [("fusion", &check.fusions), ("device", &check.devices)] {

@@ -123,8 +123,14 @@ pub(crate) fn find_device<'a>(
 ) -> Result<&'a crate::rules::devices::Device> {
     rules.devices.find(name).ok_or_else(|| {
         let names: Vec<&str> = rules.devices.iter().map(|d| d.key.as_str()).collect();
+        let hint = crate::error::did_you_mean(
+            name,
+            rules.devices.iter().flat_map(|d| {
+                std::iter::once(d.key.as_str()).chain(d.aliases.iter().map(String::as_str))
+            }),
+        );
         Error::Usage(format!(
-            "--device {name}: unknown device (known: {})",
+            "--device {name}: unknown device{hint} (known: {})",
             names.join(", ")
         ))
     })

@@ -88,13 +88,29 @@ fn describe(rule: &CostRule) -> String {
         format!("pack, {}:{}", rule.origin.file, rule.origin.line)
     };
     out.push_str(&format!(
-        "{} — {}\n  domain:   {}\n  category: {}\n  rule:     {}\n\n",
+        "{} — {}\n  domain:   {}\n  category: {}\n  rule:     {}\n",
         rule.qualified_name(),
         rule.summary,
         domain_shown(&rule.domain),
         rule.category,
         origin
     ));
+    if let Some(o) = &rule.overrides {
+        let taken = &o.taken;
+        out.push_str(&format!(
+            "  fields:   {} from the pack; {} from {} {}:{}\n",
+            o.fields.join(", "),
+            if taken.is_empty() {
+                "nothing".to_string()
+            } else {
+                taken.join(", ")
+            },
+            if o.base.builtin { "built-in" } else { "pack" },
+            o.base.file,
+            o.base.line
+        ));
+    }
+    out.push('\n');
     for line in rule.doc.lines() {
         out.push_str(&format!("  {line}\n"));
     }
@@ -280,35 +296,17 @@ fn nearest(rules: &RuleSet, name: &str) -> Option<String> {
         .iter()
         .map(|r| {
             let q = r.qualified_name();
-            let full = edits(&want, &q.to_ascii_lowercase());
+            let full = strsim::levenshtein(&want, &q.to_ascii_lowercase());
             let bare = if want.contains("::") {
                 usize::MAX
             } else {
-                edits(&short, &r.op.to_ascii_lowercase())
+                strsim::levenshtein(&short, &r.op.to_ascii_lowercase())
             };
             (full.min(bare), q)
         })
         .filter(|(d, _)| *d <= limit)
         .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.len().cmp(&b.1.len())))
         .map(|(_, q)| q)
-}
-
-/// Levenshtein distance: insertions, deletions and substitutions.
-fn edits(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let next = (diag + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(row[j + 1] + 1);
-            diag = row[j + 1];
-            row[j + 1] = next;
-        }
-    }
-    row[b.len()]
 }
 
 /// The outputs the rule is evaluated on: those given, the others inferred

@@ -226,8 +226,9 @@ pub fn parse_columns(s: &str) -> Result<Vec<Column>, String> {
                     .map(|c| c.1)
                     .ok_or_else(|| {
                         let names: Vec<&str> = COLUMN_NAMES.iter().map(|c| c.0).collect();
+                        let hint = crate::error::did_you_mean(part, names.iter().copied());
                         format!(
-                            "unknown column '{part}' (one of {}, or default, percent, all)",
+                            "unknown column '{part}'{hint} (one of {}, or default, percent, all)",
                             names.join(", ")
                         )
                     })?,

@@ -195,6 +195,9 @@ pub struct CostRule {
     /// section (otherwise its category's default applies: see
     /// [`crate::cost::training`]).
     pub backward: Option<Backward>,
+    /// For a pack's rule over one already in force: that rule, and the
+    /// fields the pack gives (the others are taken from it).
+    pub overrides: Option<super::partial::Overrides>,
     pub(crate) keys: Keys,
     pub(crate) memo: Memo,
 }
@@ -439,6 +442,10 @@ pub(crate) struct RuleScope {
 impl Scope for RuleScope {
     fn kind(&self, name: &str) -> Option<NameKind> {
         self.names.get(name).copied()
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.names.keys().map(String::as_str).collect()
     }
 }
 
@@ -724,6 +731,7 @@ impl CostRule {
             params,
             unsupported: def.unsupported.as_ref().map(|s| s.trim().to_string()),
             backward,
+            overrides: None,
         })
     }
 

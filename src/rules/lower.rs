@@ -148,6 +148,23 @@ pub const FUNCTIONS: &[(&str, usize, usize, &str)] = &[
 /// Resolves names while lowering; implemented by the rule compiler.
 pub trait Scope {
     fn kind(&self, name: &str) -> Option<NameKind>;
+    /// Every name bound, for an unknown name's "did you mean".
+    fn names(&self) -> Vec<&str> {
+        Vec::new()
+    }
+}
+
+/// The error of a name no pattern, attribute or `let` binds: the nearest
+/// bound name, or, for a word that reads as a string value (`NOTSET`), how
+/// to write a string in YAML.
+fn unknown_name(n: &str, scope: &dyn Scope) -> String {
+    let hint = crate::error::did_you_mean(n, scope.names());
+    if !hint.is_empty() {
+        return format!("unknown name '{n}'{hint}");
+    }
+    format!(
+        "unknown name '{n}'; a string is written in double quotes inside the YAML value: '\"{n}\"'"
+    )
 }
 
 /// Whether `|X|` means an element count (FLOPs, `let`, params) or a storage
@@ -250,7 +267,7 @@ fn tensor_arg<'a>(
                 format!("{f}() takes a tensor name; '{n}' is not a tensor"),
                 *arg_span,
             ),
-            None => err(format!("unknown name '{n}'"), *arg_span),
+            None => err(unknown_name(n, scope), *arg_span),
         },
         _ => err(format!("{f}() takes one tensor name"), span),
     }
@@ -284,7 +301,7 @@ fn emit(e: &Expr, scope: &dyn Scope, units: Units, out: &mut String) -> Result<(
                 out.push_str(&var_let(n))
             }
             Some(NameKind::Switch) => out.push_str(&var_switch(n)),
-            None => return err(format!("unknown name '{n}'"), e.span),
+            None => return err(unknown_name(n, scope), e.span),
         },
         ExprKind::Size(n) => match scope.kind(n) {
             Some(NameKind::Tensor { .. }) => out.push_str(&match units {
@@ -292,11 +309,15 @@ fn emit(e: &Expr, scope: &dyn Scope, units: Units, out: &mut String) -> Result<(
                 Units::Bits => var_bits(n),
             }),
             Some(_) => return err(format!("|{n}| needs a tensor; '{n}' is not one"), e.span),
-            None => return err(format!("unknown tensor '{n}'"), e.span),
+            None => {
+                let hint = crate::error::did_you_mean(n, scope.names());
+                return err(format!("unknown tensor '{n}'{hint}"), e.span);
+            }
         },
         ExprKind::Call(f, args) => {
             let Some(&(_, lo, hi, _)) = FUNCTIONS.iter().find(|x| x.0 == f) else {
-                return err(format!("unknown function '{f}'"), e.span);
+                let hint = crate::error::did_you_mean(f, FUNCTIONS.iter().map(|x| x.0));
+                return err(format!("unknown function '{f}'{hint}"), e.span);
             };
             if args.len() < lo || args.len() > hi {
                 let want = if lo == hi {
@@ -727,6 +748,9 @@ mod tests {
                 _ => None,
             }
         }
+        fn names(&self) -> Vec<&str> {
+            vec!["X", "Y", "N", "K", "axis", "n", "fma"]
+        }
     }
 
     fn low(src: &str, units: Units) -> Result<String, LowerError> {
@@ -748,14 +772,19 @@ mod tests {
 
     #[test]
     fn lowering_rejects_unknown_names_and_bad_calls() {
-        let e = low("N + Q", Units::Elements).unwrap_err();
-        assert_eq!(e.message, "unknown name 'Q'");
-        assert_eq!(e.span, Span { start: 4, end: 5 });
-        assert!(
-            low("frob(N)", Units::Elements)
-                .unwrap_err()
-                .message
-                .contains("unknown function")
+        // Nothing is near 'Qz': the error says how a string is written.
+        let e = low("N + Qz", Units::Elements).unwrap_err();
+        assert_eq!(
+            e.message,
+            "unknown name 'Qz'; a string is written in double quotes inside the YAML value: '\"Qz\"'"
+        );
+        assert_eq!(e.span, Span { start: 4, end: 6 });
+        // A typo of a bound name gets it suggested.
+        let e = low("axes + 1", Units::Elements).unwrap_err();
+        assert_eq!(e.message, "unknown name 'axes'; did you mean 'axis'?");
+        assert_eq!(
+            low("prd(K)", Units::Elements).unwrap_err().message,
+            "unknown function 'prd'; did you mean 'prod'?"
         );
         assert!(
             low("cdiv(N)", Units::Elements)

@@ -16,6 +16,7 @@ pub mod lower;
 pub mod pack;
 pub mod packed;
 pub mod parse;
+pub mod partial;
 pub mod render;
 pub mod rule;
 pub mod time;

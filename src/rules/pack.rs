@@ -245,7 +245,6 @@ fn builtin_file(path: &str) -> Option<&'static BuiltinFile> {
 }
 
 /// The blocks of a built-in rule file, in the order they are written.
-#[cfg(test)]
 fn builtin_blocks(path: &str) -> &'static [Block<'static>] {
     builtin_file(path).map_or(&[], |(_, blocks, _)| blocks)
 }
@@ -345,6 +344,21 @@ impl RuleSet {
         Ok(self.insert_all(rules))
     }
 
+    /// Parses one file of a pack and adds (or overrides) its rules: a rule
+    /// for an op in force may give only the fields it changes.
+    pub fn add_pack_source(
+        &mut self,
+        path: &str,
+        text: &str,
+        builtin: bool,
+    ) -> Result<Vec<String>, RuleError> {
+        let (rules, mut errors) = compile_pack_source(path, text, builtin, self)?;
+        if !errors.is_empty() {
+            return Err(errors.swap_remove(0));
+        }
+        Ok(self.insert_all(rules))
+    }
+
     /// Puts compiled rules in the set; returns their qualified names.
     fn insert_all(&mut self, rules: Vec<CostRule>) -> Vec<String> {
         let mut ops = Vec::new();
@@ -406,8 +420,13 @@ impl RuleSet {
                     check.fusions.extend(names);
                     Vec::new()
                 }),
-                _ => compile_source(&shown, &text, is_builtin).map(|(rules, errors)| {
+                _ => compile_pack_source(&shown, &text, is_builtin, &set).map(|(rules, errors)| {
                     check.errors.extend(errors);
+                    for r in &rules {
+                        if let Some(o) = &r.overrides {
+                            check.overrides.push((r.qualified_name(), o.fields.clone()));
+                        }
+                    }
                     rules
                 }),
             };
@@ -416,11 +435,8 @@ impl RuleSet {
                 Err(e) => check.errors.push(e),
             }
         }
-        check.overridden = check
-            .ops
-            .iter()
-            .filter(|q| builtin.find(q).is_some())
-            .count();
+        check.overridden = check.overrides.len();
+        let _ = builtin;
         Ok(check)
     }
 
@@ -489,7 +505,7 @@ impl RuleSet {
                 self.fusions.add_source(shown, text)?;
                 Ok(Vec::new())
             }
-            _ => Ok(self.add_source(shown, text, builtin)?),
+            _ => Ok(self.add_pack_source(shown, text, builtin)?),
         }
     }
 
@@ -597,6 +613,8 @@ pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError
 pub struct PackCheck {
     pub ops: Vec<String>,
     pub overridden: usize,
+    /// Each rule that overrides one in force, with the fields it gives.
+    pub overrides: Vec<(String, Vec<&'static str>)>,
     /// The devices and fusions its `devices.yaml` and `fusions.yaml` add.
     pub devices: Vec<String>,
     pub fusions: Vec<String>,
@@ -622,6 +640,68 @@ fn compile_source(
         }
     }
     Ok((rules, errors))
+}
+
+/// Compiles each rule of a pack's file on its own over the rules in force
+/// (`set`): a rule for an op in force takes the fields it does not give
+/// from that rule. A rule whose key is no operator of the default domain,
+/// with no `domain:` declaring it a custom one, is an error.
+fn compile_pack_source(
+    path: &str,
+    text: &str,
+    builtin: bool,
+    set: &RuleSet,
+) -> Result<(Vec<CostRule>, Vec<RuleError>), RuleError> {
+    use super::partial::{PackRuleDef, keep_origins};
+    let src = SourceFile::new(path, text, builtin);
+    let def: RuleFileDef<PackRuleDef> =
+        serde_saphyr::from_str(text).map_err(|e| yaml_error(&src, &e))?;
+    let mut rules = Vec::new();
+    let mut errors = Vec::new();
+    for (op, rule_def) in def.0 {
+        let at = src.key_offset(&op);
+        let err = |m: String| src.error_at(at, m, Some(&op));
+        let domain = rule_def.domain.clone();
+        let base = set.get(domain.as_deref().unwrap_or(""), &op);
+        if domain.is_none() && base.is_none() && !builtin_ops("").contains(&op.as_str()) {
+            let ops = builtin_ops("");
+            let hint = crate::error::nearest(&op, ops.iter().copied())
+                .map_or(String::new(), |n| format!(" (did you mean '{n}'?)"));
+            errors.push(err(format!(
+                "{op}: no operator '{op}' in ai.onnx{hint}; a custom operator gives its domain (domain: com.example)"
+            )));
+            continue;
+        }
+        let given = rule_def.given();
+        let full = match rule_def.complete(&op, base, super::yaml::Place::Byte(at)) {
+            Ok(d) => d,
+            Err(m) => {
+                errors.push(err(m));
+                continue;
+            }
+        };
+        match CostRule::compile(&op, &full, &src) {
+            Ok(mut rule) => {
+                if let Some(b) = base {
+                    keep_origins(&mut rule, b, &given);
+                }
+                rules.push(rule)
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    Ok((rules, errors))
+}
+
+/// The ops of the built-in rule files in `domain` (`""`: ai.onnx).
+fn builtin_ops(domain: &str) -> Vec<&'static str> {
+    let key = crate::ir::domain_lookup_key(domain);
+    BUILTIN_RULES
+        .iter()
+        .flat_map(|(path, _)| builtin_blocks(path).iter())
+        .filter(|b| crate::ir::domain_lookup_key(b.domain) == key)
+        .map(|b| b.op)
+        .collect()
 }
 
 /// A pack folder's `*.yaml` / `*.yml` files, in name order.

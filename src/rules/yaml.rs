@@ -229,22 +229,41 @@ impl<'de> Deserialize<'de> for BackwardDef {
 
 /// A rule file: operator name → rule. A top-level `domain:` key is the file's
 /// domain: every rule of the file without a `domain:` of its own takes it.
-#[derive(Debug, Default)]
-pub struct RuleFileDef(pub Vec<(String, RuleDef)>);
+/// `D` is a built-in rule ([`RuleDef`], every field given) or a pack's
+/// (which may give only some: see `rules::partial`).
+#[derive(Debug)]
+pub struct RuleFileDef<D = RuleDef>(pub Vec<(String, D)>);
+
+impl<D> Default for RuleFileDef<D> {
+    fn default() -> Self {
+        Self(Vec::new())
+    }
+}
+
+/// A rule definition whose domain a file-level `domain:` fills in.
+pub trait Domained {
+    fn domain_mut(&mut self) -> &mut Option<String>;
+}
+
+impl Domained for RuleDef {
+    fn domain_mut(&mut self) -> &mut Option<String> {
+        &mut self.domain
+    }
+}
 
 pub use super::blocks::FILE_DOMAIN_KEY;
 
-impl<'de> Deserialize<'de> for RuleFileDef {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct FileVisitor;
-        impl<'de> Visitor<'de> for FileVisitor {
-            type Value = RuleFileDef;
+impl<'de, D: Deserialize<'de> + Domained> Deserialize<'de> for RuleFileDef<D> {
+    fn deserialize<De: Deserializer<'de>>(d: De) -> Result<Self, De::Error> {
+        struct FileVisitor<D>(PhantomData<D>);
+        impl<'de, D: Deserialize<'de> + Domained> Visitor<'de> for FileVisitor<D> {
+            type Value = RuleFileDef<D>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a mapping")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut domain: Option<String> = None;
-                let mut out: Vec<(String, RuleDef)> = Vec::new();
+                let mut out: Vec<(String, D)> = Vec::new();
                 let mut seen = std::collections::HashSet::new();
                 while let Some(key) = map.next_key::<String>()? {
                     if key == FILE_DOMAIN_KEY {
@@ -260,8 +279,9 @@ impl<'de> Deserialize<'de> for RuleFileDef {
                     out.push((key, map.next_value()?));
                 }
                 for (_, rule) in &mut out {
-                    if rule.domain.is_none() {
-                        rule.domain.clone_from(&domain);
+                    let d = rule.domain_mut();
+                    if d.is_none() {
+                        d.clone_from(&domain);
                     }
                 }
                 Ok(RuleFileDef(out))
@@ -270,6 +290,6 @@ impl<'de> Deserialize<'de> for RuleFileDef {
                 Ok(RuleFileDef::default())
             }
         }
-        d.deserialize_map(FileVisitor)
+        d.deserialize_map(FileVisitor(PhantomData))
     }
 }
