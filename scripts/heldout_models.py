@@ -28,7 +28,7 @@ With torch, torchvision, transformers, onnx and onnxscript installed::
         resnet18 mobilenet_v3_large:ts efficientnet_b0:ts convnext_tiny \\
         vit_b_16 swin_t:ts regnet_y_800mf:ts densenet121 hf_bert:ts hf_vit
 
-The default list (no names given) is the set README's latency table was
+The default list (no names given) is the set docs/latency.md's tables were
 measured on.
 """
 
@@ -123,7 +123,7 @@ def export(spec: str, out: str) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("names", nargs="*", help="models to export (default: the README set)")
+    p.add_argument("names", nargs="*", help="models to export (default: the docs/latency.md set)")
     p.add_argument("--out", default="/tmp/c3-heldout", help="folder to write (default /tmp/c3-heldout)")
     a = p.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The screenshots in README.md: c3's HTML report, an annotated model in
+# The screenshots in docs/pictures/: c3's HTML report, an annotated model in
 # Netron, Model Explorer with c3's node data; each rendered by headless
 # Chromium (Debian's `chromium` package) from servers on localhost.
 #

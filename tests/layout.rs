@@ -1,5 +1,5 @@
 //! The shape of the code itself: rules the codebase keeps so the next
-//! engineer can find their way (README, "Repository layout").
+//! engineer can find their way (docs/development.md, "Repository layout").
 
 use std::path::Path;
 
@@ -151,4 +151,96 @@ fn the_command_line_stays_thin() {
     assert!(n <= 520, "the CLI module holds {n} lines of code");
     assert!(n > 100, "the CLI module is found: {n} lines");
     assert_eq!(statements("// a\n\nfn a() {}\n  /// b\n"), 1);
+}
+
+/// GitHub's anchor for a Markdown heading: lower case, punctuation other
+/// than `-` and `_` dropped, spaces made `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The lines of a Markdown page outside its fenced code blocks.
+fn prose(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|l| {
+            if l.starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect()
+}
+
+/// The targets of a line's Markdown links (`[text](target)`).
+fn links(line: &str) -> Vec<&str> {
+    line.match_indices("](")
+        .filter_map(|(i, _)| {
+            let rest = &line[i + 2..];
+            rest.find(')').map(|j| &rest[..j])
+        })
+        .filter(|t| !t.contains(char::is_whitespace))
+        .collect()
+}
+
+#[test]
+fn the_readme_is_short_and_every_link_of_the_guide_resolves() {
+    let root = Path::new(ROOT);
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let n = readme.lines().count();
+    assert!(
+        n <= 400,
+        "README.md holds {n} lines: the rest belongs in docs/"
+    );
+    let mut pages = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            // README links every page of the guide.
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                readme.contains(&format!("(docs/{name})")),
+                "README links docs/{name}"
+            );
+            pages.push(p);
+        }
+    }
+    assert!(pages.len() > 10, "{} pages", pages.len());
+    assert_eq!(
+        anchor("Sparsity: the `sparse` pack, `nnz` and `--prune`"),
+        "sparsity-the-sparse-pack-nnz-and---prune"
+    );
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for link in prose(&text).into_iter().flat_map(links) {
+            if link.contains("://") {
+                continue;
+            }
+            let (file, fragment) = link.split_once('#').unwrap_or((link, ""));
+            let target = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            let found = target.exists()
+                && (fragment.is_empty()
+                    || target.extension().is_none_or(|x| x != "md")
+                    || prose(&std::fs::read_to_string(&target).unwrap())
+                        .iter()
+                        .filter_map(|l| l.strip_prefix('#'))
+                        .any(|h| anchor(h.trim_start_matches('#')) == fragment));
+            if !found {
+                broken.push(format!("{}: {link}", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "links to nothing: {broken:?}");
 }

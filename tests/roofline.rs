@@ -168,6 +168,25 @@ fn the_catalog_lists_at_least_fifteen_devices_with_sources() {
     }
     assert_eq!(find("h100-sxm")["bandwidth"], 3.35e12);
     assert_eq!(find("a100-80gb")["peak_flops"]["bf16"], 3.12e14);
+    // Current parts, each with its vendor's dense figures and memory as
+    // sold: (key, a precision, its peak, bytes/s, GiB).
+    for (name, precision, peak, bandwidth, gib) in [
+        ("b200", "fp8", 4.5e15, 7.7e12, 180.0),
+        ("gb200", "fp8", 5.0e15, 8.0e12, 186.0),
+        ("mi300x", "bf16", 1.3074e15, 5.3e12, 192.0),
+        ("mi325x", "bf16", 1.3074e15, 6.0e12, 256.0),
+        ("gaudi3", "bf16", 1.835e15, 3.67e12, 128.0),
+        ("jetson-orin-nano-super", "int8", 3.35e13, 1.02e11, 8.0),
+        ("apple-m4-max", "fp32", 1.72e13, 5.46e11, 128.0),
+    ] {
+        let d = find(name);
+        assert_eq!(d["peak_flops"][precision], peak, "{name}");
+        assert_eq!(d["bandwidth"], bandwidth, "{name}");
+        assert_eq!(d["memory_gib"], gib, "{name}");
+        assert!(!d["source"].as_str().unwrap().is_empty(), "{name}");
+    }
+    // A CPU's memory is the machine's: none is given.
+    assert!(find("xeon-8480").get("memory_gib").is_none());
 }
 
 #[test]

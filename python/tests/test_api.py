@@ -3,6 +3,8 @@
 import io
 import json
 import os
+import subprocess
+import sys
 import types
 
 import pytest
@@ -202,3 +204,13 @@ def test_prune_counts_weights_as_if_a_fraction_were_zero():
         c3.estimate(trace, rules="sparse", prune=1.0)
     with pytest.raises(c3.UsageError, match="add --rules sparse"):
         c3.estimate(trace, prune=0.5)
+
+
+def test_c3_torch_without_torch_says_what_to_install():
+    # A None entry in sys.modules makes `import torch` fail as if torch were
+    # not installed.
+    code = ("import sys\nsys.modules['torch'] = None\ntry:\n    import c3.torch\n"
+            "except ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "c3.torch needs PyTorch: pip install 'c3[torch]' (or pip install torch)"

@@ -3,7 +3,7 @@
 //! initializers, value_info entries, dimensions, names, strings) must be
 //! refused by counting them first. Only messages that hold records are
 //! entered; weights and other payloads are skipped by their length. Every
-//! limit here is a named constant in [`crate::ir`] and the README.
+//! limit here is a named constant in [`crate::ir`] and docs/limits.md.
 
 use super::encoded::Blocks;
 

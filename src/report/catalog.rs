@@ -64,6 +64,9 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
                         "source": d.source,
                         "peak_counts": d.peak_counts.key(),
                     });
+                    if let Some(m) = d.memory {
+                        v["memory_gib"] = serde_json::json!(m as f64 / (1u64 << 30) as f64);
+                    }
                     if let Some(c) = &d.calibration {
                         v["calibration"] = serde_json::json!({
                             "date": c.date,

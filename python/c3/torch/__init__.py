@@ -47,11 +47,14 @@ import os
 import weakref
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
-import torch
-import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+except ImportError as e:
+    raise ImportError("c3.torch needs PyTorch: pip install 'c3[torch]' (or pip install torch)") from e
 
 import c3 as _c3pkg
 
