@@ -119,7 +119,7 @@ pub const MAX_ERROR_CHARS: usize = 480;
 /// The candidate closest to `name` in edits (case aside), if one is close
 /// enough to be a typo: at most a third of the name's letters (so a name
 /// of one or two letters only matches in another case).
-/// Ties go to the shorter candidate. Names past 200 characters get none
+/// Ties go to a candidate with the same first letter, then the shorter. Names past 200 characters get none
 /// (the distance is quadratic in the lengths).
 pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     if name.len() > 200 {
@@ -130,10 +130,15 @@ pub fn nearest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     candidates
         .into_iter()
         .filter(|c| c.len() <= 200)
-        .map(|c| (strsim::levenshtein(&want, &c.to_ascii_lowercase()), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.len().cmp(&b.1.len())))
-        .map(|(_, c)| c)
+        .map(|c| {
+            let lower = c.to_ascii_lowercase();
+            // At equal distance, a name that starts alike, then the shorter.
+            let apart = lower.chars().next() != want.chars().next();
+            (strsim::levenshtein(&want, &lower), apart, c.len(), c)
+        })
+        .filter(|(d, ..)| *d <= limit)
+        .min_by_key(|&(d, apart, len, _)| (d, apart, len))
+        .map(|(.., c)| c)
 }
 
 /// `; did you mean 'X'?` for the nearest candidate, or nothing.

@@ -23,6 +23,7 @@ mod networks;
 mod onnx_files;
 mod original_suite;
 mod ort_optimized;
+mod packs;
 mod params_memory;
 mod pictures;
 mod properties;

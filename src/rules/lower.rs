@@ -158,8 +158,11 @@ pub trait Scope {
 /// bound name, or, for a word that reads as a string value (`NOTSET`), how
 /// to write a string in YAML.
 fn unknown_name(n: &str, scope: &dyn Scope) -> String {
+    // ONNX's string values are capitals (`NOTSET`, `SAME_UPPER`): such a
+    // word is taken for a string, whatever name it is near.
+    let capitals = !n.chars().any(|c| c.is_ascii_lowercase());
     let hint = crate::error::did_you_mean(n, scope.names());
-    if !hint.is_empty() {
+    if !hint.is_empty() && !capitals {
         return format!("unknown name '{n}'{hint}");
     }
     format!(

@@ -1,0 +1,183 @@
+//! Packs as a rule author writes them: a rule that gives only what it
+//! changes, keys that must name operators, and the nearest name suggested
+//! for every unknown one.
+
+use crate::common::cli::{C3, ROOT, scratch};
+
+fn pack(name: &str, yaml: &str) -> String {
+    let dir = scratch("packs", name);
+    std::fs::write(dir.join("rules.yaml"), yaml).unwrap();
+    dir.display().to_string()
+}
+
+fn resnet50() -> String {
+    format!("{ROOT}/examples/onnx/light_resnet50.onnx")
+}
+
+fn conv_row(args: &[&str]) -> Vec<u64> {
+    let out = C3::new()
+        .args(["estimate", &resnet50(), "--summary", "--format", "csv"])
+        .args(args)
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("Conv,"))
+        .unwrap()
+        .to_string();
+    line.split(',')
+        .skip(1)
+        .take(5)
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn a_rule_that_gives_only_flops_keeps_the_rest_of_the_rule_it_overrides() {
+    let p = pack(
+        "flops_only",
+        "Conv:\n  flops: \"2 * |Y| * window\"\n  doc: |\n    Every multiply-add as two.\n",
+    );
+    let base = conv_row(&[]);
+    let over = conv_row(&["--rules", &p]);
+    // 53 layers; FLOPs doubled (4,087,136,256 multiply-adds, bias adds
+    // dropped: all convolutions of this export have no bias), bytes as the
+    // built-in rule counts them.
+    assert_eq!(base[0], 53);
+    assert_eq!(over[1], 2 * 4_087_136_256);
+    assert_eq!(over[2..], base[2..]);
+    let check = C3::new()
+        .args(["rules", "check", &p])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(
+        check.contains("1 rule(s), 1 overriding rules in force: Conv (overrides doc, flops)"),
+        "{check}"
+    );
+    let explain = C3::new()
+        .args(["explain", "Conv", "--rules", &p])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(
+        explain.contains("fields:   doc, flops from the pack; category, summary, inputs, outputs, attrs, let, mread, mwrite, class, params, backward from built-in rules/conv.yaml:"),
+        "{explain}"
+    );
+    assert!(explain.contains("Every multiply-add as two."), "{explain}");
+    // The backward it keeps is the built-in one.
+    assert!(explain.contains("backward ∂W"), "{explain}");
+}
+
+#[test]
+fn a_rule_that_restates_its_patterns_takes_only_the_required_fields() {
+    let p = pack(
+        "restated",
+        "Conv:\n  inputs: \"X[N, C, *S], W[M, Cg, *K], B[M]?\"\n  let:\n    window: \"Cg * prod(K)\"\n  flops: \"|Y| * window\"\n",
+    );
+    let explain = C3::new()
+        .args(["explain", "Conv", "--rules", &p])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    // mread and mwrite are the built-in ones; the backward is not taken.
+    assert!(explain.contains("mread  = |X| + |W| + |B|"), "{explain}");
+    assert!(
+        explain.contains("backward: the product default"),
+        "{explain}"
+    );
+}
+
+#[test]
+fn a_new_op_gives_every_required_field() {
+    let p = pack(
+        "new_op",
+        "Frob:\n  domain: com.example\n  category: Math\n  flops: \"|X|\"\n",
+    );
+    let line = C3::new()
+        .args(["rules", "check", &p])
+        .run()
+        .stderr
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        line.contains("rule Frob: no rule in force for it to take summary, doc, inputs, outputs, mread, mwrite from"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_key_that_is_no_operator_is_an_error_that_names_the_nearest() {
+    let p = pack("lower_case", "conv:\n  flops: \"1\"\n");
+    for args in [vec!["rules", "check", &p], vec!["estimate", "--rules", &p]] {
+        let mut args = args;
+        let model = resnet50();
+        if args[0] == "estimate" {
+            args.insert(1, &model);
+        }
+        let r = C3::new().args(&args).run();
+        r.code(2);
+        assert!(
+            r.stderr
+                .contains("conv: no operator 'conv' in ai.onnx (did you mean 'Conv'?); a custom operator gives its domain"),
+            "{}",
+            r.stderr
+        );
+    }
+    // Declared custom: accepted.
+    let p = pack(
+        "custom",
+        "conv:\n  domain: com.example\n  category: Math\n  summary: s\n  doc: d\n  inputs: \"X\"\n  outputs: \"Y\"\n  flops: \"|X|\"\n  mread: \"|X|\"\n  mwrite: \"|Y|\"\n",
+    );
+    let out = C3::new()
+        .args(["rules", "check", &p])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(out.contains("com.example::conv (new)"), "{out}");
+}
+
+#[test]
+fn unknown_names_suggest_the_nearest_known_one() {
+    let p = pack("typo", "Conv:\n  flops: \"prd(K) * |Y|\"\n");
+    let r = C3::new().args(["rules", "check", &p]).run();
+    assert!(
+        r.stderr
+            .contains("unknown function 'prd'; did you mean 'prod'?"),
+        "{}",
+        r.stderr
+    );
+    let p = pack("string", "Conv:\n  flops: \"auto_pad == NOTSET ? 1 : 2\"\n");
+    let r = C3::new().args(["rules", "check", &p]).run();
+    assert!(
+        r.stderr.contains("unknown name 'NOTSET'; a string is written in double quotes inside the YAML value: '\"NOTSET\"'"),
+        "{}",
+        r.stderr
+    );
+    // Written as explain prints it, the string works.
+    let p = pack(
+        "string_ok",
+        "Conv:\n  flops: 'auto_pad == \"NOTSET\" ? |Y| : 0'\n",
+    );
+    C3::new().args(["rules", "check", &p]).run().ok();
+    let e = C3::new()
+        .args(["estimate", &resnet50(), "--device", "h10"])
+        .run()
+        .one_line_error(1)
+        .to_string();
+    assert!(e.contains("unknown device; did you mean 'h100'?"), "{e}");
+    let e = C3::new()
+        .args(["estimate", &resnet50(), "--columns", "name,flop"])
+        .run()
+        .one_line_error(1)
+        .to_string();
+    assert!(e.contains("did you mean 'flops'?"), "{e}");
+}
