@@ -389,9 +389,13 @@ pub struct DocsArgs {
     /// Fail when the file differs from what the rules render.
     #[arg(long)]
     pub check: bool,
-    /// The file to write or check (`-`: standard output).
-    #[arg(short = 'o', long = "output", default_value = "DETAILS.md")]
-    pub output: String,
+    /// The file to write or check (`-`: standard output; default
+    /// DETAILS.md, or standard output with --rules).
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<String>,
+    /// Document a pack's rules instead, and what each overrides.
+    #[arg(long = "rules", value_name = "PACK")]
+    pub pack: Option<String>,
     /// Replace a file that does not carry c3's generated-by comment.
     #[arg(long, conflicts_with = "check")]
     pub force: bool,
@@ -456,7 +460,9 @@ pub fn run(cli: Cli) -> Result<String> {
         }
         Command::Diff(a) => a.run(),
         Command::Explain(a) => reference::explain(&a),
-        Command::Docs(a) => commands::docs(&a.output, a.check, a.force),
+        Command::Docs(a) => {
+            commands::docs(a.output.as_deref(), a.check, a.force, a.pack.as_deref())
+        }
         Command::Rules(RulesCommand::List { rules, format }) => {
             let text = report::catalog::rules_list(&rules.load()?, format);
             Ok(Meta::listing(&rules.packs).wrap_text("rules", text))

@@ -10,6 +10,103 @@ use crate::rules::render::{latex_name, to_latex, to_text};
 
 /// The template, embedded so `c3 docs` works from any directory.
 pub const TEMPLATE: &str = include_str!("../templates/DETAILS.md.tera");
+/// One rule's section, which both pages include.
+const RULE_TEMPLATE: &str = include_str!("../templates/rule.md.tera");
+/// A pack's page (`c3 docs --rules PACK`).
+const PACK_TEMPLATE: &str = include_str!("../templates/PACK.md.tera");
+
+/// The templates, each under the name the others include it by.
+fn templates() -> Result<tera::Tera> {
+    let mut tera = tera::Tera::new();
+    tera.add_raw_templates([
+        ("rule.md", RULE_TEMPLATE),
+        ("DETAILS.md", TEMPLATE),
+        ("PACK.md", PACK_TEMPLATE),
+    ])
+    .map_err(|e| Error::Usage(format!("templates/: {e}")))?;
+    Ok(tera)
+}
+
+/// One trailing newline, no trailing spaces, no run of blank lines: the
+/// file is checked byte for byte.
+fn tidy(out: &str) -> String {
+    let mut cleaned: String = out
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n");
+    while cleaned.contains("\n\n\n") {
+        cleaned = cleaned.replace("\n\n\n", "\n\n");
+    }
+    cleaned.trim().to_string() + "\n"
+}
+
+/// The page of a pack's rules (`ops`, qualified names, as `c3 rules
+/// check` lists them), each as DETAILS.md shows a rule, with what it
+/// overrides.
+pub fn render_pack(set: &RuleSet, ops: &[String], pack: &str) -> Result<String> {
+    let rules: Vec<RuleDoc> = ops
+        .iter()
+        .filter_map(|q| set.find(q))
+        .map(rule_doc)
+        .collect();
+    let mut ctx = tera::Context::new();
+    ctx.insert("pack", pack);
+    ctx.insert("rule_count", &rules.len());
+    ctx.insert("rules", &rules);
+    let out = templates()?
+        .render("PACK.md", &ctx)
+        .map_err(|e| Error::Usage(format!("templates/PACK.md.tera: {e}")))?;
+    Ok(tidy(&out))
+}
+
+/// A page's sections by heading (`### Conv`, `## Training`), in order; the
+/// text before the first heading is under `""`.
+fn sections(text: &str) -> Vec<(&str, String)> {
+    let mut out: Vec<(&str, String)> = vec![("", String::new())];
+    for line in text.lines() {
+        if line.starts_with('#') {
+            out.push((line, String::new()));
+        } else if let Some((_, body)) = out.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    out
+}
+
+/// How `new` differs from `old`, section by section: the rules (`###`
+/// headings) whose text changed, came or went, and the first section that
+/// differs (`None` when none does).
+pub fn changes(old: &str, new: &str) -> (Vec<String>, Option<String>) {
+    let (a, b) = (sections(old), sections(new));
+    let find = |list: &[(&str, String)], h: &str| {
+        list.iter().find(|(k, _)| *k == h).map(|(_, v)| v.clone())
+    };
+    let mut changed = Vec::new();
+    let mut first = None;
+    for (h, body) in &b {
+        if find(&a, h).as_ref() != Some(body) {
+            if first.is_none() {
+                first = Some(h.trim_start_matches('#').trim().to_string());
+            }
+            if let Some(rule) = h.strip_prefix("### ") {
+                changed.push(rule.to_string());
+            }
+        }
+    }
+    for (h, _) in &a {
+        if find(&b, h).is_none() {
+            if first.is_none() {
+                first = Some(h.trim_start_matches('#').trim().to_string());
+            }
+            if let Some(rule) = h.strip_prefix("### ") {
+                changed.push(format!("{rule} (gone)"));
+            }
+        }
+    }
+    (changed, first)
+}
 
 #[derive(Serialize)]
 struct NamedFormula {
@@ -36,6 +133,8 @@ struct RuleDoc {
     formulas: Vec<NamedFormula>,
     params: Vec<NamedFormula>,
     unsupported: Option<String>,
+    /// For a pack's rule over one in force: what it overrides.
+    overrides: Option<String>,
     /// The rule's backward formulas, one row each.
     backward: Vec<NamedFormula>,
     /// What the backward keeps from the forward (`saves:`).
@@ -150,6 +249,103 @@ pub fn read_bounded(path: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// A rule's section as the templates show it.
+fn rule_doc(r: &crate::rules::CostRule) -> RuleDoc {
+    let nf = |name: &str, f: &crate::rules::Formula| NamedFormula {
+        name: name.to_string(),
+        tex: latex_name(name),
+        latex: to_latex(&f.ast),
+        text: to_text(&f.ast),
+    };
+    RuleDoc {
+        op: r.op.clone(),
+        qualified: r.qualified_name(),
+        anchor: anchor(&r.qualified_name()),
+        domain: crate::ir::domain_shown(&r.domain).to_string(),
+        summary: r.summary.clone(),
+        doc: r.doc.clone(),
+        source: format!("{}:{}", r.origin.file, r.origin.line),
+        inputs: patterns_latex(&r.inputs),
+        outputs: patterns_latex(&r.outputs),
+        attrs: r
+            .attrs
+            .iter()
+            .map(|a| NamedFormula {
+                name: a.name.clone(),
+                tex: latex_name(&a.name),
+                latex: a
+                    .default
+                    .as_ref()
+                    .map_or(String::new(), |d| to_latex(&d.ast)),
+                text: a
+                    .default
+                    .as_ref()
+                    .map_or("(none)".into(), |d| to_text(&d.ast)),
+            })
+            .collect(),
+        lets: r.lets.iter().map(|(n, f)| nf(n, f)).collect(),
+        formulas: r
+            .formulas()
+            .into_iter()
+            .map(|(name, f)| match name {
+                "flops" => nf("FLOPs", f),
+                "iops" => nf("IOPs", f),
+                _ => nf(name, f),
+            })
+            // The kernel class a calibrated device times apart.
+            .chain(r.class.iter().map(|f| nf("class", f)))
+            .chain(r.calls.iter().map(|f| nf("calls", f)))
+            .collect(),
+        params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
+        unsupported: r.unsupported.clone(),
+        overrides: r.overrides.as_ref().map(overrides_line),
+        backward: r
+            .backward
+            .iter()
+            .flat_map(|b| b.grads.iter())
+            .flat_map(|(_, input, fs)| {
+                ["FLOPs", "mread", "mwrite"]
+                    .into_iter()
+                    .zip(fs)
+                    .map(move |(what, f)| {
+                        let mut n = nf(what, f);
+                        n.name = format!("backward ∂{input}: {what}");
+                        n
+                    })
+            })
+            .collect(),
+        saves: r.backward.as_ref().map(|b| {
+            b.saves_text
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "nothing".into())
+        }),
+        backward_default: match &r.backward {
+            Some(_) => None,
+            None => Some(
+                crate::cost::training::DefaultKind::of(&r.category)
+                    .map_or("none".to_string(), |k| format!("{k:?}").to_lowercase()),
+            ),
+        },
+    }
+}
+
+/// What a pack's rule overrides, as its page says it.
+fn overrides_line(o: &crate::rules::partial::Overrides) -> String {
+    format!(
+        "Overrides the {} rule in `{}:{}`: gives {}{}.",
+        if o.base.builtin { "built-in" } else { "pack's" },
+        o.base.file,
+        o.base.line,
+        o.fields.join(", "),
+        if o.taken.is_empty() {
+            String::new()
+        } else {
+            format!("; takes {} from it", o.taken.join(", "))
+        }
+    )
+}
+
 /// Renders DETAILS.md for a rule set.
 pub fn render(rules: &RuleSet) -> Result<String> {
     let mut categories: Vec<Category> = Vec::new();
@@ -171,82 +367,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         (fa, a.domain.as_str(), a.op.as_str()).cmp(&(fb, b.domain.as_str(), b.op.as_str()))
     });
     for ((_, family), r) in sorted {
-        let nf = |name: &str, f: &crate::rules::Formula| NamedFormula {
-            name: name.to_string(),
-            tex: latex_name(name),
-            latex: to_latex(&f.ast),
-            text: to_text(&f.ast),
-        };
-        let doc = RuleDoc {
-            op: r.op.clone(),
-            qualified: r.qualified_name(),
-            anchor: anchor(&r.qualified_name()),
-            domain: crate::ir::domain_shown(&r.domain).to_string(),
-            summary: r.summary.clone(),
-            doc: r.doc.clone(),
-            source: format!("{}:{}", r.origin.file, r.origin.line),
-            inputs: patterns_latex(&r.inputs),
-            outputs: patterns_latex(&r.outputs),
-            attrs: r
-                .attrs
-                .iter()
-                .map(|a| NamedFormula {
-                    name: a.name.clone(),
-                    tex: latex_name(&a.name),
-                    latex: a
-                        .default
-                        .as_ref()
-                        .map_or(String::new(), |d| to_latex(&d.ast)),
-                    text: a
-                        .default
-                        .as_ref()
-                        .map_or("(none)".into(), |d| to_text(&d.ast)),
-                })
-                .collect(),
-            lets: r.lets.iter().map(|(n, f)| nf(n, f)).collect(),
-            formulas: r
-                .formulas()
-                .into_iter()
-                .map(|(name, f)| match name {
-                    "flops" => nf("FLOPs", f),
-                    "iops" => nf("IOPs", f),
-                    _ => nf(name, f),
-                })
-                // The kernel class a calibrated device times apart.
-                .chain(r.class.iter().map(|f| nf("class", f)))
-                .chain(r.calls.iter().map(|f| nf("calls", f)))
-                .collect(),
-            params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
-            unsupported: r.unsupported.clone(),
-            backward: r
-                .backward
-                .iter()
-                .flat_map(|b| b.grads.iter())
-                .flat_map(|(_, input, fs)| {
-                    ["FLOPs", "mread", "mwrite"]
-                        .into_iter()
-                        .zip(fs)
-                        .map(move |(what, f)| {
-                            let mut n = nf(what, f);
-                            n.name = format!("backward ∂{input}: {what}");
-                            n
-                        })
-                })
-                .collect(),
-            saves: r.backward.as_ref().map(|b| {
-                b.saves_text
-                    .clone()
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| "nothing".into())
-            }),
-            backward_default: match &r.backward {
-                Some(_) => None,
-                None => Some(
-                    crate::cost::training::DefaultKind::of(&r.category)
-                        .map_or("none".to_string(), |k| format!("{k:?}").to_lowercase()),
-                ),
-            },
-        };
+        let doc = rule_doc(r);
         match categories.iter_mut().find(|c| c.name == family) {
             Some(c) => c.rules.push(doc),
             None => categories.push(Category {
@@ -255,9 +376,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
             }),
         }
     }
-    let mut tera = tera::Tera::new();
-    tera.add_raw_template("DETAILS.md", TEMPLATE)
-        .map_err(|e| Error::Usage(format!("templates/DETAILS.md.tera: {e}")))?;
+    let tera = templates()?;
     let mut ctx = tera::Context::new();
     ctx.insert("categories", &categories);
     let devices: Vec<DeviceDoc> = rules
@@ -364,16 +483,7 @@ pub fn render(rules: &RuleSet) -> Result<String> {
     let out = tera
         .render("DETAILS.md", &ctx)
         .map_err(|e| Error::Usage(format!("templates/DETAILS.md.tera: {e}")))?;
-    // One trailing newline, no trailing spaces: the file is checked byte for byte.
-    let mut cleaned: String = out
-        .lines()
-        .map(str::trim_end)
-        .collect::<Vec<_>>()
-        .join("\n");
-    while cleaned.contains("\n\n\n") {
-        cleaned = cleaned.replace("\n\n\n", "\n\n");
-    }
-    Ok(cleaned.trim().to_string() + "\n")
+    Ok(tidy(&out))
 }
 
 /// Whether the file at `path` holds exactly `expected` (for `docs --check`).

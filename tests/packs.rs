@@ -181,3 +181,52 @@ fn unknown_names_suggest_the_nearest_known_one() {
         .to_string();
     assert!(e.contains("did you mean 'flops'?"), "{e}");
 }
+
+#[test]
+fn a_packs_page_renders_its_rules_and_what_each_overrides() {
+    let p = pack(
+        "page",
+        "Conv:\n  flops: \"2 * |Y| * window\"\n  doc: |\n    Every multiply-add as two.\n",
+    );
+    let dir = scratch("packs", "page_out");
+    let page = dir.join("PACK.md");
+    let page = page.to_str().unwrap();
+    let r = C3::new().args(["docs", "--rules", &p, "-o", page]).run();
+    r.ok();
+    let text = std::fs::read_to_string(page).unwrap();
+    assert!(text.contains("### Conv"), "{text}");
+    assert!(
+        text.contains("Overrides the built-in rule in `rules/conv.yaml:"),
+        "{text}"
+    );
+    assert!(text.contains("gives doc, flops; takes category"), "{text}");
+    assert!(
+        text.contains("$2 \\cdot \\lvert Y \\rvert \\cdot \\mathit{window}$"),
+        "{text}"
+    );
+    // Only the pack's rules: no other heading of a rule.
+    assert_eq!(text.matches("\n### ").count(), 1, "{text}");
+    // Written again: c3 knows its own page, and says nothing changed.
+    let r = C3::new().args(["docs", "--rules", &p, "-o", page]).run();
+    r.ok();
+    assert!(r.stderr.contains("nothing changed"), "{}", r.stderr);
+    C3::new()
+        .args(["docs", "--rules", &p, "-o", page, "--check"])
+        .run()
+        .ok();
+    // A changed rule is named, by --check and when written.
+    std::fs::write(
+        format!("{p}/rules.yaml"),
+        "Conv:\n  flops: \"3 * |Y| * window\"\n",
+    )
+    .unwrap();
+    let e = C3::new()
+        .args(["docs", "--rules", &p, "-o", page, "--check"])
+        .run()
+        .one_line_error(1)
+        .to_string();
+    assert!(e.contains("(first difference: Conv)"), "{e}");
+    let r = C3::new().args(["docs", "--rules", &p, "-o", page]).run();
+    r.ok();
+    assert!(r.stderr.contains("1 rule(s) changed: Conv"), "{}", r.stderr);
+}
