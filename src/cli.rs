@@ -317,6 +317,9 @@ pub struct BArgs {
     /// it were zero: `c3 diff m.onnx --rules sparse --b-prune 0.5`.
     #[arg(long = "b-prune", value_name = "R")]
     pub b_prune: Option<crate::rules::Prune>,
+    /// Show only the rows that differ (the total stays).
+    #[arg(long)]
+    pub changed: bool,
     /// B's roofline times on this device, A's on `--device`:
     /// `c3 diff m.onnx --device a100 --b-device h100`.
     #[arg(long = "b-device", value_name = "NAME", requires = "device")]
@@ -353,7 +356,7 @@ impl DiffArgs {
         }
         let models = (a.source.model.as_str(), a.more.first().map(String::as_str));
         let options = (&a.options(), &self.options_b());
-        commands::diff(models, options, &a.request(), &a.target())
+        commands::diff(models, options, &a.request(), &a.target(), self.b.changed)
     }
 }
 

@@ -140,7 +140,8 @@ fn the_command_line_stays_thin() {
     // the commands do lives in the library (commands/, output.rs, report/).
     // Issue 50 added a command (`calibrate`) and a flag (`--profile`): some
     // 40 lines of definitions. Issue 51 added six training flags (their
-    // definitions and the struct they fill): some 25 more.
+    // definitions and the struct they fill): some 25 more; issue 52 added
+    // `docs --rules` and `diff --changed`, ten more.
     let root = Path::new(ROOT);
     let mut files = vec![root.join("src/cli.rs"), root.join("src/main.rs")];
     rust_files(&root.join("src/cli"), &mut files);
@@ -148,7 +149,7 @@ fn the_command_line_stays_thin() {
         .iter()
         .map(|f| statements(&std::fs::read_to_string(f).unwrap()))
         .sum();
-    assert!(n <= 520, "the CLI module holds {n} lines of code");
+    assert!(n <= 530, "the CLI module holds {n} lines of code");
     assert!(n > 100, "the CLI module is found: {n} lines");
     assert_eq!(statements("// a\n\nfn a() {}\n  /// b\n"), 1);
 }

@@ -230,3 +230,114 @@ fn a_packs_page_renders_its_rules_and_what_each_overrides() {
     r.ok();
     assert!(r.stderr.contains("1 rule(s) changed: Conv"), "{}", r.stderr);
 }
+
+/// Every line of a table's rows, cell by cell (the columns between `┆`).
+fn cells(table: &str) -> Vec<Vec<String>> {
+    table
+        .lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| {
+            l.trim_matches('│')
+                .split('┆')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn at_80_columns_names_a_user_types_are_never_cut_or_wrapped() {
+    let devices = C3::new()
+        .args(["devices"])
+        .env("COLUMNS", "80")
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(
+        devices.lines().all(|l| l.chars().count() <= 80),
+        "{devices}"
+    );
+    let keys: Vec<String> = cells(&devices)
+        .into_iter()
+        .map(|r| r[0].clone())
+        .filter(|k| !k.is_empty() && k != "Device")
+        .collect();
+    // Each key whole on its line: the Name column wraps instead.
+    for key in [
+        "jetson-agx-orin",
+        "jetson-orin-nano-super",
+        "a100-40gb",
+        "h100-sxm",
+    ] {
+        assert!(
+            keys.iter().any(|k| k == key),
+            "{key} in {keys:?}\n{devices}"
+        );
+    }
+    // A diff's summary keeps whole op names, giving up A's columns first.
+    let diff = C3::new()
+        .args([
+            "diff",
+            &resnet50(),
+            "--b-rules",
+            "fused",
+            "--summary",
+            "--format",
+            "table",
+        ])
+        .env("COLUMNS", "80")
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    let ops: Vec<String> = cells(&diff).into_iter().map(|r| r[0].clone()).collect();
+    assert!(ops.iter().any(|o| o == "BatchNormalization"), "{diff}");
+    assert!(!diff.contains('…'), "{diff}");
+    // --changed: only the types whose figures differ, and the total.
+    let changed = C3::new()
+        .args([
+            "diff",
+            &resnet50(),
+            "--b-rules",
+            "fused",
+            "--summary",
+            "--format",
+            "csv",
+            "--changed",
+        ])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    let rows: Vec<&str> = changed
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        ["Conv", "BatchNormalization", "Relu", "Sum", "total"],
+        "{changed}"
+    );
+}
+
+#[test]
+fn help_and_usage_errors_read_cleanly() {
+    let help = C3::new()
+        .args(["estimate", "--help"])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(!help.contains(".rs`"), "{help}");
+    let line = C3::new()
+        .args(["estimate"])
+        .run()
+        .one_line_error(1)
+        .to_string();
+    assert_eq!(
+        line,
+        "error: the following required arguments were not provided: <MODEL>"
+    );
+}

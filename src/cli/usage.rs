@@ -35,7 +35,9 @@ pub(super) fn clap_line(e: &clap::Error) -> String {
     let mut line = String::new();
     for p in parts {
         if !line.is_empty() {
-            line.push_str(if p.starts_with('[') { " " } else { "; " });
+            // A list after `...provided:` continues its sentence.
+            let go_on = p.starts_with('[') || line.ends_with(':');
+            line.push_str(if go_on { " " } else { "; " });
         }
         line.push_str(p);
     }

@@ -435,6 +435,7 @@ pub fn diff(
     (opts_a, opts_b): (&EstimateOptions, &EstimateOptions),
     req: &ReportRequest,
     target: &Target,
+    changed: bool,
 ) -> Result<String> {
     let b = b.unwrap_or(a);
     let out = target.check(Kind::Report, &[a, b])?;
@@ -476,10 +477,13 @@ pub fn diff(
         meta: (ea.meta.clone(), eb.meta.clone()),
         about: (ea.about.clone(), eb.about.clone()),
     };
-    let d = report::diff::diff(
+    let mut d = report::diff::diff(
         (&ea.report, ea.roofline.as_ref()),
         (&eb.report, eb.roofline.as_ref()),
     );
+    if changed {
+        d.only_changed();
+    }
     deliver(&out, report::diff::render(&d, &sides, &report_opts))
 }
 

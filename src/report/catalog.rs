@@ -88,41 +88,56 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
             super::pretty::to_string(&list, 4096)
         }
         ListFormat::Table => {
-            let mut t = comfy_table::Table::new();
-            // On a terminal, wrap the names and aliases to its width.
-            t.load_style(comfy_table::presets::UTF8_FULL_CONDENSED)
-                .set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
-                .set_header(vec![
-                    "Device",
-                    "Name (aliases)",
-                    "FP32",
-                    "FP16",
-                    "BF16",
-                    "FP8",
-                    "INT8",
-                    "GB/s",
-                ]);
-            for d in rules.devices.iter() {
-                let tf = |p: &str| {
-                    d.peak_tera(p)
-                        .map_or("-".to_string(), |v| format!("{v:.1}"))
-                };
-                t.add_row(vec![
-                    super::text::shown(&d.key).into_owned(),
-                    super::text::shown(&if d.aliases.is_empty() {
-                        d.name.clone()
-                    } else {
-                        format!("{} ({})", d.name, d.aliases.join(", "))
-                    })
-                    .into_owned(),
-                    tf("fp32"),
-                    tf("fp16"),
-                    tf("bf16"),
-                    tf("fp8"),
-                    tf("int8"),
-                    format!("{:.1}", d.bandwidth_giga()),
-                ]);
-            }
+            let header = [
+                "Device",
+                "Name (aliases)",
+                "FP32",
+                "FP16",
+                "BF16",
+                "FP8",
+                "INT8",
+                "GB/s",
+            ];
+            let rows = rules
+                .devices
+                .iter()
+                .map(|d| {
+                    let tf = |p: &str| {
+                        d.peak_tera(p)
+                            .map_or("-".to_string(), |v| format!("{v:.1}"))
+                    };
+                    vec![
+                        super::text::shown(&d.key).into_owned(),
+                        super::text::shown(&if d.aliases.is_empty() {
+                            d.name.clone()
+                        } else {
+                            format!("{} ({})", d.name, d.aliases.join(", "))
+                        })
+                        .into_owned(),
+                        tf("fp32"),
+                        tf("fp16"),
+                        tf("bf16"),
+                        tf("fp8"),
+                        tf("int8"),
+                        format!("{:.1}", d.bandwidth_giga()),
+                    ]
+                })
+                .collect();
+            let grid = super::Grid {
+                title: String::new(),
+                header: header.iter().map(|h| h.to_string()).collect(),
+                keys: Vec::new(),
+                numeric: header.iter().map(|h| !h.starts_with(['D', 'N'])).collect(),
+                rows,
+            };
+            // On a terminal, fitted to its width: the keys a user types and
+            // the figures keep theirs, the names wrap, rare precisions go.
+            let width = super::terminal_width(std::io::IsTerminal::is_terminal(&std::io::stdout()));
+            let (t, note) = super::fit::fitted_rows(&grid, width, false, false, true);
+            let t = match note {
+                Some(n) => format!("{t}\n{n}"),
+                None => t,
+            };
             let mut out = format!(
                 "{t}\nPeaks in TFLOP/s (TOPS for INT8), dense; {} devices. Sources: c3 devices --format json\n",
                 rules.devices.len()
@@ -155,7 +170,7 @@ pub fn devices(rules: &RuleSet, format: ListFormat) -> String {
                 )));
                 out.push('\n');
             }
-            out
+            super::fit::wrap_prose(&out, width)
         }
     }
 }

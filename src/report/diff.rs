@@ -125,11 +125,29 @@ impl DiffRow {
         v(&self.b) - v(&self.a)
     }
 
+    /// Whether B differs from A in any figure, its bound included, or one
+    /// side is missing.
+    pub fn differs(&self) -> bool {
+        self.a.is_none()
+            || self.b.is_none()
+            || FIGURES.iter().any(|f| self.delta(f) != 0)
+            || self.delta_s().is_some_and(|d| d != 0.0)
+    }
+
     /// B − A of the roofline bound, a missing side counting as zero;
     /// `None` when the sides were not timed.
     pub fn delta_s(&self) -> Option<f64> {
         let v = |t: &Option<Side>| t.as_ref().map_or(Some(0.0), |t| t.bound_s);
         Some(v(&self.b)? - v(&self.a)?)
+    }
+}
+
+impl Diff {
+    /// Keeps only the rows that differ (`c3 diff --changed`); the total
+    /// stays.
+    pub fn only_changed(&mut self) {
+        self.layers.retain(DiffRow::differs);
+        self.summary.retain(DiffRow::differs);
     }
 }
 

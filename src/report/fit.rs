@@ -33,10 +33,24 @@ const DROP_ORDER: &[&str] = &[
     "MemR+W %",
     "IOPs",
     "# Layers",
+    // The device catalog: the rarer precisions first.
+    "INT8",
+    "FP8",
+    "BF16",
+    "FP16",
+    // A diff's A and B figures before its names are shortened (`*`: the
+    // header contains the rest): the differences stay.
+    "*FLOPs A",
+    "*MemR+W A",
+    "*FLOPs B",
+    "*MemR+W B",
 ];
 
 /// The shortest a shortened name gets.
 const MIN_NAME: usize = 12;
+
+/// The narrowest a wrapped text column other than the names gets.
+const MIN_TEXT: usize = 10;
 
 /// A cell's width: its widest line.
 fn width_of(s: &str) -> usize {
@@ -72,6 +86,19 @@ pub(super) fn title(text: &str, color: bool) -> String {
 /// The grid as a table no wider than `width` (when given), and the note
 /// saying what was left out or shortened to fit.
 pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Option<String>) {
+    fitted_rows(g, width, color, true, false)
+}
+
+/// [`fitted`], the last row a total (bold) or not; `wrap_first`: text
+/// columns wrap before any column is left out (a catalog, whose every
+/// figure matters, rather than a layer table's optional columns).
+pub(super) fn fitted_rows(
+    g: &Grid,
+    width: Option<usize>,
+    color: bool,
+    total_row: bool,
+    wrap_first: bool,
+) -> (String, Option<String>) {
     let mut keep: Vec<usize> = (0..g.header.len()).collect();
     let mut widths: Vec<usize> = (0..g.header.len())
         .map(|c| {
@@ -89,13 +116,24 @@ pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Op
         let now = |keep: &[usize], widths: &[usize]| {
             table_width(&keep.iter().map(|&c| widths[c]).collect::<Vec<_>>())
         };
+        let give = |keep: &[usize], widths: &[usize]| {
+            keep.iter()
+                .skip(1)
+                .filter(|&&c| !g.numeric[c])
+                .map(|&c| widths[c].saturating_sub(MIN_TEXT))
+                .sum::<usize>()
+        };
         let mut dropped = Vec::new();
         for prefix in DROP_ORDER {
-            if now(&keep, &widths) <= limit {
+            let spare = if wrap_first { give(&keep, &widths) } else { 0 };
+            if now(&keep, &widths).saturating_sub(spare) <= limit {
                 break;
             }
             keep.retain(|&c| {
-                let out = g.header[c].starts_with(prefix);
+                let out = match prefix.strip_prefix('*') {
+                    Some(part) => g.header[c].contains(part),
+                    None => g.header[c].starts_with(prefix),
+                };
                 if out {
                     dropped.push(g.header[c].replace('\n', " "));
                 }
@@ -105,8 +143,12 @@ pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Op
         if !dropped.is_empty() {
             notes.push(format!("left out {}", dropped.join(", ")));
         }
-        // Then the first column (layer or op names) is shortened.
-        let over = now(&keep, &widths).saturating_sub(limit);
+        // Then the text columns other than the names give way (wrapped to
+        // as little as MIN_TEXT each); only when that is not enough is the
+        // first column (layer or op names) shortened.
+        let over = now(&keep, &widths)
+            .saturating_sub(limit)
+            .saturating_sub(give(&keep, &widths));
         if over > 0 && keep.first() == Some(&0) && !g.numeric[0] && widths[0] > MIN_NAME {
             let max = widths[0].saturating_sub(over).max(MIN_NAME);
             widths[0] = max;
@@ -134,8 +176,8 @@ pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Op
         t.add_row(keep.iter().map(|&c| {
             let text = &*super::text::shown(r.get(c).map_or("", String::as_str));
             match name_max {
-                Some(max) if c == 0 => cell(&shorten(text, max), i == last),
-                _ => cell(text, i == last),
+                Some(max) if c == 0 => cell(&shorten(text, max), total_row && i == last),
+                _ => cell(text, total_row && i == last),
             }
         }));
     }
@@ -153,6 +195,14 @@ pub(super) fn fitted(g: &Grid, width: Option<usize>, color: bool) -> (String, Op
     {
         t.set_content_arrangement(ContentArrangement::Dynamic)
             .set_width(u16::try_from(limit).unwrap_or(u16::MAX));
+        // Names and numbers keep their width: the other text wraps.
+        for (i, &c) in keep.iter().enumerate() {
+            if (i == 0 || g.numeric[c])
+                && let Some(col) = t.column_mut(i)
+            {
+                col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+            }
+        }
         notes.push("wrapped cells".into());
     }
     let note = (!notes.is_empty()).then(|| {

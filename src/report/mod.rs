@@ -50,9 +50,9 @@ pub enum Format {
     Md,
     Csv,
     Json,
-    /// A self-contained page with charts (`html.rs`).
+    /// A self-contained page with charts.
     Html,
-    /// Model Explorer's node data (`model_explorer.rs`).
+    /// Model Explorer's node data.
     ModelExplorer,
 }
 
