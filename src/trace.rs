@@ -264,6 +264,10 @@ struct TraceTensor {
     /// A constant of the model (weight, bias, statistics).
     #[serde(default, rename = "const")]
     constant: bool,
+    /// A constant that is the model's state, not a parameter (BatchNorm's
+    /// running statistics: PyTorch's buffers); needs a name.
+    #[serde(default)]
+    buffer: bool,
 }
 
 enum TraceDim {
@@ -506,6 +510,7 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
     };
     let mut nodes = Vec::with_capacity(file.layers.len());
     let mut backward = Vec::new();
+    let mut buffers = std::collections::BTreeSet::new();
     // Each forward record's node, by record index.
     let mut node_of: Vec<Option<usize>> = Vec::with_capacity(file.layers.len());
     for (i, layer) in file.layers.into_iter().enumerate() {
@@ -538,6 +543,14 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
         };
         let inputs = tensors(&layer.inputs, "input")?;
         let outputs = tensors(&layer.outputs, "output")?;
+        for t in layer.inputs.iter().chain(&layer.outputs).flatten() {
+            if t.buffer {
+                let Some(n) = &t.name else {
+                    return Err(here("a buffer tensor needs a name".into()));
+                };
+                buffers.insert(n.clone());
+            }
+        }
         let domain = crate::ir::domain_key(&layer.domain).to_string();
         if let Some(g) = layer
             .grads
@@ -586,6 +599,7 @@ fn from_file(file: serde_json::Result<TraceFile>, path: &str) -> Result<Graph> {
     Ok(Graph {
         nodes,
         backward,
+        buffers: buffers.into_iter().collect(),
         ..Graph::default()
     })
 }
@@ -619,7 +633,7 @@ fn tensor_from_trace(t: &TraceTensor) -> Result<TensorFact, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(TensorFact {
-        constant: t.constant,
+        constant: t.constant || t.buffer,
         name: t.name.as_deref().map(Into::into),
         ..TensorFact::new(dtype, shape)
     })

@@ -554,6 +554,7 @@ fn the_page_lists_unsupported_layers_assumed_sizes_fused_groups_and_skipped_bran
         folded: Vec::new(),
         peak: Default::default(),
         measured: None,
+        buffers: (0, 0),
         training: None,
     };
     let opts = c3::report::ReportOptions {

@@ -523,3 +523,30 @@ fn explain_shows_the_backward_or_its_default() {
     let iff = C3::new().args(["explain", "If"]).run().ok().stdout.clone();
     assert!(iff.contains("not counted in training"), "{iff}");
 }
+
+#[test]
+fn a_traces_buffers_are_reported_apart_from_its_parameters() {
+    // A batch norm whose running statistics the trace marks as buffers.
+    let stat = |name: &str| {
+        format!(
+            r#"{{"name": "{name}", "shape": [3], "dtype": "float32", "const": true, "buffer": true}}"#
+        )
+    };
+    let trace = format!(
+        r#"{{"layers": [{{"op": "BatchNormalization", "name": "bn",
+            "inputs": [{}, {}, {}, {}, {}], "outputs": [{}]}}]}}"#,
+        t("x", &["2", "3", "4", "4"], false),
+        t("bn.weight", &["3"], true),
+        t("bn.bias", &["3"], true),
+        stat("bn.running_mean"),
+        stat("bn.running_var"),
+        t("y", &["2", "3", "4", "4"], false),
+    );
+    let j = estimate(&trace, &[]);
+    // Parameters: scale and bias, 3 + 3; buffers: the statistics, 3 + 3
+    // floats (24 bytes).
+    assert_eq!(j["total"]["params"], 6);
+    assert_eq!(j["total"]["buffers"], 6);
+    assert_eq!(j["total"]["buffer_bytes"], 24);
+    assert_eq!(j["training"]["trainable_params"], 6);
+}

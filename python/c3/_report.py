@@ -67,6 +67,13 @@ class Report:
         return int(self.total.get("params", 0))
 
     @property
+    def buffers(self) -> int:
+        """Elements of the model's buffers (state such as BatchNorm's running
+        statistics, as ``c3.torch`` marks them), apart from ``params``
+        (``total["buffers"]``)."""
+        return int(self.total.get("buffers", 0))
+
+    @property
     def peak_activation_bytes(self) -> int:
         """The most activation bytes live at once (``total["peak_activation_bytes"]``)."""
         return int(self.total.get("peak_activation_bytes", 0))

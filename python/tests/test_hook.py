@@ -346,3 +346,41 @@ def test_every_attention_kernel(kernel):
         (att,) = report.layers
         assert att["op"] == "Attention" and att["attrs"]["causal"] == 1
         assert att["flops"] == 4 * (2 * 36 * 16 + 4 * 36 - 8) == 5152
+
+
+def test_parameters_are_torchs_count_and_buffers_apart():
+    import torch
+    import torchvision
+    import transformers
+
+    import c3.torch
+
+    # torchvision's resnet18: 11,689,512 parameters; its batch norms' running
+    # means and variances (2 × 4,800 channels) are buffers, reported apart.
+    model = torchvision.models.resnet18().eval()
+    r = c3.torch.estimate(model, torch.randn(1, 3, 64, 64))
+    assert r.params == sum(p.numel() for p in model.parameters()) == 11_689_512
+    assert r.buffers == 2 * 4_800
+    # GPT-2 with 2 layers: the output head is the token embedding (tied),
+    # counted once; the position embedding is read at constant positions.
+    gpt = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=2)).eval()
+    r = c3.torch.estimate(gpt, torch.zeros(1, 8, dtype=torch.long))
+    assert r.params == sum(p.numel() for p in gpt.parameters()) == 53_561_088
+
+
+def test_c3_options_do_not_collide_with_the_models_arguments():
+    import torch
+
+    import c3.torch
+
+    class Net(torch.nn.Module):
+        def forward(self, x, device=None):
+            return x * 2 if device == "cpu" else x
+
+    # device= is c3's (a roofline on an H100): the model is not given it,
+    # so it returns x untouched, no layer.
+    r = c3.torch.estimate(Net(), torch.randn(4), device="h100")
+    assert r.total["flops"] == 0 and r.to_dict()["device"]["name"] == "h100-sxm"
+    # A model argument of the same name goes in model_kwargs: one Mul of 4.
+    r = c3.torch.estimate(Net(), torch.randn(4), model_kwargs={"device": "cpu"})
+    assert r.total["flops"] == 4

@@ -193,6 +193,10 @@ pub struct CostReport {
     /// The backward pass, the optimizer's step and training memory
     /// (`--training`).
     pub training: Option<training::Training>,
+    /// Elements and bytes of the constants a trace marks as buffers (state,
+    /// not parameters: BatchNorm's running statistics), each once; the
+    /// totals' `params` leave them out.
+    pub buffers: (u64, u64),
 }
 
 impl CostReport {
@@ -377,8 +381,10 @@ fn finish(
         peak: memory::Peak::default(),
         measured: None,
         training: None,
+        buffers: (0, 0),
     };
     weights::tally(producers, &mut report, &rows)?;
+    weights::set_buffers(&graph.buffers, &mut report);
     Ok(report)
 }
 

@@ -547,8 +547,18 @@ pub fn apply(
     count: CountOptions,
     opts: &TrainingOptions,
 ) -> Result<Training> {
+    // A buffer (a trace's state, not a parameter) never trains.
+    let buffer = |t: &TensorFact| {
+        t.name.as_deref().is_some_and(|n| {
+            graph
+                .buffers
+                .binary_search_by(|b| b.as_str().cmp(n))
+                .is_ok()
+        })
+    };
     let frozen = |t: &TensorFact, layer: &str| {
-        any_glob(&opts.freeze, layer)
+        buffer(t)
+            || any_glob(&opts.freeze, layer)
             || t.name.as_deref().is_some_and(|n| any_glob(&opts.freeze, n))
     };
     let mut by_name = NodesByName::new(graph);

@@ -418,6 +418,31 @@ pub(super) fn tally_layers(producers: &Producers<'_>, layers: &mut [LayerCost]) 
     }
 }
 
+/// Moves the constants named in `buffers` (a trace's buffers) out of the
+/// total's parameters into [`CostReport::buffers`], each once.
+pub(super) fn set_buffers(buffers: &[String], report: &mut CostReport) {
+    if buffers.is_empty() {
+        return;
+    }
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    let (mut n, mut b) = (0u64, 0u64);
+    for l in &report.layers {
+        for t in parameters(&l.inputs) {
+            if let Some(name) = t.name.as_deref()
+                && buffers.binary_search_by(|x| x.as_str().cmp(name)).is_ok()
+                && seen.insert(name)
+                && let Some((e, by)) = size_of(t)
+            {
+                n = n.saturating_add(e);
+                b = b.saturating_add(by);
+            }
+        }
+    }
+    report.buffers = (n, b);
+    report.total.params = report.total.params.saturating_sub(n);
+    report.total.weight_bytes = report.total.weight_bytes.saturating_sub(b);
+}
+
 /// A layer's parameters and their bytes: its sources are distinct already.
 fn own(list: &[&TensorFact]) -> (u64, u64) {
     list.iter()

@@ -648,6 +648,9 @@ pub struct Graph {
     pub bound_symbols: Vec<String>,
     /// What a trace says its backward pass ran (`backward_of` records).
     pub backward: Vec<BackwardRecord>,
+    /// Names of the constants a trace marks as the model's state, not
+    /// parameters (PyTorch's buffers), sorted.
+    pub buffers: Vec<String>,
 }
 
 /// One operation of a recorded backward pass: part of the backward of the

@@ -65,6 +65,10 @@ impl Serialize for ValueJ<'_> {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// A float, `null` when not finite.
 fn num(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
@@ -246,6 +250,11 @@ struct TotalJ<'a> {
     /// Each distinct parameter tensor once.
     params: u64,
     weight_bytes: u64,
+    /// A trace's buffers (state, not parameters), each once.
+    #[serde(skip_serializing_if = "is_zero")]
+    buffers: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    buffer_bytes: u64,
     peak_activation_bytes: u64,
     peak_at: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -618,6 +627,8 @@ fn doc<'a>(
             layers: t.layers,
             params: t.params,
             weight_bytes: t.weight_bytes,
+            buffers: report.buffers.0,
+            buffer_bytes: report.buffers.1,
             peak_activation_bytes: report.peak.bytes,
             peak_at: report.peak.at.as_deref(),
             compute_s: roofline.and_then(|r| num(r.compute_s)),

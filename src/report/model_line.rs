@@ -15,8 +15,12 @@ pub(super) fn model_line(report: &CostReport) -> String {
         .at
         .as_ref()
         .map_or(String::new(), |l| format!(" at {l}"));
+    let buffers = match report.buffers {
+        (0, _) => String::new(),
+        (n, b) => format!(", buffers {} ({})", group_digits(n), human_bytes(b)),
+    };
     format!(
-        "Parameters: {} ({} of weights); peak activation memory: {}{at}",
+        "Parameters: {} ({} of weights){buffers}; peak activation memory: {}{at}",
         group_digits(t.params),
         human_bytes(t.weight_bytes),
         human_bytes(peak.bytes)

@@ -227,6 +227,9 @@ class CostHook:
         # t<N> for the others, held while the tensor lives (a weak reference
         # drops the entry, so that a new tensor at the same id() gets its own).
         self._param_names: Dict[int, str] = {}
+        self._buffer_ids: set = set()
+        # Views of parameters: id → (the parameter, a weak reference to the view).
+        self._views: Dict[int, Any] = {}
         self._tensor_names: Dict[int, Tuple[str, Any]] = {}
         self._next_name = 0
 
@@ -240,9 +243,12 @@ class CostHook:
                     self._names.setdefault(id(m), n)
                 for t in list(module.parameters()) + list(module.buffers()):
                     self._const[id(t)] = t
-                if self.training:
-                    for n, t in list(module.named_parameters()) + list(module.named_buffers()):
-                        self._param_names.setdefault(id(t), n)
+                # Names for parameters and buffers (a tied weight is one
+                # tensor: its first name).
+                for n, t in list(module.named_parameters()) + list(module.named_buffers()):
+                    self._param_names.setdefault(id(t), n)
+                for t in module.buffers():
+                    self._buffer_ids.add(id(t))
             else:  # made on the fly inside another module
                 parent = self._stack[-1]
                 self._names[key] = (parent + "." if parent else "") + type(module).__name__
@@ -267,6 +273,16 @@ class CostHook:
         d: Dict[str, Any] = {"shape": [int(s) for s in t.shape], "dtype": _onnx_dtype(t)}
         if self._is_const(t):
             d["const"] = True
+            # A parameter or buffer by its module name, so that a tied
+            # weight counts once; buffers apart from parameters.
+            view = self._views.get(id(t))
+            if view is not None and view[1]() is t:
+                t = view[0]
+            name = self._param_names.get(id(t))
+            if name is not None:
+                d["name"] = name
+                if id(t) in self._buffer_ids:
+                    d["buffer"] = True
         if self.training:
             d["name"] = self._tensor_name(t)
         return d
@@ -577,22 +593,38 @@ class CostHook:
             return
         self._record(name, mapper, args, kwargs, schema, out)
 
-    def _propagate(self, args: Any, kwargs: Dict[str, Any], out: Any, view: bool) -> bool:
+    def _propagate(self, args: Any, kwargs: Dict[str, Any], out: Any, view: bool,
+                   lookup: bool = False) -> bool:
         """Marks the outputs constant when every tensor input is (or, for a
         tensor-making op, when there is none); returns whether it did."""
         ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
         if ins and not all(self._is_const(t) for t in ins):
             return False
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor):
-                self._const[id(t)] = t
+        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        params = [t for t in ins if id(t) in self._param_names]
+        if params and view:
+            # A view of a parameter is that parameter (counted once, by its
+            # name), as the exported model's initializer is; kept while the
+            # view lives (an id is reused once its tensor is gone).
+            source = params[0]
+            for t in outs:
+                self._views[id(t)] = (source, weakref.ref(t))
+        elif params and lookup:
+            # An embedding's rows at constant positions (GPT-2's position
+            # embedding) are a layer that reads the parameter, not folded
+            # away: the parameter is counted, as c3 counts what a folded
+            # node is made from in an exported model.
+            return False
+        for t in outs:
+            self._const[id(t)] = t
         return True
 
     def _record(self, name: str, mapper: Any, args: Any, kwargs: Dict[str, Any],
                 schema: Any, out: Any, unsupported: Optional[str] = None) -> None:
         # Work on constants only is folded away, as ONNX inference engines
         # (and c3 on an exported model) do: its outputs are constants too.
-        if self._propagate(args, kwargs, out, view=False):
+        lookup = name in ("embedding", "index_select", "take", "gather")
+        if self._propagate(args, kwargs, out, view=False, lookup=lookup):
             return
         if self.training:  # (names in reading order: inputs before outputs)
             for t in tree_flatten((args, kwargs))[0]:
@@ -631,6 +663,8 @@ class CostHook:
         self._origin = {}
         self._seq_last = torch._C._autograd._get_sequence_nr()
         self._param_names = {}
+        self._buffer_ids = set()
+        self._views = {}
         self._tensor_names = {}
         self._next_name = 0
         self._handles = [
@@ -777,25 +811,51 @@ def _loss(out: Any, loss_fn: Any) -> torch.Tensor:
     return loss
 
 
-def estimate(model: Any, *args: Any, fma: bool = True, hook_options: Optional[Dict[str, Any]] = None,
-             training: bool = False, loss_fn: Any = None, **kwargs: Any) -> _c3pkg.Report:
+def estimate(model: Any, *args: Any, fma: bool = True, training: bool = False,
+             loss_fn: Any = None, device: Optional[str] = None,
+             rules: Union[str, Iterable[str]] = (), attention: str = "masked",
+             weights: Optional[str] = None, activations: Optional[str] = None,
+             strict: bool = False, freeze: Union[str, Iterable[str]] = (),
+             optimizer: Optional[str] = None, master_weights: Optional[str] = None,
+             recompute: Union[str, Iterable[str]] = (),
+             hook_options: Optional[Dict[str, Any]] = None,
+             model_kwargs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> _c3pkg.Report:
     """Runs ``model(*args, **kwargs)`` under a :class:`CostHook` in
-    ``torch.no_grad()`` and returns the report. ``hook_options`` are the
-    other :class:`CostHook` arguments (``{"device": "h100"}``).
+    ``torch.no_grad()`` and returns the report.
+
+    c3's options are keywords of their own (``device="h100"``, ``rules``,
+    ``attention``, ``weights``, ``activations``, ``strict``, ``fma``, and
+    the training ones below), as :func:`c3.estimate` takes them; every
+    other keyword goes to the model, and ``model_kwargs`` passes one whose
+    name is also c3's (``model_kwargs={"device": ...}``). ``hook_options``
+    are further :class:`CostHook` arguments.
 
     With ``training=True``: runs the forward pass with gradients on, then
     the loss (``loss_fn(output)``, or the sum of every floating-point tensor
     the model returns) and its backward pass, all under the hook; each
     layer's ``backward`` is then the cost of its gradients (see
-    :class:`CostHook`). The inputs get no gradient; parameters get one when
-    they require it. Their ``.grad`` are left as they were."""
-    options = dict(hook_options or {})
+    :class:`CostHook`); ``freeze``, ``optimizer``, ``master_weights`` and
+    ``recompute`` as for :func:`c3.estimate`. The inputs get no gradient;
+    parameters get one when they require it. Their ``.grad`` are left as
+    they were."""
+    options: Dict[str, Any] = dict(
+        device=device, rules=rules, attention=attention, weights=weights,
+        activations=activations, strict=strict,
+    )
+    for name, value, unset in (("freeze", freeze, ()), ("optimizer", optimizer, None),
+                               ("master_weights", master_weights, None),
+                               ("recompute", recompute, ())):
+        if value != unset:
+            options[name] = value
+    options.update(hook_options or {})
     if training:
         options["training"] = True
     elif loss_fn is not None:
         raise ValueError("loss_fn needs training=True")
     hook = CostHook(fma=fma, **options)
-    _run(hook, model, args, kwargs, loss_fn=loss_fn)
+    call = dict(kwargs)
+    call.update(model_kwargs or {})
+    _run(hook, model, args, call, loss_fn=loss_fn)
     return hook.report
 
 

@@ -58,7 +58,9 @@ class Call:
         if d is not None:
             return d
         if isinstance(x, (int, float, bool)):
-            return {"shape": [], "dtype": "float32", "const": True}
+            # A literal: an input no layer makes and no parameter (named, so
+            # that training gives it no gradient).
+            return {"shape": [], "dtype": "float32", "name": "literal"}
         return None
 
     @property
