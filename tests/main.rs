@@ -19,6 +19,7 @@ mod hostile_packs;
 mod io;
 mod latency;
 mod layout;
+mod ml_models;
 mod networks;
 mod onnx_files;
 mod original_suite;

@@ -7,11 +7,18 @@ use super::indexing::same_shape_as;
 use super::{InferFn, OpEntry};
 use crate::ir::{DType, Dim};
 
-/// ArrayFeatureExtractor: the last dimension becomes the number of indices.
+/// ArrayFeatureExtractor: the last dimension becomes the number of indices
+/// (all of `Y`'s elements). A 1-D `X` (skl2onnx's class list indexed by an
+/// argmax) gives `[1, |Y|]`, as onnxruntime returns it.
 fn array_feature_extractor(ctx: &mut InferCtx) -> Result<()> {
     let dtype = ctx.require(0)?.dtype;
-    let shape = match (ctx.shape(0), ctx.input(1).and_then(Fact::elements)) {
-        (Some(s), Some(k)) if s.len() >= 2 => {
+    let k = ctx.input(1).and_then(Fact::elements);
+    let shape = match (ctx.shape(0), k) {
+        (Some(s), _) if s.is_empty() => {
+            return err("ArrayFeatureExtractor input X must have at least one dimension");
+        }
+        (Some(s), Some(k)) if s.len() == 1 => Some(vec![Dim::Known(1), dim(&k)?]),
+        (Some(s), Some(k)) => {
             let mut s = s.clone();
             let last = s.len() - 1;
             s[last] = dim(&k)?;
@@ -82,28 +89,61 @@ fn regressor(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// Classifiers: labels `[N]` (strings or int64, as the class labels are),
-/// scores `[N, classes]` where the attributes tell the class count.
-fn classifier(ctx: &mut InferCtx) -> Result<()> {
-    let strings = ctx.attr_strings("classlabels_strings").unwrap_or_default();
-    let ints = ctx.attr_ints("classlabels_ints").unwrap_or_default();
-    let (labels, n_labels) = if strings.is_empty() {
-        (DType::Int64, ints.len())
-    } else {
-        (DType::String, strings.len())
+/// A classifier's label type and class count, from whichever label list it
+/// has: `classlabels_strings`, or the int64 list (`classlabels_int64s` on
+/// TreeEnsembleClassifier, `classlabels_ints` on the others). onnxruntime
+/// needs one except on LinearClassifier, which then labels 0 and 1.
+fn class_labels(ctx: &InferCtx) -> Result<(DType, usize)> {
+    let ints = match ctx.op {
+        "TreeEnsembleClassifier" => "classlabels_int64s",
+        _ => "classlabels_ints",
     };
+    match ctx.attr_strings("classlabels_strings") {
+        Some(s) if !s.is_empty() => Ok((DType::String, s.len())),
+        _ => match ctx.attr_ints(ints) {
+            Some(i) if !i.is_empty() => Ok((DType::Int64, i.len())),
+            _ if ctx.op == "LinearClassifier" => Ok((DType::Int64, 0)),
+            _ => err(format!("{} needs classlabels_strings or {ints}", ctx.op)),
+        },
+    }
+}
+
+/// SVMClassifier's scores per row, as onnxruntime writes them: one per
+/// class, except an SVC (support vectors given) without `prob_a`, which
+/// gives one per pair of classes, `C (C - 1) / 2`, and 2 when binary.
+fn svm_scores(ctx: &InferCtx, classes: usize) -> usize {
+    let vectors: i64 = ctx
+        .attr_ints("vectors_per_class")
+        .unwrap_or_default()
+        .iter()
+        .sum();
+    let proba = ctx.attr_floats("prob_a").is_some_and(|p| !p.is_empty());
+    match (vectors > 0, proba) {
+        (true, false) if classes > 2 => classes * (classes - 1) / 2,
+        (true, false) => 2,
+        _ => classes,
+    }
+}
+
+/// Classifiers: labels `[N]` (strings or int64, as the class labels are),
+/// scores `[N, classes]` as onnxruntime gives them.
+fn classifier(ctx: &mut InferCtx) -> Result<()> {
+    let (labels, n_labels) = class_labels(ctx)?;
     let classes = match ctx.op {
         // One intercept for two labels is a binary model with two scores.
         "LinearClassifier" => match ctx.attr_floats("intercepts").unwrap_or_default().len() {
-            1 if n_labels == 2 => Some(2),
-            n => Some(n),
+            1 if n_labels == 2 => 2,
+            n => n,
         },
-        "TreeEnsembleClassifier" => Some(n_labels),
-        _ => None,
+        "SVMClassifier" => svm_scores(ctx, n_labels),
+        _ => n_labels,
     };
     let n = ml_batch(ctx, 0)?;
     ctx.set(0, Fact::tensor(Some(labels), n.clone().map(|n| vec![n])));
-    ctx.set(1, Fact::tensor(Some(DType::Float32), batch_by(n, classes)));
+    ctx.set(
+        1,
+        Fact::tensor(Some(DType::Float32), batch_by(n, Some(classes))),
+    );
     Ok(())
 }
 
@@ -362,5 +402,134 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out[0], Fact::new(DType::Float64, vec![sym("n"), k(4)]));
+    }
+
+    const ML: &str = "ai.onnx.ml";
+
+    /// A classifier over X [n, 4]: its label and score facts.
+    fn classify(op: &str, attrs: &[crate::proto::AttributeProto]) -> (Fact, Fact) {
+        let x = f32s(vec![sym("n"), k(4)]);
+        let out = run_in(ML, op, 1, attrs, vec![x], 2).unwrap();
+        (out[0].clone(), out[1].clone())
+    }
+
+    #[test]
+    fn tree_ensemble_classifier_counts_int64_or_string_labels() {
+        // skl2onnx's RandomForestClassifier with int labels: classlabels_int64s
+        // [0, 1, 2] -> int64 labels [n], 3 scores per row.
+        let (y, z) = classify(
+            "TreeEnsembleClassifier",
+            &[ints("classlabels_int64s", &[0, 1, 2])],
+        );
+        assert_eq!(y, Fact::new(DType::Int64, vec![sym("n")]));
+        assert_eq!(z, Fact::new(DType::Float32, vec![sym("n"), k(3)]));
+        // onnxmltools' XGBoost and LightGBM binary: one weight per leaf
+        // (class id 0 only), still a score per label: [n, 2].
+        let (_, z) = classify(
+            "TreeEnsembleClassifier",
+            &[
+                ints("classlabels_int64s", &[0, 1]),
+                ints("class_ids", &[0, 0]),
+                string("post_transform", "LOGISTIC"),
+            ],
+        );
+        assert_eq!(shape(&z), vec![sym("n"), k(2)]);
+        // String labels: string labels [n], one score per string (4).
+        let (y, z) = classify(
+            "TreeEnsembleClassifier",
+            &[strs("classlabels_strings", &["a", "b", "c", "d"])],
+        );
+        assert_eq!(y, Fact::new(DType::String, vec![sym("n")]));
+        assert_eq!(shape(&z), vec![sym("n"), k(4)]);
+        // onnxruntime needs one of the two lists; classlabels_ints is
+        // LinearClassifier's and SVMClassifier's name, not this op's.
+        let x = f32s(vec![sym("n"), k(4)]);
+        let bad = [ints("classlabels_ints", &[0, 1])];
+        let e = run_in(ML, "TreeEnsembleClassifier", 1, &bad, vec![x], 2).unwrap_err();
+        assert!(e.0.contains("classlabels_int64s"), "{}", e.0);
+    }
+
+    #[test]
+    fn tree_ensemble_classifier_scores_feed_a_zipmap() {
+        // The [n, 3] scores meet ZipMap's 3 labels (they came out [n, 0]).
+        let labels = [ints("classlabels_int64s", &[0, 1, 2])];
+        let (_, z) = classify("TreeEnsembleClassifier", &labels);
+        let out = run_in(ML, "ZipMap", 1, &labels, vec![Some(z)], 1).unwrap();
+        assert_eq!(out[0].kind, ValueKind::Sequence);
+    }
+
+    #[test]
+    fn svm_classifier_scores_are_onnxruntimes() {
+        let svc = |classes: usize, proba: bool, strings: bool| {
+            let mut attrs = vec![ints("vectors_per_class", &vec![1; classes])];
+            if strings {
+                let names = ["a", "b", "c", "d"];
+                attrs.push(strs("classlabels_strings", &names[..classes]));
+            } else {
+                attrs.push(ints(
+                    "classlabels_ints",
+                    &(0..classes as i64).collect::<Vec<_>>(),
+                ));
+            }
+            if proba {
+                let pairs = classes * (classes - 1) / 2;
+                attrs.push(floats("prob_a", &vec![-1.0; pairs]));
+                attrs.push(floats("prob_b", &vec![0.1; pairs]));
+            }
+            classify("SVMClassifier", &attrs)
+        };
+        // SVC(probability=True), 3 classes: one probability per class, 3.
+        let (y, z) = svc(3, true, false);
+        assert_eq!(y, Fact::new(DType::Int64, vec![sym("n")]));
+        assert_eq!(z, Fact::new(DType::Float32, vec![sym("n"), k(3)]));
+        // Without prob_a, one score per pair of classes: 4 * 3 / 2 = 6.
+        let (y, z) = svc(4, false, true);
+        assert_eq!(y, Fact::new(DType::String, vec![sym("n")]));
+        assert_eq!(shape(&z), vec![sym("n"), k(4 * 3 / 2)]);
+        // Binary without prob_a: one decision value, written as 2 scores.
+        let (_, z) = svc(2, false, false);
+        assert_eq!(shape(&z), vec![sym("n"), k(2)]);
+        // Linear mode (no support vectors): a score per class, 3.
+        let (_, z) = classify(
+            "SVMClassifier",
+            &[
+                ints("classlabels_ints", &[0, 1, 2]),
+                floats("coefficients", &[0.5; 3 * 4]),
+            ],
+        );
+        assert_eq!(shape(&z), vec![sym("n"), k(3)]);
+    }
+
+    #[test]
+    fn linear_classifier_without_labels_labels_int64() {
+        // onnxruntime labels a one-intercept model 0 or 1 without a list:
+        // int64 labels, one score column (the intercept count).
+        let (y, z) = classify("LinearClassifier", &[floats("intercepts", &[0.5])]);
+        assert_eq!(y.dtype, Some(DType::Int64));
+        assert_eq!(shape(&z), vec![sym("n"), k(1)]);
+    }
+
+    #[test]
+    fn array_feature_extractor_has_onnxruntimes_shapes() {
+        let afe = |x: Option<Fact>, y: Option<Fact>| {
+            run_in(ML, "ArrayFeatureExtractor", 1, &[], vec![x, y], 1)
+        };
+        // skl2onnx's class list [3] indexed by an argmax [n, 1]: a 1-D X
+        // gives [1, |Y|] = [1, n].
+        let classes = i64s(vec![k(3)], &[3, 5, 7]);
+        let argmax = Some(Fact::new(DType::Int64, vec![sym("n"), k(1)]));
+        let out = afe(classes, argmax).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Int64, vec![k(1), sym("n")]));
+        // Columns [0, 2] of [n, 4]: [n, 2].
+        let cols = i64s(vec![k(2)], &[0, 2]);
+        let out = afe(f32s(vec![sym("n"), k(4)]), cols).unwrap();
+        assert_eq!(out[0], Fact::new(DType::Float32, vec![sym("n"), k(2)]));
+        // Higher ranks keep all but the last axis: [2, 5, 7] by 3 indices
+        // given as [3, 1] -> [2, 5, 3 * 1].
+        let idx = Some(Fact::new(DType::Int64, vec![k(3), k(1)]));
+        let out = afe(f32s(vec![k(2), k(5), k(7)]), idx).unwrap();
+        assert_eq!(shape(&out[0]), vec![k(2), k(5), k(3)]);
+        // A scalar X has no axis to select from.
+        assert!(afe(f32s(vec![]), i64s(vec![k(1)], &[0])).is_err());
     }
 }
