@@ -786,7 +786,8 @@ impl Shapes {
     /// memory); returns how many entries were added.
     pub fn write_model_to(&self, out: &Output) -> Result<usize> {
         let (patch, n) = crate::onnx::write::value_info_patch(&self.model, &self.inferred);
-        out.write_parts(&[&self.model.bytes, &patch], self.model.mapped())?;
+        let (mark, rest) = crate::onnx::write::marked(&self.model.bytes);
+        out.write_parts(&[&mark, rest, &patch], self.model.mapped())?;
         Ok(n)
     }
 }

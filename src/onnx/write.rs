@@ -10,7 +10,8 @@ use crate::onnx::infer::Inferred;
 /// place. Returns how many entries were added.
 pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Result<usize> {
     let (patch, n) = value_info_patch(model, inferred);
-    let parts: [&[u8]; 2] = [&model.bytes, &patch];
+    let (mark, rest) = marked(&model.bytes);
+    let parts: [&[u8]; 3] = [&mark, rest, &patch];
     crate::output::write_atomic_mapped(std::path::Path::new(out), &parts, model.mapped(), out)?;
     Ok(n)
 }
@@ -20,10 +21,20 @@ pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Re
 /// [`value_info_patch`].
 pub fn with_value_info(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
     let (patch, n) = value_info_patch(model, inferred);
-    let mut bytes = Vec::with_capacity(model.bytes.len() + patch.len());
-    bytes.extend_from_slice(&model.bytes);
+    let (mark, rest) = marked(&model.bytes);
+    let mut bytes = Vec::with_capacity(mark.len() + model.bytes.len() + patch.len());
+    bytes.extend_from_slice(&mark);
+    bytes.extend_from_slice(rest);
     bytes.extend_from_slice(&patch);
     (bytes, n)
+}
+
+/// c3's mark, to write first in a copy of a model, and the model's bytes
+/// after the mark an earlier copy put first (all of them where there is
+/// none): a copy of a copy carries one mark.
+pub fn marked(bytes: &[u8]) -> (Vec<u8>, &[u8]) {
+    let mark = crate::output::mark::onnx_mark();
+    (mark, &bytes[crate::output::mark::onnx_mark_len(bytes)..])
 }
 
 /// What a copy of the model appends to the model's own bytes to carry every
