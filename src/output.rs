@@ -134,6 +134,11 @@ impl Output {
         })
     }
 
+    /// The file written, `None` for standard output.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
     pub fn is_stdout(&self) -> bool {
         self.file.is_none()
     }
@@ -448,6 +453,14 @@ fn carries_mark(path: &Path, kind: Kind) -> bool {
         return false;
     }
     kind.carried_by(&head)
+}
+
+/// Whether `a` and `b` are one file (both must exist).
+pub fn is_same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => same_file(&a, &b),
+        _ => false,
+    }
 }
 
 #[cfg(unix)]
