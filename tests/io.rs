@@ -118,14 +118,18 @@ fn o_refuses_an_existing_file_c3_did_not_write_and_force_replaces_it() {
     )
     .ok();
 
-    // An ONNX model is never replaced without --force, even one c3 wrote.
+    // A model c3 wrote carries its mark and is replaced again; a model it
+    // did not write is not, without --force.
     c3_in(&dir, &["shapes", RESNET, "-o", "s.onnx"]).ok();
+    c3_in(&dir, &["shapes", RESNET, "-o", "s.onnx"]).ok();
+    c3_in(&dir, &["annotate", RESNET, "-o", "s.onnx"]).ok();
+    std::fs::copy(RESNET, dir.join("s.onnx")).unwrap();
     let before = std::fs::read(dir.join("s.onnx")).unwrap();
     let err = c3_in(&dir, &["shapes", RESNET, "-o", "s.onnx"])
         .one_line_error(1)
         .to_string();
     assert!(
-        err.contains("-o s.onnx: an existing file; add --force"),
+        err.contains("-o s.onnx: an existing file that c3 did not generate; add --force"),
         "{err}"
     );
     c3_in(&dir, &["annotate", RESNET, "-o", "s.onnx"]).one_line_error(1);
@@ -455,4 +459,130 @@ fn shapes_refuses_a_dim_the_model_does_not_have() {
         "{err}"
     );
     c3(&["shapes", GPT, "--dim", "batch=1"]).ok();
+}
+
+// ------------------------------------- issue 52 item 5, issue 53 item 4
+
+/// Every format, from `estimate`, a batch and `diff`, and every model c3
+/// writes, is c3's own the second time: the same command run twice
+/// succeeds without --force, and so does a copy of a copy.
+#[test]
+fn every_format_written_twice_is_replaced_without_force() {
+    let dir = scratch("twice");
+    let runs: &[&[&str]] = &[
+        &["estimate", RESNET, "-o", "r"],
+        &["estimate", RESNET, "--summary", "-o", "r"],
+        &["estimate", RESNET, "--format", "md", "-o", "r"],
+        &["estimate", RESNET, "--format", "csv", "-o", "r"],
+        &[
+            "estimate",
+            RESNET,
+            "--format",
+            "csv",
+            "--columns",
+            "flops,params",
+            "-o",
+            "r",
+        ],
+        &["estimate", RESNET, "--format", "json", "-o", "r"],
+        &["estimate", RESNET, "--format", "html", "-o", "r"],
+        &["estimate", RESNET, "--format", "model-explorer", "-o", "r"],
+        &["estimate", TRACE, "--format", "csv", "-o", "r"],
+        &["estimate", RESNET, TRACE, "-o", "r"],
+        &["estimate", RESNET, TRACE, "--format", "json", "-o", "r"],
+        &["diff", RESNET, TRACE, "-o", "r"],
+        &["diff", RESNET, TRACE, "--format", "md", "-o", "r"],
+        &[
+            "diff",
+            RESNET,
+            TRACE,
+            "--format",
+            "csv",
+            "--summary",
+            "-o",
+            "r",
+        ],
+        &["diff", RESNET, TRACE, "--format", "json", "-o", "r"],
+        &["annotate", RESNET, "-o", "r"],
+        &["shapes", RESNET, "-o", "r"],
+    ];
+    for args in runs {
+        c3_in(&dir, args).ok();
+        c3_in(&dir, args).ok();
+        std::fs::remove_file(dir.join("r")).unwrap();
+    }
+    // A copy of a copy carries one mark, first.
+    c3_in(&dir, &["annotate", RESNET, "-o", "a.onnx"]).ok();
+    c3_in(&dir, &["shapes", "a.onnx", "-o", "s.onnx"]).ok();
+    c3_in(&dir, &["annotate", "s.onnx", "-o", "a.onnx"]).ok();
+    for f in ["a.onnx", "s.onnx"] {
+        let bytes = std::fs::read(dir.join(f)).unwrap();
+        let mark = b"c3.generator";
+        let count = bytes.windows(mark.len()).filter(|w| w == mark).count();
+        assert_eq!(count, 1, "{f}");
+        assert_eq!(&bytes[4..16], mark, "{f}: the first field");
+    }
+    assert_eq!(
+        listing(&dir),
+        ["a.onnx", "s.onnx"],
+        "no temporary file left"
+    );
+}
+
+/// A user's file that mentions c3 where c3 writes nothing of the kind (a
+/// trace with a `c3_version` key, a note quoting a report, a spreadsheet)
+/// is kept: one line, exit 1, the file as it was.
+#[test]
+fn a_file_that_merely_mentions_c3_is_kept_without_force() {
+    let dir = scratch("mentions");
+    let files: &[(&str, &str)] = &[
+        ("t.json", r#"{"c3_version": "0.1.0", "layers": []}"#),
+        (
+            "m.json",
+            "{\n  \"meta\": {\n    \"model\": \"x\",\n    \"c3_version\": \"1\"\n  }\n}\n",
+        ),
+        (
+            "n.md",
+            "# notes\n\nc3_version and <meta name=\"generator\" content=\"c3\">\n",
+        ),
+        ("s.csv", "Name,Op,FLOPs\nconv,Conv,1\n"),
+        (
+            "x.html",
+            "<html><meta name=\"generator\" content=\"c3\"></html>",
+        ),
+        ("l.txt", "Layers\nof my cake\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+        let err = c3_in(&dir, &["estimate", RESNET, "--format", "json", "-o", name])
+            .one_line_error(1)
+            .to_string();
+        assert!(err.contains("c3 did not generate"), "{name}: {err}");
+        assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *text);
+    }
+    // A model whose metadata says c3 somewhere other than first is not c3's.
+    let mut model = std::fs::read(RESNET).unwrap();
+    model.extend_from_slice(b"\x72\x16\x0a\x0cc3.generator\x12\x06c3 0.1");
+    std::fs::write(dir.join("u.onnx"), &model).unwrap();
+    for cmd in ["annotate", "shapes"] {
+        c3_in(&dir, &[cmd, RESNET, "-o", "u.onnx"]).one_line_error(1);
+        assert!(std::fs::read(dir.join("u.onnx")).unwrap() == model, "{cmd}");
+    }
+}
+
+/// A name of 243 bytes is legal (255 is the limit); the temporary file
+/// beside it is named within the limit too.
+#[test]
+fn a_243_byte_file_name_is_written() {
+    let dir = scratch("long_name");
+    let name = format!("{}.csv", "r".repeat(239));
+    assert_eq!(name.len(), 243);
+    for _ in 0..2 {
+        c3_in(&dir, &["estimate", RESNET, "--format", "csv", "-o", &name]).ok();
+    }
+    let onnx = format!("{}.onnx", "m".repeat(238));
+    c3_in(&dir, &["annotate", RESNET, "-o", &onnx]).ok();
+    let mut want = vec![name, onnx];
+    want.sort();
+    assert_eq!(listing(&dir), want);
 }

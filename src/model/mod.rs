@@ -637,6 +637,9 @@ impl Model {
             Source::Onnx(m) => m.mapped(),
             Source::Trace(_) => None,
         };
+        if let Source::Onnx(m) = &self.source {
+            crate::onnx::write::check_copy(m, out)?;
+        }
         self.annotated(opts, |pieces| {
             out.write_parts(&pieces.slices(), mapped)?;
             Ok((pieces.nodes, pieces.value_info))
@@ -785,8 +788,10 @@ impl Shapes {
     /// the mapped file, then the value_info entries (never joined in
     /// memory); returns how many entries were added.
     pub fn write_model_to(&self, out: &Output) -> Result<usize> {
+        crate::onnx::write::check_copy(&self.model, out)?;
         let (patch, n) = crate::onnx::write::value_info_patch(&self.model, &self.inferred);
-        out.write_parts(&[&self.model.bytes, &patch], self.model.mapped())?;
+        let (mark, rest) = crate::onnx::write::marked(&self.model.bytes);
+        out.write_parts(&[&mark, rest, &patch], self.model.mapped())?;
         Ok(n)
     }
 }

@@ -84,11 +84,12 @@ pub fn external_location(t: &TensorProto, dir: &Path) -> Result<PathBuf, String>
     resolve(location_of(t)?, dir)
 }
 
-/// The `location` entry of a tensor's external data.
-fn location_of(t: &TensorProto) -> Result<&str, String> {
+/// The `location` entry of a tensor's external data: the last one, as ONNX
+/// reads them (each entry sets its key in turn).
+pub fn location_of(t: &TensorProto) -> Result<&str, String> {
     t.external_data
         .iter()
-        .find(|e| e.key.as_deref() == Some("location"))
+        .rfind(|e| e.key.as_deref() == Some("location"))
         .and_then(|e| e.value.as_deref())
         .ok_or_else(|| "external data without a location".into())
 }
@@ -161,10 +162,11 @@ impl<'d> ExternalFiles<'d> {
 }
 
 fn external_field(t: &TensorProto, key: &str) -> Result<Option<u64>, String> {
+    // The last entry of a key, as for the location.
     match t
         .external_data
         .iter()
-        .find(|e| e.key.as_deref() == Some(key))
+        .rfind(|e| e.key.as_deref() == Some(key))
     {
         None => Ok(None),
         Some(e) => e

@@ -10,7 +10,8 @@ use crate::onnx::infer::Inferred;
 /// place. Returns how many entries were added.
 pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Result<usize> {
     let (patch, n) = value_info_patch(model, inferred);
-    let parts: [&[u8]; 2] = [&model.bytes, &patch];
+    let (mark, rest) = marked(&model.bytes);
+    let parts: [&[u8]; 3] = [&mark, rest, &patch];
     crate::output::write_atomic_mapped(std::path::Path::new(out), &parts, model.mapped(), out)?;
     Ok(n)
 }
@@ -20,10 +21,66 @@ pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Re
 /// [`value_info_patch`].
 pub fn with_value_info(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usize) {
     let (patch, n) = value_info_patch(model, inferred);
-    let mut bytes = Vec::with_capacity(model.bytes.len() + patch.len());
-    bytes.extend_from_slice(&model.bytes);
+    let (mark, rest) = marked(&model.bytes);
+    let mut bytes = Vec::with_capacity(mark.len() + model.bytes.len() + patch.len());
+    bytes.extend_from_slice(&mark);
+    bytes.extend_from_slice(rest);
     bytes.extend_from_slice(&patch);
     (bytes, n)
+}
+
+/// Refuses a copy of `model` at `out` that would lose or destroy its
+/// weights kept in external files: `out` is one of those files (refused
+/// with or without --force), or in another folder, where the files' names,
+/// relative to the model's folder, would no longer lead to them. A copy on
+/// standard output is the reader's to place.
+pub fn check_copy(model: &OnnxModel, out: &crate::output::Output) -> Result<()> {
+    use crate::error::Error;
+    let Some(file) = out.file() else {
+        return Ok(());
+    };
+    let Some(graph) = model.model.graph.as_ref() else {
+        return Ok(());
+    };
+    let shown = out.shown();
+    let folder = |p: &std::path::Path| {
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        dir.canonicalize().ok()
+    };
+    let moved = folder(file) != model.dir.canonicalize().ok();
+    let external = graph
+        .initializer
+        .iter()
+        .filter(|t| t.data_location == Some(1));
+    for t in external {
+        let Ok(location) = crate::onnx::tensor::location_of(t) else {
+            continue;
+        };
+        let data = model.dir.join(location);
+        if crate::output::is_same_file(&data, file) {
+            return Err(Error::Usage(format!(
+                "-o {shown}: this is the model's external data file {location}; write the copy to another file"
+            )));
+        }
+        if moved {
+            return Err(Error::Usage(format!(
+                "-o {shown}: the model keeps weights in {location}, named from its own folder; write the copy in that folder ({}) so they still load",
+                model.dir.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// c3's mark, to write first in a copy of a model, and the model's bytes
+/// after the mark an earlier copy put first (all of them where there is
+/// none): a copy of a copy carries one mark.
+pub fn marked(bytes: &[u8]) -> (Vec<u8>, &[u8]) {
+    let mark = crate::output::mark::onnx_mark();
+    (mark, &bytes[crate::output::mark::onnx_mark_len(bytes)..])
 }
 
 /// What a copy of the model appends to the model's own bytes to carry every

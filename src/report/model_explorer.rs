@@ -105,6 +105,9 @@ pub fn render(
     // Per graph, in order of first appearance: the keys in order and sums.
     type Sums<'a> = (Vec<&'a str>, HashMap<&'a str, Value>);
     let mut graphs: Vec<(&str, Sums)> = Vec::new();
+    // Where each graph is in `graphs`: a model with 25,000 bodies looked
+    // each layer's graph up along the list (1.9 s against 0.48 s for CSV).
+    let mut at_of: HashMap<&str, usize> = HashMap::new();
     for (i, l) in report.layers.iter().enumerate() {
         let v = match metric {
             Metric::Flops => json!(l.flops),
@@ -131,13 +134,10 @@ pub fn render(
             Some((g, k)) => (g.as_deref().unwrap_or(&ids.graph), k),
             None => (&ids.graph, std::slice::from_ref(&l.name)),
         };
-        let at = match graphs.iter().position(|(g, _)| *g == graph) {
-            Some(at) => at,
-            None => {
-                graphs.push((graph, Default::default()));
-                graphs.len() - 1
-            }
-        };
+        let at = *at_of.entry(graph).or_insert_with(|| {
+            graphs.push((graph, Default::default()));
+            graphs.len() - 1
+        });
         let (order, sums) = &mut graphs[at].1;
         for key in keys {
             match sums.get_mut(key.as_str()) {
