@@ -189,6 +189,9 @@ pub struct EstimateArgs {
     /// Show only the first N layer rows (after --sort); the totals count all.
     #[arg(long, value_name = "N")]
     pub top: Option<usize>,
+    /// Add the module tree: layers grouped by name, N levels deep.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=64))]
+    pub depth: Option<u8>,
     /// Colour the table: on a terminal without NO_COLOR (auto), always, never.
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
@@ -572,6 +575,7 @@ impl EstimateArgs {
             sort: self.sort,
             top: self.top,
             color: self.color,
+            depth: self.depth.map(usize::from),
         }
     }
 

@@ -341,3 +341,76 @@ fn help_and_usage_errors_read_cleanly() {
         "error: the following required arguments were not provided: <MODEL>"
     );
 }
+
+#[test]
+fn the_module_tree_groups_layers_by_name_and_adds_up_to_the_totals() {
+    let model = format!("{ROOT}/examples/onnx/gpt_decoder_torchscript.onnx");
+    let j = C3::new()
+        .args([
+            &"estimate".to_string(),
+            &model,
+            &"--dim".into(),
+            &"batch=1".into(),
+            &"--dim".into(),
+            &"seq=8".into(),
+            &"--depth".into(),
+            &"2".into(),
+            &"--format".into(),
+            &"json".into(),
+        ])
+        .run()
+        .json();
+    crate::common::schema::assert_valid("estimate.schema.json", &j);
+    let tree = j["tree"].as_array().unwrap();
+    let layers = j["layers"].as_array().unwrap();
+    // The top level's figures add up to the totals: every layer is under
+    // exactly one top-level node.
+    for key in ["layers", "flops", "mread", "mwrite"] {
+        let top: u64 = tree
+            .iter()
+            .filter(|n| n["level"] == 1)
+            .map(|n| n[key].as_u64().unwrap())
+            .sum();
+        assert_eq!(top, j["total"][key].as_u64().unwrap(), "{key}");
+    }
+    // A node is the sum of the layers under its name: /blocks.0/attn/...
+    let attn = tree.iter().find(|n| n["path"] == "blocks.0/attn").unwrap();
+    let under: Vec<&serde_json::Value> = layers
+        .iter()
+        .filter(|l| l["name"].as_str().unwrap().starts_with("/blocks.0/attn/"))
+        .collect();
+    assert_eq!(attn["layers"], under.len());
+    let flops: u64 = under.iter().map(|l| l["flops"].as_u64().unwrap()).sum();
+    assert_eq!(attn["flops"], flops);
+    assert!(flops > 0);
+    // Nodes come depth first: blocks.0's children right after it.
+    let at = tree.iter().position(|n| n["path"] == "blocks.0").unwrap();
+    assert_eq!(
+        tree[at + 1]["path"].as_str().unwrap().split('/').next(),
+        Some("blocks.0")
+    );
+    // CSV with --depth is the tree, one row a node, by path.
+    let csv = C3::new()
+        .args([
+            &"estimate".to_string(),
+            &model,
+            &"--dim".into(),
+            &"batch=1".into(),
+            &"--dim".into(),
+            &"seq=8".into(),
+            &"--depth".into(),
+            &"2".into(),
+            &"--format".into(),
+            &"csv".into(),
+        ])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(csv.starts_with("path,layers,flops,"), "{csv}");
+    assert!(
+        csv.lines().any(|l| l.starts_with("blocks.0/attn,")),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), tree.len() + 2, "header, nodes, total");
+}

@@ -43,5 +43,6 @@ def estimate(
     optimizer: Optional[str] = ...,
     master_weights: Optional[str] = ...,
     recompute: List[str] = ...,
+    depth: Optional[int] = ...,
 ) -> str: ...
 def cli(args: List[str]) -> str: ...

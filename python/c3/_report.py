@@ -95,9 +95,9 @@ class Report:
 
     def _render(
         self, parts: str, unit: Optional[str], mode: str, n_digits: int,
-        columns: Optional[Sequence[str]],
+        columns: Optional[Sequence[str]], depth: Optional[int] = None,
     ) -> str:
-        if mode not in _MODES:
+        if mode not in _MODES and mode != "json":
             raise _c3.UsageError(f"mode {mode!r}: expected one of {', '.join(_MODES)}")
         if unit not in _UNITS:
             raise _c3.UsageError(f"unit {unit!r}: expected None, 'K', 'M', 'G', 'T' or 'auto'")
@@ -106,9 +106,11 @@ class Report:
         )
         payload, kind, name, options = self._source
         options = dict(options, strict=False)
+        if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int)):
+            raise TypeError(f"depth: an int from 1 to 64, not {type(depth).__name__}")
         return _c3.estimate(
             payload, kind, name, format=mode, unit=_UNITS[unit], digits=int(n_digits),
-            columns=cols, parts=parts, **options,
+            columns=cols, parts=parts, depth=depth, **options,
         )
 
     def show_report(
@@ -118,6 +120,7 @@ class Report:
         n_digits: int = 3,
         columns: Optional[Sequence[str]] = None,
         file: Optional[TextIO] = None,
+        depth: Optional[int] = None,
     ) -> None:
         """Prints the per-layer report, as chainer_computational_cost's ``show_report``.
 
@@ -136,9 +139,19 @@ class Report:
                 ``attrs`` here); default name, op, flops, mread, mwrite, mrw,
                 params.
             file: where to print (``sys.stdout`` by default).
+            depth: add the module tree, layers grouped by name this many
+                levels deep (``--depth``; in ``'csv'`` mode, the tree alone).
         """
         out = sys.stdout if file is None else file
-        out.write(self._render("layers", unit, mode, n_digits, columns))
+        out.write(self._render("layers", unit, mode, n_digits, columns, depth))
+
+    def tree(self, depth: int = 2) -> List[Dict[str, Any]]:
+        """The module tree: layers grouped by their names' leading parts (an
+        exported path split at ``/``, a module path at ``/`` and ``.``), ``depth`` levels deep,
+        depth first; each node ``{"path", "level", "layers", "flops",
+        "mread", "mwrite"}``, the top level adding up to ``total``."""
+        text = self._render("both", None, "json", 3, None, depth)
+        return list(json.loads(text).get("tree", []))
 
     def show_summary_report(
         self,

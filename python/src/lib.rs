@@ -185,7 +185,7 @@ fn run_estimate(source: Source, name: &str, o: &Options) -> Result<String, Error
 #[pyo3(signature = (model, kind, name, *, dims, inputs, rules, device, measured, profile, fma,
                     attention, if_branch, prune, weights, activations, strict, format, unit,
                     digits, columns, parts, training=false, freeze=Vec::new(), optimizer=None,
-                    master_weights=None, recompute=Vec::new()))]
+                    master_weights=None, recompute=Vec::new(), depth=None))]
 #[allow(clippy::too_many_arguments)]
 fn estimate(
     py: Python<'_>,
@@ -215,6 +215,7 @@ fn estimate(
     optimizer: Option<String>,
     master_weights: Option<String>,
     recompute: Vec<String>,
+    depth: Option<usize>,
 ) -> PyResult<String> {
     let options = || -> Result<Options, Error> {
         if let Some((k, v)) = dims.iter().find(|(_, v)| **v < 0) {
@@ -276,6 +277,12 @@ fn estimate(
                     "layers" => Parts::Layers,
                     "summary" => Parts::Summary,
                     _ => return Err(usage(format!("parts {parts}: both, layers or summary"))),
+                },
+                depth: match depth {
+                    Some(d) if !(1..=64).contains(&d) => {
+                        return Err(usage(format!("depth {d}: 1 to 64")));
+                    }
+                    d => d,
                 },
                 ..ReportOptions::default()
             },

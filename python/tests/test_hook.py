@@ -384,3 +384,24 @@ def test_c3_options_do_not_collide_with_the_models_arguments():
     # A model argument of the same name goes in model_kwargs: one Mul of 4.
     r = c3.torch.estimate(Net(), torch.randn(4), model_kwargs={"device": "cpu"})
     assert r.total["flops"] == 4
+
+
+def test_the_module_tree_groups_the_hooks_layers_by_module():
+    import torch
+    import torchvision
+
+    import c3.torch
+
+    model = torchvision.models.resnet18().eval()
+    r = c3.torch.estimate(model, torch.randn(1, 3, 64, 64))
+    tree = r.tree(2)
+    top = [n for n in tree if n["level"] == 1]
+    # The top level adds up to the totals.
+    assert sum(n["flops"] for n in top) == r.total["flops"]
+    assert sum(n["layers"] for n in top) == r.total["layers"]
+    by_path = {n["path"]: n for n in tree}
+    # layer1: two BasicBlocks of conv, bn, relu, conv, bn, the residual Add
+    # and relu: 7 layers each.
+    assert by_path["layer1"]["layers"] == 14
+    assert by_path["layer1/0"]["layers"] == by_path["layer1/1"]["layers"] == 7
+    assert by_path["layer1"]["flops"] == by_path["layer1/0"]["flops"] + by_path["layer1/1"]["flops"]

@@ -50,6 +50,7 @@ pub struct ReportRequest {
     pub sort: Option<SortKey>,
     pub top: Option<usize>,
     pub color: ColorChoice,
+    pub depth: Option<usize>,
 }
 
 impl Default for ReportRequest {
@@ -64,6 +65,7 @@ impl Default for ReportRequest {
             sort: None,
             top: None,
             color: ColorChoice::Auto,
+            depth: None,
         }
     }
 }
@@ -106,6 +108,7 @@ impl ReportRequest {
             top: self.top,
             width: report::terminal_width(terminal),
             color: format == Format::Table && self.color.wanted(terminal),
+            depth: self.depth,
             ..ReportOptions::default()
         })
     }

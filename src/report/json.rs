@@ -493,6 +493,9 @@ struct Doc<'a> {
     /// With `--training`: what trains, what is not counted, `--fit`.
     #[serde(skip_serializing_if = "Option::is_none")]
     training: Option<super::training::TrainingJ<'a>>,
+    /// With `--depth`: the module tree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tree: Option<Vec<super::tree::TreeNode>>,
 }
 
 #[derive(Serialize)]
@@ -731,6 +734,7 @@ fn doc<'a>(
             .collect(),
         profile: report.measured.as_ref().map(|m| profile_j(report, m)),
         training: training.map(super::training::training_j),
+        tree: opts.depth.map(|d| super::tree::tree(report, d)),
     }
 }
 
@@ -780,6 +784,10 @@ fn write_doc(doc: &Doc<'_>, w: &mut dyn Write) -> io::Result<()> {
         }
         if let Some(t) = &doc.training {
             c.key(1, false, "training")?;
+            c.value(t, 1)?;
+        }
+        if let Some(t) = &doc.tree {
+            c.key(1, false, "tree")?;
             c.value(t, 1)?;
         }
         c.close(0, b"}")

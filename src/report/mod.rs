@@ -25,6 +25,7 @@ pub mod shapes;
 pub mod text;
 mod timing;
 mod training;
+pub mod tree;
 
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -278,6 +279,9 @@ pub struct ReportOptions {
     pub width: Option<usize>,
     /// Colour the table (a terminal that wants it).
     pub color: bool,
+    /// Group the layers into a module tree this many levels deep
+    /// (`--depth`).
+    pub depth: Option<usize>,
 }
 
 impl Default for ReportOptions {
@@ -296,6 +300,7 @@ impl Default for ReportOptions {
             top: None,
             width: None,
             color: false,
+            depth: None,
         }
     }
 }
@@ -677,6 +682,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
     if opts.parts != Parts::Layers {
         grids.push(summary_grid(report, &s, roofline));
     }
+    if let Some(depth) = opts.depth {
+        grids.push(tree::grid(report, &s, depth, false));
+    }
     let shown = layer_rows(report, roofline, opts.sort, opts.top).len();
     let rows_note = (opts.parts != Parts::Summary)
         .then(|| rows::rows_note(report.layers.len(), shown, opts.sort))
@@ -826,7 +834,8 @@ fn let_go(grids: Vec<Grid>) {
     }
 }
 
-/// CSV: exactly one table (the layers, or the summary with `--summary`)
+/// CSV: exactly one table (the layers, the summary with `--summary`, the
+/// module tree with `--depth`)
 /// with machine column names; exact integers unless a unit is asked for.
 fn csv_report(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofline>) -> String {
     let mut opts = opts.clone();
@@ -834,7 +843,9 @@ fn csv_report(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         opts.unit = Unit::None;
     }
     let s = Scaler::new(&opts, &report.total);
-    let g = if opts.parts == Parts::Summary {
+    let g = if let Some(depth) = opts.depth {
+        tree::grid(report, &s, depth, true)
+    } else if opts.parts == Parts::Summary {
         summary_grid(report, &s, roofline)
     } else {
         layer_grid(report, &opts, &s, roofline)
