@@ -413,4 +413,29 @@ fn the_module_tree_groups_layers_by_name_and_adds_up_to_the_totals() {
         "{csv}"
     );
     assert_eq!(csv.lines().count(), tree.len() + 2, "header, nodes, total");
+    // Every other format shows it too.
+    for (format, want) in [
+        ("md", "### Module tree (depth 2)"),
+        ("html", "<h2>Module tree"),
+    ] {
+        let out = C3::new()
+            .args([
+                &"estimate".to_string(),
+                &model,
+                &"--dim".into(),
+                &"batch=1".into(),
+                &"--dim".into(),
+                &"seq=8".into(),
+                &"--depth".into(),
+                &"2".into(),
+                &"--format".into(),
+                &format.to_string(),
+            ])
+            .run()
+            .ok()
+            .stdout
+            .clone();
+        assert!(out.contains(want), "{format}");
+        assert!(out.contains("attn"), "{format}");
+    }
 }

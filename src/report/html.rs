@@ -153,11 +153,37 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         measured_chart(&mut out, report, r, &colours, d);
     }
     layer_table(&mut out, report, roofline, d);
+    if let Some(depth) = opts.depth {
+        module_tree(&mut out, report, depth, d);
+    }
     notes(&mut out, report, d);
     out.push_str("</main>\n");
     layer_data(&mut out, report, roofline, d);
     let _ = write!(out, "<script>\n{SCRIPT}</script>\n</body>\n</html>\n");
     out
+}
+
+/// `--depth`: the module tree, each node indented by its level.
+fn module_tree(out: &mut String, report: &CostReport, depth: usize, d: usize) {
+    let _ = writeln!(
+        out,
+        "<section id=\"tree\">\n<h2>Module tree <span class=\"count\">depth {depth}</span></h2>\n<div class=\"scroll\"><table class=\"grid\">\n<thead><tr><th>Module</th><th class=\"n\">Layers</th><th class=\"n\">FLOPs</th><th class=\"n\">Read+Written</th><th class=\"n\">FLOPs %</th></tr></thead>\n<tbody>"
+    );
+    let total = report.total.flops.max(1) as f64;
+    for n in super::tree::tree(report, depth) {
+        let last = n.path.rsplit('/').next().unwrap_or(&n.path);
+        let _ = writeln!(
+            out,
+            "<tr><td style=\"padding-left: {}em\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td></tr>",
+            n.level - 1,
+            esc(last),
+            n.layers,
+            flops_text(n.flops, d),
+            bytes_text(n.mread.saturating_add(n.mwrite), d),
+            100.0 * n.flops as f64 / total
+        );
+    }
+    out.push_str("</tbody>\n</table></div>\n</section>\n");
 }
 
 fn about(out: &mut String, opts: &ReportOptions) {
