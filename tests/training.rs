@@ -316,6 +316,8 @@ fn every_format_shows_the_backward() {
         ("table", "Bwd KFLOPs"),
         ("md", "Training step"),
         ("csv", "backward_flops"),
+        // Adam's step and the peak on the total row: 676 · 9 FLOPs.
+        ("csv", ",6084,"),
         ("html", "Training step"),
     ] {
         let out = C3::new()

@@ -216,6 +216,28 @@ pub(super) fn columns(
         // Each tensor once, however many layers keep it.
         s.value(t.memory.saved_activations, bytes),
     );
+    // CSV has no paragraph under its table: the step's model-level figures
+    // are columns of the total row alone.
+    if csv {
+        let m = &t.memory;
+        let opt = t.optimizer.as_ref();
+        for (key, v) in [
+            ("optimizer_flops", opt.map(|o| o.flops)),
+            (
+                "optimizer_mrw",
+                opt.map(|o| o.mread.saturating_add(o.mwrite)),
+            ),
+            ("weights_bytes", Some(m.weights)),
+            ("gradients_bytes", Some(m.gradients)),
+            ("optimizer_states_bytes", Some(m.optimizer_states)),
+            ("saved_activations_bytes", Some(m.saved_activations)),
+            ("transient_bytes", Some(m.transient)),
+            ("peak_bytes", Some(m.peak)),
+        ] {
+            let cells = vec![String::new(); shown.len()];
+            add(key, key, cells, v.map_or(String::new(), |v| v.to_string()));
+        }
+    }
 }
 
 /// The summary's training columns, by operator type.
