@@ -162,6 +162,9 @@ pub(super) fn types(
     if report.measured.is_some() {
         head.push_str("<th class=\"n\">Measured</th><th class=\"n\">Measured %</th>");
     }
+    if report.training.is_some() {
+        head.push_str("<th class=\"n\">Bwd FLOPs</th><th class=\"n\">Bwd Bytes R+W</th>");
+    }
     head.push_str("</tr>");
     let _ = writeln!(
         out,
@@ -176,7 +179,7 @@ pub(super) fn types(
     };
     let all_time: f64 = roofline.map_or(0.0, |r| r.bound_s);
     let all_measured: f64 = measured.values().sum();
-    for (o, s) in ops.iter().zip(&report.summary) {
+    for (i, (o, s)) in ops.iter().zip(&report.summary).enumerate() {
         let _ = write!(
             out,
             "<tr><td><span class=\"sw\" style=\"background:{}\"></span>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
@@ -204,6 +207,14 @@ pub(super) fn types(
                 "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
                 time_text(t, d),
                 pct(t, all_measured)
+            );
+        }
+        if let Some(b) = report.training.as_ref().and_then(|t| t.by_type.get(i)) {
+            let _ = write!(
+                out,
+                "<td class=\"n\">{}</td><td class=\"n\">{}</td>",
+                flops_text(b.flops, d),
+                bytes_text(b.mread.saturating_add(b.mwrite), d)
             );
         }
         out.push_str("</tr>\n");
