@@ -1469,3 +1469,4 @@ fn devices_file_of_100_mb() {
 
 mod models;
 mod names;
+mod round3;
