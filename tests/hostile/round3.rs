@@ -133,3 +133,149 @@ fn functions_that_double_19_times_are_refused_under_the_node_limit() {
         ],
     );
 }
+
+// ------------------------------------------- item 2: a batch survives
+
+/// A folder `models` with a good model and `bad`, the names of files that
+/// are not models (made by the caller).
+fn batch_folder(c: &Case) -> PathBuf {
+    let dir = c.path("models");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("good.onnx"), relu_model()).unwrap();
+    dir
+}
+
+#[test]
+fn dangling_and_looping_links_in_a_folder_are_reported_on_their_rows() {
+    // A link to nowhere, a link to itself and a FIFO, each named .onnx:
+    // each is a row with its error (the FIFO unopened), the good model is
+    // costed, and the exit code is the worst.
+    let c = case("batch_dangling_links");
+    let dir = batch_folder(&c);
+    std::os::unix::fs::symlink(dir.join("nowhere"), dir.join("dangling.onnx")).unwrap();
+    std::os::unix::fs::symlink(dir.join("loop.onnx"), dir.join("loop.onnx")).unwrap();
+    let made = Command::new("mkfifo").arg(dir.join("fifo.onnx")).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo failed");
+    let d = dir.to_str().unwrap();
+    c.fails(
+        &["estimate", d, "--format", "json"],
+        2,
+        &["3 of 4 model(s) failed"],
+    );
+    let o = C3::new()
+        .args(["estimate", d, "--format", "json"])
+        .kill_after(KILL_AFTER)
+        .run();
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let rows = v["models"].as_array().unwrap();
+    let error = |name: &str| {
+        rows.iter()
+            .find(|r| r["model"].as_str().is_some_and(|m| m.ends_with(name)))
+            .and_then(|r| r["error"].as_str())
+            .unwrap_or_else(|| panic!("no error row for {name}: {v}"))
+            .to_string()
+    };
+    assert!(error("dangling.onnx").contains("No such file"), "{v}");
+    assert!(error("loop.onnx").contains("symbolic links"), "{v}");
+    assert!(error("fifo.onnx").contains("not a regular file"), "{v}");
+    // The good one: its row is its estimate.
+    assert_eq!(
+        rows.iter().filter(|r| r.get("error").is_none()).count(),
+        1,
+        "{v}"
+    );
+}
+
+#[test]
+fn a_folder_of_only_dangling_links_fails() {
+    let c = case("batch_only_dangling_links");
+    let dir = c.path("models");
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in ["a.onnx", "b.json"] {
+        std::os::unix::fs::symlink(dir.join("gone"), dir.join(n)).unwrap();
+    }
+    c.fails(
+        &["estimate", dir.to_str().unwrap()],
+        2,
+        &["2 of 2 model(s) failed"],
+    );
+}
+
+/// A chain of `n` Relus: about a kilobyte a node once inferred and costed.
+fn relu_chain(n: usize) -> Vec<u8> {
+    let names: Vec<String> = (0..=n).map(|i| format!("v{i}")).collect();
+    let mut g = relu_graph();
+    g.input = vec![sized_value("v0", FLOAT, &[1, 8])];
+    g.output = vec![untyped(&names[n])];
+    g.node = (0..n)
+        .map(|i| build::node("Relu", &[&names[i]], &[&names[i + 1]]))
+        .collect();
+    model(g).encode_to_vec()
+}
+
+#[test]
+fn a_batch_survives_a_model_that_ends_its_process() {
+    // Under a 150 MB address-space limit, a 200,000-node model runs out of
+    // memory and its process aborts; the small model beside it is still
+    // reported, its row says how the other's process ended, and the
+    // exit code is 2 after one line.
+    let c = case("batch_survives_an_abort");
+    let big = c.file("big.onnx", &relu_chain(200_000));
+    let small = c.file("small.onnx", &relu_model());
+    let args = ["estimate", &big, &small, "--format", "json"];
+    std::fs::write(c.path("ulimit"), "-v 150000\n").unwrap();
+    std::fs::write(c.path("cmd"), args.join("\n") + "\n").unwrap();
+    std::fs::write(c.path("expect"), "2\n").unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 150000 && exec \"$0\" \"$@\"")
+        .arg(crate::common::cli::BIN)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("1 of 2 model(s) failed"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["models"].as_array().unwrap();
+    let e = rows[0]["error"].as_str().unwrap();
+    assert!(
+        e.starts_with("estimating it ended its process (signal 6"),
+        "{e}"
+    );
+    assert!(e.contains("memory allocation of"), "{e}");
+    assert_eq!(rows[0]["exit_code"], 2);
+    assert_eq!(rows[1]["total"]["flops"], 8, "{}", rows[1]);
+}
+
+#[test]
+fn a_batch_with_a_function_bomb_reports_the_others() {
+    // The bomb of `functions_that_double_at_every_level` beside a good
+    // model, as a table: the good row has figures, the bomb's the limit.
+    let c = case("batch_function_bomb");
+    let good = c.file("good.onnx", &relu_model());
+    let bomb = c.file(
+        "bomb.onnx",
+        &chain_of_calls(63, &"n".repeat(10_000), 100).encode_to_vec(),
+    );
+    c.fails(
+        &["estimate", &good, &bomb, "--format", "csv"],
+        2,
+        &["1 of 2 model(s) failed"],
+    );
+    let o = C3::new()
+        .args(["estimate", &good, &bomb, "--format", "csv"])
+        .run();
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert!(
+        lines[1].starts_with(&format!("{good},1,8,")),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        lines[2].contains("error: functions expand the model"),
+        "{}",
+        o.stdout
+    );
+}
