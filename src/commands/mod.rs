@@ -128,10 +128,10 @@ pub fn deliver(out: &Output, text: String) -> Result<String> {
 fn warn_unsupported(estimate: &crate::model::Estimate) {
     if let Some(ops) = estimate.unsupported_ops() {
         let count = estimate.report.unsupported.len();
-        eprintln!(
-            "warning: {count} layer(s) are not counted (see the unsupported list): {}",
+        crate::error::warn(&format!(
+            "{count} layer(s) are not counted (see the unsupported list): {}",
             report::text::shown(&ops)
-        );
+        ));
     }
 }
 

@@ -279,3 +279,129 @@ fn a_batch_with_a_function_bomb_reports_the_others() {
         o.stdout
     );
 }
+
+// ------------------------------------------------------- item 5: traces
+
+#[test]
+fn a_trace_after_65_blanks_is_a_trace() {
+    // The kind was decided from the first 64 bytes: all blanks, so ONNX.
+    // Now from the first byte that is not one, however far.
+    let c = case("trace_after_65_blanks");
+    let mut t = vec![b' '; 65];
+    t.extend_from_slice(RELU_TRACE.as_bytes());
+    let f = c.file("t.json", &t);
+    let r = c.accepts(&["estimate", &f, "--format", "json"]);
+    assert_eq!(r["layers"].as_array().unwrap().len(), 1);
+    // 100,000 blanks, newlines and tabs among them, then a broken trace:
+    // a trace's error, not "neither ONNX nor a trace".
+    let mut t = b" \n\t\r".repeat(25_000);
+    t.extend_from_slice(b"{\"layers\": [{\"op\": \"Relu\", \"nope\": 1}]}");
+    let g = c.file("u.json", &t);
+    let c2 = case("trace_after_100k_blanks");
+    c2.rejects(&g, &["not a valid trace", "unknown field `nope`"]);
+}
+
+#[test]
+fn only_blanks_are_neither_a_model_nor_a_trace() {
+    let c = case("blanks_only");
+    let f = c.file("t.json", &[b' '; 100]);
+    c.rejects(&f, &["neither an ONNX model nor an operator trace"]);
+}
+
+/// A one-layer trace whose layer name is `name_len` bytes, the whole file
+/// past 32 MiB when `pad` (so parsed as it is read).
+fn trace_with_long_name(name_len: usize, pad: bool) -> Vec<u8> {
+    let mut t = b"{\"layers\": [".to_vec();
+    if pad {
+        t.resize(t.len() + (33 << 20), b' ');
+    }
+    t.extend_from_slice(b"{\"op\": \"Relu\", \"name\": \"");
+    t.resize(t.len() + name_len, b'a');
+    t.extend_from_slice(
+        b"\", \"inputs\": [{\"shape\": [1, 8]}], \"outputs\": [{\"shape\": [1, 8]}]}]}",
+    );
+    t
+}
+
+#[test]
+fn a_200_mb_layer_name_is_refused_while_it_is_read() {
+    // Once held five times (1 GB); now refused at its 64 KiB + 1st byte,
+    // the string never held. Streamed (past 32 MiB of file), the name
+    // starting at byte 35.
+    let c = case("trace_200mb_name");
+    // Written a megabyte at a time, never held here either.
+    let path = c.path("t.json");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    w.write_all(b"{\"layers\": [{\"op\": \"Relu\", \"name\": \"")
+        .unwrap();
+    let mb = vec![b'a'; 1 << 20];
+    for _ in 0..200 {
+        w.write_all(&mb).unwrap();
+    }
+    w.write_all(b"\"}]}").unwrap();
+    drop(w);
+    let f = path.to_str().unwrap();
+    c.rejects(
+        f,
+        &[
+            "byte 35: not a valid trace: a string longer than 65536 bytes",
+            "(MAX_TRACE_STRING_BYTES)",
+        ],
+    );
+}
+
+#[test]
+fn long_strings_are_refused_in_small_and_streamed_traces_alike() {
+    // Read whole (1 MB) and parsed as read (33 MiB of blanks first); an
+    // attribute's string and a tensor name too.
+    let c = case("trace_long_name_small");
+    let f = c.file("t.json", &trace_with_long_name(1 << 20, false));
+    c.rejects(&f, &["(MAX_TRACE_STRING_BYTES)"]);
+    let c = case("trace_long_name_streamed");
+    let f = c.file("t.json", &trace_with_long_name(1 << 20, true));
+    c.rejects(&f, &["(MAX_TRACE_STRING_BYTES)"]);
+    let c = case("trace_long_attribute");
+    let attr = format!(
+        "{{\"layers\": [{{\"op\": \"Relu\", \"attrs\": {{\"mode\": \"{}\"}}}}]}}",
+        "m".repeat(70_000)
+    );
+    let f = c.file("t.json", attr.as_bytes());
+    c.rejects(&f, &["a string longer than 65536 bytes"]);
+    // Escapes count as written, and the limit itself is fine.
+    let c = case("trace_name_at_the_limit");
+    let at = trace_with_long_name(c3::trace::MAX_TRACE_STRING_BYTES as usize, false);
+    let f = c.file("t.json", &at);
+    let r = c.accepts(&["estimate", &f, "--format", "json"]);
+    assert_eq!(r["layers"][0]["name"].as_str().unwrap().len(), 65_536);
+}
+
+#[test]
+fn a_warning_is_one_line_cut_like_an_error() {
+    // A 1 MB op name with no rule: the warning names it, cut to the
+    // error line's length, on one line.
+    let c = case("warning_1mb_op");
+    let op = "Q".repeat(1 << 20);
+    let mut g = relu_graph();
+    g.node = vec![NodeProto {
+        name: Some("n".into()),
+        ..build::node(&op, &["x"], &["y"])
+    }];
+    let f = c.file("m.onnx", &model(g).encode_to_vec());
+    let o = c.run(&["estimate", &f, "--format", "csv"], 0);
+    assert_eq!(o.code, 0, "{}", &o.stderr[..o.stderr.len().min(300)]);
+    assert_eq!(o.stderr.lines().count(), 1);
+    assert!(o.stderr.starts_with("warning: 1 layer(s) are not counted"));
+    assert!(o.stderr.len() < 600, "{} bytes", o.stderr.len());
+    assert!(o.stderr.contains(" … "), "{}", o.stderr);
+    // The trace's op name, at the string limit, likewise.
+    let c = case("warning_long_trace_op");
+    let t = format!(
+        "{{\"layers\": [{{\"op\": \"{}\", \"inputs\": [{{\"shape\": [1]}}]}}]}}",
+        "Z".repeat(60_000)
+    );
+    let f = c.file("t.json", t.as_bytes());
+    let o = c.run(&["estimate", &f, "--format", "csv"], 0);
+    assert_eq!(o.code, 0, "{}", &o.stderr[..o.stderr.len().min(300)]);
+    assert_eq!(o.stderr.lines().count(), 1);
+    assert!(o.stderr.len() < 600, "{} bytes", o.stderr.len());
+}
