@@ -405,3 +405,50 @@ fn a_warning_is_one_line_cut_like_an_error() {
     assert_eq!(o.stderr.lines().count(), 1);
     assert!(o.stderr.len() < 600, "{} bytes", o.stderr.len());
 }
+
+// ------------------------------------- item 8: records that are not nodes
+
+/// The Relu model with `n` value_info entries `v0000000`.. of rank 4.
+fn with_value_infos(n: usize) -> Vec<u8> {
+    let mut fields = Vec::new();
+    for i in 0..n {
+        let v = sized_value(&format!("v{i:07}"), FLOAT, &[1, 1, 1, 1]);
+        fields.extend(ld(13, &v.encode_to_vec()));
+    }
+    relu_plus(&fields)
+}
+
+/// The Relu model followed by more fields of its graph.
+fn relu_plus(graph_fields: &[u8]) -> Vec<u8> {
+    concat(&[&relu_model(), &ld(7, graph_fields)])
+}
+
+#[test]
+fn a_million_value_infos_beside_one_node_are_refused_before_decoding() {
+    // 999,990 entries of rank 4 (36 MB): under MAX_VALUE_INFOS, 634 MB
+    // once decoded and inferred. A graph's values are its nodes': refused
+    // by the records a node's names allow, before any is decoded.
+    let c = case("onnx_value_infos_one_node");
+    let f = c.file("m.onnx", &with_value_infos(999_990));
+    c.rejects(
+        &f,
+        &[
+            "the model holds 999992 initializers, graph inputs, outputs and value_info entries for 2 names",
+            "(32768 + 2 per name: VALUE_RECORDS_BASE, VALUE_RECORDS_PER_NAME)",
+        ],
+    );
+}
+
+#[test]
+fn a_million_unused_initializers_beside_one_node_are_refused() {
+    // 1 GB and 4 s once decoded; initializers are records of values too.
+    let c = case("onnx_initializers_one_node");
+    let t = float_tensor("w", &[1], Some(vec![0; 4])).encode_to_vec();
+    let f = c.file("m.onnx", &relu_plus(&ld(5, &t).repeat(500_000)));
+    c.rejects(&f, &["500002 initializers", "VALUE_RECORDS_BASE"]);
+    // At the limit (32,768 + 2 x 2 names, the input and output declared
+    // among them) the model is costed.
+    let c = case("onnx_value_infos_at_the_limit");
+    let f = c.file("m.onnx", &with_value_infos(32_770));
+    c.accepts(&["estimate", &f, "--format", "json"]);
+}
