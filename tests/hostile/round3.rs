@@ -452,3 +452,87 @@ fn a_million_unused_initializers_beside_one_node_are_refused() {
     let f = c.file("m.onnx", &with_value_infos(32_770));
     c.accepts(&["estimate", &f, "--format", "json"]);
 }
+
+// --------------------------- item 7: a file that is not rules is not quoted
+
+/// `c3 estimate` of the Relu trace with `--rules FILE` fails with one line
+/// naming FILE; returns the line.
+fn rules_error(c: &Case, file: &str) -> String {
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    let args = ["estimate", &trace, "--rules", file];
+    c.fails(
+        &args,
+        2,
+        &[file, "not a file of c3 rules, devices or fusions"],
+    );
+    c.run(&args, 2).stderr
+}
+
+#[test]
+fn rules_given_etc_passwd_name_it_and_quote_nothing() {
+    // Its first line was quoted (`root:x:0:0:...`).
+    let c = case("rules_etc_passwd");
+    let e = rules_error(&c, "/etc/passwd");
+    assert!(e.contains("/etc/passwd:1:1:"), "{e}");
+    assert!(!e.contains("root"), "{e}");
+}
+
+#[test]
+fn rules_given_files_of_secrets_quote_none() {
+    // YAML that parses (a config), YAML that does not (an INI file), and
+    // a mapping of mappings without a rule's keys: named, with the place,
+    // never a word of them, the parser's message (which quotes values)
+    // left out too.
+    for (name, text) in [
+        (
+            "rules_yaml_secrets",
+            "database:\n  password: hunter2\n  user: admin\n",
+        ),
+        (
+            "rules_ini_secrets",
+            "[default]\naws_secret_access_key = hunter2\n",
+        ),
+        (
+            "rules_compose_secrets",
+            "services:\n  db:\n    environment: {PASSWORD: hunter2}\n",
+        ),
+        ("rules_list_secrets", "- hunter2\n- {token: hunter2}\n"),
+    ] {
+        let c = case(name);
+        let f = c.file("config.yaml", text.as_bytes());
+        let e = rules_error(&c, &f);
+        assert!(!e.contains("hunter2") && !e.contains("password"), "{e}");
+        assert!(!e.contains("aws_") && !e.contains("PASSWORD"), "{e}");
+    }
+}
+
+#[test]
+fn a_rule_file_with_a_mistake_is_still_quoted() {
+    // A typo on line 2 of a rule (the file parses: its first rule has
+    // `flops`) and a YAML error after the first rule: the line is shown.
+    let c = case("rules_typo_quoted");
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    let typo = String::from_utf8(relu_rule("|X|"))
+        .unwrap()
+        .replace("  category:", "  categroy:");
+    let f = c.file("typo.yaml", typo.as_bytes());
+    c.fails(
+        &["estimate", &trace, "--rules", &f],
+        2,
+        &[
+            ":2:",
+            "unknown field `categroy`",
+            "in `categroy: Activation`",
+        ],
+    );
+    let c = case("rules_syntax_quoted");
+    let trace = c.file("t.json", RELU_TRACE.as_bytes());
+    let mut broken = relu_rule("|X|");
+    broken.extend_from_slice(b"Sigmoid: [unclosed\n");
+    let f = c.file("broken.yaml", &broken);
+    c.fails(
+        &["estimate", &trace, "--rules", &f],
+        2,
+        &["in `Sigmoid: [unclosed`"],
+    );
+}
