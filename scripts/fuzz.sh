@@ -9,8 +9,9 @@
 #
 # Targets: onnx_model (loader checks, shape inference, costing, reports),
 # rule_file (formula grammar, YAML rule files, rule evaluation), trace (the
-# operator-trace reader, costing, reports). Each one calls the function of
-# the same name in src/fuzz.rs.
+# operator-trace reader, costing, reports), rule_pack, dim_arith, functions
+# (model-local functions built from a little program: expansion, names
+# that grow with the nesting). Each one calls its function in src/fuzz.rs.
 #
 # Inputs libFuzzer finds are kept in fuzz/work/TARGET (not committed); it
 # starts from the committed seeds in fuzz/corpus/TARGET, plus the ONNX
@@ -30,7 +31,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(onnx_model rule_file trace rule_pack dim_arith)
+[ ${#targets[@]} -gt 0 ] || targets=(onnx_model rule_file trace rule_pack dim_arith functions)
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
@@ -50,6 +51,7 @@ for t in "${targets[@]}"; do
     rule_file) opts=(-max_len=16384 -dict=fuzz/dict/rule_file.dict) ;;
     rule_pack) opts=(-max_len=16384 -dict=fuzz/dict/rule_file.dict) ;;
     dim_arith) opts=(-max_len=512) ;;
+    functions) opts=(-max_len=256) ;;
     trace) opts+=(-dict=fuzz/dict/trace.dict) ;;
   esac
   log=fuzz/work/$t.log

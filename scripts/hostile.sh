@@ -10,8 +10,10 @@
 #
 # The inputs are made by the test itself: with C3_HOSTILE_DIR set it keeps
 # every case's folder there, holding the case's files, `cmd` (c3's arguments,
-# one per line) and `expect` (the exit code). Nothing is committed; the
-# largest files are sparse.
+# one per line), `expect` (the exit code) and, for a case that runs under a
+# resource limit (a batch whose one model runs out of memory), `ulimit`
+# (the limit's flags, `-v 150000`). Nothing is committed; the largest
+# files are sparse.
 #   scripts/hostile.sh                         # cases in /tmp/c3-hostile
 #   C3_HOSTILE_DIR=/some/dir scripts/hostile.sh
 # Exits 1 if any case misses the target.
@@ -33,11 +35,15 @@ missed=0
 # and its error output in OUT.stderr, and prints one row. EXPECT is the
 # exit code wanted, or several as "0|2"; a refusal (non-zero) must be one
 # line within the time and memory; an accepted input is shown, not judged.
+# With `limit` set (ulimit's flags), c3 runs under that limit.
+limit=""
 judge() {
   local name=$1 expect=$2 out=$3 code=0 secs kb mb lines verdict
   shift 3
+  local wrap=()
+  [ -z "$limit" ] || wrap=(sh -c "ulimit $limit && exec \"\$0\" \"\$@\"")
   /usr/bin/time -o "$out.time" -f '%e %M' \
-    target/release/c3 "$@" >/dev/null 2>"$out.stderr" || code=$?
+    "${wrap[@]}" target/release/c3 "$@" >/dev/null 2>"$out.stderr" || code=$?
   # After a non-zero exit, time writes "Command exited with..." first.
   read -r secs kb < <(tail -1 "$out.time")
   mb=$(awk -v kb="$kb" 'BEGIN { printf "%.1f", kb / 1024 }')
@@ -63,8 +69,10 @@ judge() {
 for cmdfile in "$dir"/*/cmd; do
   case_dir=$(dirname "$cmdfile")
   mapfile -t args <"$cmdfile"
+  limit=$(cat "$case_dir/ulimit" 2>/dev/null || true)
   judge "$(basename "$case_dir")" "$(cat "$case_dir/expect")" "$case_dir/release" "${args[@]}"
 done
+limit=""
 # `c3 shapes` reads a model as `estimate` does: each estimate case's model
 # is listed too, and must give the listing or a one-line refusal.
 for cmdfile in "$dir"/*/cmd; do

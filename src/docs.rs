@@ -487,9 +487,17 @@ pub fn render(rules: &RuleSet) -> Result<String> {
 }
 
 /// Whether the file at `path` holds exactly `expected` (for `docs --check`).
-/// Reads at most one byte more than `expected`: a longer file differs, so no
-/// target, however large or endless (/dev/zero), is read past that.
+/// Anything but a regular file is refused unopened, as a bad `-o` (a FIFO
+/// nobody writes would block the open, a device may never end); a file is
+/// read at most one byte past `expected`: a longer file differs.
 pub fn is_current(path: &str, expected: &str) -> Result<bool> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::Usage(format!(
+            "docs --check -o {}: not a regular file (a FIFO, a device, a folder); --check compares a file",
+            crate::report::text::shown(path)
+        )));
+    }
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let bytes =
         crate::ir::read_bounded(file, expected.len() as u64).map_err(|e| Error::io(path, e))?;

@@ -165,3 +165,10 @@ pub fn one_line(message: &str) -> String {
     out.extend(&clean[clean.len() - tail..]);
     out
 }
+
+/// Prints a warning on stderr as one line, cut as an error line is
+/// ([`one_line`]): a model's megabyte-long op name does not fill the
+/// terminal.
+pub fn warn(message: &str) {
+    eprintln!("warning: {}", one_line(message));
+}

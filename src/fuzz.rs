@@ -336,3 +336,165 @@ pub fn dims(data: &[u8]) -> Result<usize> {
     }
     Ok(done)
 }
+
+/// Model-local functions, the model built from a little program so that
+/// every input is a model that loads: the input's bytes, a few at a time,
+/// make up to 8 functions of domain `local` whose bodies hold Relus, Adds,
+/// calls of any function (itself included), Ifs whose branches call one,
+/// and LeakyRelus whose `alpha` refers to the call's; nodes named or
+/// not, values named with short, long or prefix-like names. The main graph
+/// calls some of them. The model is loaded, inferred (calls expanded),
+/// costed and rendered; on the way, no layer or value name may be longer
+/// than one name of the file per level of nesting (names grow linearly
+/// with depth, never doubling). Returns the layers costed. A failed check
+/// panics.
+pub fn functions(data: &[u8]) -> Result<usize> {
+    use crate::onnx::build;
+    use crate::proto::{AttributeProto, FunctionProto, NodeProto, attr_type};
+    use prost::Message;
+    let mut bytes = data.iter().copied();
+    let mut next = move || bytes.next().unwrap_or(0);
+    let count = 1 + usize::from(next() % 8);
+    let mut longest = 0;
+    let mut name_of = |b: u8| -> String {
+        let n = match b % 8 {
+            0 | 1 => String::new(),
+            2 => "t".into(),
+            3 => "y/t".into(),
+            4 => "a".into(),
+            5 => "x".repeat(usize::from(b)),
+            6 => "/".into(),
+            _ => format!("v{}", b / 8),
+        };
+        longest = longest.max(n.len());
+        n
+    };
+    let local = |n: NodeProto| NodeProto {
+        domain: Some("local".into()),
+        ..n
+    };
+    let mut functions = Vec::new();
+    for i in 0..count {
+        let mut body: Vec<NodeProto> = Vec::new();
+        let mut last = "a".to_string();
+        let steps = usize::from(next() % 6);
+        for k in 0..steps {
+            let (what, arg, named) = (next(), next(), next());
+            let out = match name_of(arg) {
+                n if n.is_empty() || n == "a" => format!("o{k}"),
+                n => format!("{n}{k}"),
+            };
+            let mut n = match what % 5 {
+                0 => build::node("Relu", &[&last], &[&out]),
+                1 => build::node("Add", &[&last, "a"], &[&out]),
+                2 => local(build::node(
+                    &format!("f{}", usize::from(arg) % count),
+                    &[&last, "c"],
+                    &[&out],
+                )),
+                3 => {
+                    let call = local(build::node(
+                        &format!("f{}", usize::from(arg) % count),
+                        &[&last, "c"],
+                        &["inner"],
+                    ));
+                    let branch = |name: &str| crate::proto::GraphProto {
+                        name: Some(name.into()),
+                        node: vec![call.clone()],
+                        output: vec![build::untyped("inner")],
+                        ..Default::default()
+                    };
+                    let mut n = build::node("If", &["c"], &[&out]);
+                    n.attribute = vec![
+                        build::graph_attr("then_branch", branch("then")),
+                        build::graph_attr("else_branch", branch("else")),
+                    ];
+                    n
+                }
+                _ => {
+                    let mut n = build::node("LeakyRelu", &[&last], &[&out]);
+                    n.attribute.push(AttributeProto {
+                        name: Some("alpha".into()),
+                        ref_attr_name: Some("alpha".into()),
+                        r#type: Some(attr_type::FLOAT),
+                        ..Default::default()
+                    });
+                    n
+                }
+            };
+            let name = name_of(named);
+            if !name.is_empty() {
+                n.name = Some(name);
+            }
+            body.push(n);
+            last = out;
+        }
+        body.push(build::node("Identity", &[&last], &["b"]));
+        functions.push(FunctionProto {
+            name: Some(format!("f{i}")),
+            domain: Some("local".into()),
+            input: vec!["a".into(), "c".into()],
+            output: vec!["b".into()],
+            attribute: vec!["alpha".into()],
+            node: body,
+            opset_import: vec![build::opset("", 17), build::opset("local", 1)],
+            ..Default::default()
+        });
+    }
+    let mut main = Vec::new();
+    let mut last = "x".to_string();
+    for k in 0..1 + usize::from(next() % 3) {
+        let out = format!("m{k}");
+        let mut call = local(build::node(
+            &format!("f{}", usize::from(next()) % count),
+            &[&last, "c"],
+            &[&out],
+        ));
+        call.name = Some(name_of(next())).filter(|n| !n.is_empty());
+        if next() % 2 == 0 {
+            call.attribute.push(build::float("alpha", 0.5));
+        }
+        main.push(call);
+        last = out;
+    }
+    main.push(build::node("Identity", &[&last], &["y"]));
+    let graph = crate::proto::GraphProto {
+        name: Some("main".into()),
+        node: main,
+        input: vec![
+            build::sized_value("x", build::FLOAT, &[1, 8]),
+            build::sized_value("c", build::BOOL, &[]),
+        ],
+        output: vec![build::untyped("y")],
+        ..Default::default()
+    };
+    let mut model = build::model(graph, 17);
+    model.opset_import.push(build::opset("local", 1));
+    model.functions = functions;
+    let encoded = Bytes::from(model.encode_to_vec());
+    let loaded = crate::onnx::from_bytes(encoded, "/c3-fuzz/functions.onnx")?;
+    let opts = crate::onnx::infer::InferOptions {
+        nodes_only: true,
+        ..Default::default()
+    };
+    let graph = crate::onnx::infer::to_graph(crate::onnx::infer::infer(&loaded, &opts)?);
+    // One name of the file (and its `/`) per level of calls and bodies,
+    // and room for `OpType-N`.
+    let bound = (crate::ir::MAX_GRAPH_DEPTH + 2) * (longest + 8) + 32;
+    fn check(g: &Graph, bound: usize) {
+        for n in &g.nodes {
+            assert!(n.name.len() <= bound, "a {}-byte layer name", n.name.len());
+            for t in n.inputs.iter().chain(n.outputs.iter()).flatten() {
+                let len = t.name.as_deref().map_or(0, str::len);
+                assert!(len <= bound, "a {len}-byte value name");
+            }
+            for b in &n.bodies {
+                if let Ok(g) = &b.graph {
+                    check(g, bound);
+                }
+            }
+        }
+    }
+    check(&graph, bound);
+    cost_and_render(graph, builtin())
+}

@@ -180,6 +180,13 @@ fn exit_after_command() {
     EXITS_AFTER.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether the process ends with the command it runs: the `c3` binary, not
+/// a program using the library (which a batch may then run again, one
+/// model a process).
+pub(crate) fn exits_after_command() -> bool {
+    EXITS_AFTER.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Lets go of a large result. Freeing a large model's graph and report
 /// piece by piece costs more than writing them (a tenth of an estimate's
 /// work): a process about to exit leaves that to the system; otherwise

@@ -314,6 +314,86 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 /// JSON nesting depth: serde_json's own limit, which refuses deeper input.
 pub const MAX_JSON_DEPTH: usize = 128;
 
+/// A string of a trace (a layer's name, op, attribute, tensor name) may be
+/// at most this long as written in the file: checked on the bytes as they
+/// are read, before the JSON parser holds the string, so that a 200 MB name
+/// is refused without being held even once.
+pub const MAX_TRACE_STRING_BYTES: u64 = 64 * 1024;
+
+/// Follows a trace's bytes, in pieces, through its JSON strings: the
+/// length of each, as written, against [`MAX_TRACE_STRING_BYTES`].
+#[derive(Default)]
+struct StringLengths {
+    /// Bytes fed so far.
+    seen: u64,
+    in_string: bool,
+    /// The last byte fed was the `\` of an escape, inside a string.
+    escaped: bool,
+    /// Bytes of the current string so far, and where it starts.
+    run: u64,
+    start: u64,
+}
+
+impl StringLengths {
+    /// Feeds the next piece; the offset of a string found too long.
+    fn feed(&mut self, piece: &[u8]) -> std::result::Result<(), u64> {
+        let mut i = 0;
+        while i < piece.len() {
+            if !self.in_string {
+                let Some(k) = memchr::memchr(b'"', &piece[i..]) else {
+                    break;
+                };
+                i += k + 1;
+                self.in_string = true;
+                self.run = 0;
+                self.start = self.seen + i as u64 - 1;
+                continue;
+            }
+            if self.escaped {
+                self.escaped = false;
+                self.run += 1;
+                i += 1;
+            } else {
+                match memchr::memchr2(b'"', b'\\', &piece[i..]) {
+                    None => {
+                        self.run += (piece.len() - i) as u64;
+                        i = piece.len();
+                    }
+                    Some(k) => {
+                        self.run += k as u64;
+                        i += k;
+                        if piece[i] == b'\\' {
+                            self.escaped = true;
+                            self.run += 1;
+                        } else {
+                            self.in_string = false;
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            if self.run > MAX_TRACE_STRING_BYTES {
+                return Err(self.start);
+            }
+        }
+        self.seen += piece.len() as u64;
+        if self.in_string && self.run > MAX_TRACE_STRING_BYTES {
+            return Err(self.start);
+        }
+        Ok(())
+    }
+}
+
+/// The error of a string past [`MAX_TRACE_STRING_BYTES`] at `offset`.
+fn long_string(path: &str, offset: u64) -> Error {
+    Error::Input {
+        path: path.to_string(),
+        message: format!(
+            "byte {offset}: not a valid trace: a string longer than {MAX_TRACE_STRING_BYTES} bytes, which exceeds the limit (MAX_TRACE_STRING_BYTES)"
+        ),
+    }
+}
+
 /// Traces up to this size are read whole (parsing from memory is faster);
 /// larger ones are parsed as they are read, so that memory follows what the
 /// file holds rather than its length (a file of blanks costs nothing).
@@ -376,44 +456,65 @@ pub fn read_trace(path: &str) -> Result<Graph> {
             })
     };
     rewind(&mut file)?;
-    let (seen, count) = {
-        let mut counting = Counted {
-            inner: stream(&head[skip..], &mut file),
-            seen: 0,
-        };
+    let (seen, long, count) = {
+        let mut counting = Counted::new(stream(&head[skip..], &mut file));
         // Buffered outside the counter: serde_json reads a byte at a time.
         let buffered = std::io::BufReader::with_capacity(1 << 16, &mut counting);
         let count = serde_json::from_reader::<_, LayerCount>(buffered);
-        (counting.seen, count)
+        (counting.seen, counting.long, count)
     };
     if seen > MAX_TRACE_BYTES {
         return Err(too_big());
+    }
+    if let Some(offset) = long {
+        return Err(long_string(path, offset));
     }
     if let Err(e) = count {
         layer_limit(&e, path)?;
     }
     rewind(&mut file)?;
-    let mut counted = Counted {
-        inner: stream(&head[skip..], &mut file),
-        seen: 0,
-    };
+    let mut counted = Counted::new(stream(&head[skip..], &mut file));
     let parsed = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 16, &mut counted));
     if counted.seen > MAX_TRACE_BYTES {
         return Err(too_big());
     }
+    if let Some(offset) = counted.long {
+        return Err(long_string(path, offset));
+    }
     from_file(parsed, path)
 }
 
-/// A reader that counts the bytes it passes on.
+/// A reader that counts the bytes it passes on, and stops at a string past
+/// [`MAX_TRACE_STRING_BYTES`] (where it started goes in `long`).
 struct Counted<R> {
     inner: R,
     seen: u64,
+    strings: StringLengths,
+    long: Option<u64>,
+}
+
+impl<R> Counted<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            seen: 0,
+            strings: StringLengths::default(),
+            long: None,
+        }
+    }
 }
 
 impl<R: std::io::Read> std::io::Read for Counted<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.seen += n as u64;
+        if let Err(offset) = self.strings.feed(&buf[..n]) {
+            self.long = Some(offset);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "a string past the limit",
+            ));
+        }
         Ok(n)
     }
 }
@@ -423,6 +524,9 @@ impl<R: std::io::Read> std::io::Read for Counted<R> {
 /// layers costs nothing before it is refused.
 pub fn parse_trace(bytes: &[u8], path: &str) -> Result<Graph> {
     let bytes = bytes.strip_prefix(UTF8_BOM).unwrap_or(bytes);
+    StringLengths::default()
+        .feed(bytes)
+        .map_err(|offset| long_string(path, offset))?;
     if let Err(e) = serde_json::from_slice::<LayerCount>(bytes) {
         layer_limit(&e, path)?;
     }
@@ -675,17 +779,36 @@ pub(crate) fn is_trace_file(path: &str) -> Result<bool> {
             message: "not a regular file".into(),
         });
     }
+    let io = |e| Error::io(path, e);
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    // A plain read would read ahead and mark a page where reading ahead
+    // goes on: the ONNX reader's first read there would then pull in the
+    // whole file, weights included.
+    crate::onnx::read::advise_random(&file);
     let mut head = [0u8; 64];
-    let n = std::fs::File::open(path)
-        .and_then(|mut f| {
-            // A plain read would read ahead and mark a page where reading
-            // ahead goes on: the ONNX reader's first read there would then
-            // pull in the whole file, weights included.
-            crate::onnx::read::advise_random(&f);
-            f.read(&mut head)
-        })
-        .map_err(|e| Error::io(path, e))?;
-    Ok(starts_like_json(&head[..n]))
+    let n = file.read(&mut head).map_err(io)?;
+    let first = head[..n].strip_prefix(UTF8_BOM).unwrap_or(&head[..n]);
+    if let Some(b) = first.iter().find(|b| !b.is_ascii_whitespace()) {
+        return Ok(*b == b'{');
+    }
+    // Blanks all through the head (no ONNX model starts so): read on to
+    // the first byte that is not one, as far as a trace may go (a trace of
+    // more blanks than that is refused by its size).
+    let mut piece = vec![0u8; 64 << 10];
+    let mut seen = n as u64;
+    loop {
+        let k = file.read(&mut piece).map_err(io)?;
+        if k == 0 {
+            return Ok(false);
+        }
+        if let Some(b) = piece[..k].iter().find(|b| !b.is_ascii_whitespace()) {
+            return Ok(*b == b'{');
+        }
+        seen += k as u64;
+        if seen > MAX_TRACE_BYTES {
+            return Ok(true);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -252,3 +252,34 @@ fn symbolic_arithmetic_programs_run() {
         48
     );
 }
+
+#[test]
+fn found_function_programs_are_errors_not_crashes() {
+    // The chain of unnamed calls is costed; the function calling itself
+    // is refused.
+    assert_eq!(replay("functions", c3::fuzz::functions, false), 1);
+    let e = c3::fuzz::functions(&fixture("functions", "function_calling_itself"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("function 'f0' calls itself"), "{e}");
+}
+
+#[test]
+fn function_seeds_expand_and_are_costed() {
+    // A chain of 8 unnamed calls (one Relu at the bottom), Ifs and a
+    // referring attribute, and calls that double 7 times.
+    let (seeds, uncosted) = seeds_costing_nothing("functions", 3, c3::fuzz::functions);
+    assert_eq!((seeds, uncosted.len()), (3, 0), "{uncosted:?}");
+    // Each body ends in an Identity: 8 of them, the Relu, the main
+    // graph's Identity.
+    let chain = fixture("functions", "chain_of_unnamed_calls");
+    assert_eq!(c3::fuzz::functions(&chain).unwrap(), 8 + 1 + 1);
+    let doubling = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/functions/calls_doubling"),
+    )
+    .unwrap();
+    // 128 copies of f7 (a Relu and an Identity: 256 layers), the 127
+    // Identities of the functions that call two (383), and the main
+    // graph's Identity.
+    assert_eq!(c3::fuzz::functions(&doubling).unwrap(), 383 + 1);
+}

@@ -1470,3 +1470,4 @@ fn devices_file_of_100_mb() {
 mod models;
 mod names;
 mod outputs;
+mod round3;

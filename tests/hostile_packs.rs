@@ -96,13 +96,37 @@ fn pack_of_too_many_files() {
 
 #[test]
 fn docs_check_against_an_endless_file() {
-    // /dev/zero reports size 0 and never ends: read one byte past the
-    // rendered text at most, then found out of date (exit 1, like any stale file).
+    // /dev/zero reports size 0 and never ends: not a regular file, so
+    // refused unopened as a bad -o (exit 1, as for -o -).
     let c = case("docs_check_dev_zero");
     c.fails(
         &["docs", "--check", "-o", "/dev/zero"],
         1,
-        &["/dev/zero is out of date"],
+        &["-o /dev/zero: not a regular file"],
+    );
+}
+
+#[test]
+fn docs_check_against_a_fifo_nobody_writes() {
+    // Opening a FIFO for reading waits for a writer: checked before the
+    // open, refused at once. A symlink to one too.
+    let c = case("docs_check_fifo");
+    let fifo = c.path("DETAILS.md");
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo failed");
+    let fifo = fifo.to_str().unwrap();
+    c.fails(
+        &["docs", "--check", "-o", fifo],
+        1,
+        &[fifo, "not a regular file"],
+    );
+    let link = c.path("link.md");
+    std::os::unix::fs::symlink(fifo, &link).unwrap();
+    let c2 = case("docs_check_fifo_link");
+    c2.fails(
+        &["docs", "--check", "-o", link.to_str().unwrap()],
+        1,
+        &["link.md: not a regular file"],
     );
 }
 

@@ -17,6 +17,8 @@ and packs.
 from __future__ import annotations
 
 import json
+import numbers
+import operator
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
@@ -42,7 +44,8 @@ __version__: str = _c3.__version__
 C3Error = _c3.C3Error
 #: A model, trace or rule pack c3 cannot read or analyse (CLI exit code 2).
 InputError = _c3.InputError
-#: A bad option value: unknown device, unit, column, precision (CLI exit code 1).
+#: A bad option value: unknown device, unit, column, precision (CLI exit code 1);
+#: a ValueError too, as every wrong option value is.
 UsageError = _c3.UsageError
 #: Operators with no cost rule, raised when ``strict=True`` (CLI exit code 3).
 UnsupportedOpError = _c3.UnsupportedOpError
@@ -70,18 +73,147 @@ def _source(model: Model) -> "tuple[Any, str, str]":
     )
 
 
-def _shape_text(shape: Union[str, Sequence[int]]) -> List[int]:
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A switch: True or False, nothing that merely converts to one
+    (``"false"`` is a true string)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: True or False, not {_kind(value)} {value!r}")
+    return value
+
+
+def _size(name: str, value: Any) -> int:
+    """A non-negative integer (an int or anything with ``__index__``, such as a
+    NumPy integer; not a float, not a bool)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name}: an integer, not bool {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: an integer, not {_kind(value)} {value!r}") from None
+    if n < 0:
+        raise UsageError(f"{name}: a non-negative integer, not {n}")
+    return n
+
+
+def _text(name: str, value: Any, choices: Sequence[str] = ()) -> Optional[str]:
+    """None or a string (one of ``choices`` when given)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: a string, not {_kind(value)} {value!r}")
+    if choices and value not in choices:
+        raise UsageError(f"{name}: one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+def _path(name: str, value: Any) -> str:
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name}: a path (str or os.PathLike), not {_kind(value)} {value!r}")
+    path = os.fspath(value)
+    if not isinstance(path, str):
+        raise TypeError(f"{name}: a path as text, not {_kind(path)}")
+    return path
+
+
+def _mapping(name: str, value: Any) -> Mapping[Any, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name}: a dict, not {_kind(value)} {value!r}")
+    for k in value:
+        if not isinstance(k, str):
+            raise TypeError(f"{name}: names must be strings, not {_kind(k)} {k!r}")
+    return value
+
+
+def _shape_text(name: str, shape: Any) -> List[int]:
+    """An input shape: ``"1x3x224x224"`` or a sequence of integers."""
     if isinstance(shape, str):
-        return [int(d) for d in shape.replace("X", "x").replace(",", "x").split("x")]
-    return [int(d) for d in shape]
+        parts = shape.replace("X", "x").replace(",", "x").split("x")
+        if not all(p.strip().isascii() and p.strip().isdigit() for p in parts):
+            raise UsageError(f"{name}: a shape like '1x3x224x224', not {shape!r}")
+        return [int(p) for p in parts]
+    if not isinstance(shape, Sequence) or isinstance(shape, (bytes, bytearray)):
+        raise TypeError(f"{name}: a shape ('1x3x224x224' or a list of integers), "
+                        f"not {_kind(shape)} {shape!r}")
+    return [_size(f"{name}[{i}]", d) for i, d in enumerate(shape)]
+
+
+def _paths(name: str, value: Any) -> List[str]:
+    """One path or pack name, or a list of them."""
+    if isinstance(value, (str, os.PathLike)):
+        return [_path(name, value)]
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name}: a path or pack name, or a list of them, not {_kind(value)}")
+    return [_path(f"{name}[{i}]", v) for i, v in enumerate(value)]
 
 
 def _globs(name: str, value: Union[str, Iterable[str]]) -> List[str]:
     """A glob or a list of them, as strings."""
-    items = [value] if isinstance(value, str) else list(value)
+    if isinstance(value, str):
+        return [value]
+    if value is None:
+        return []
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name}: a glob string or a list of them, not {_kind(value)}")
+    items = list(value)
     if not all(isinstance(v, str) for v in items):
         raise TypeError(f"{name}: a glob string or a list of them")
     return items
+
+
+def _prune(value: Any) -> Optional[float]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"prune: a number 0 <= R < 1, not {_kind(value)} {value!r}")
+    r = float(value)
+    if not 0.0 <= r < 1.0:  # NaN too
+        raise UsageError(f"prune: a number 0 <= R < 1, not {r!r}")
+    return r
+
+
+ATTENTION = ("masked", "full")
+IF_BRANCHES = ("larger", "smaller", "then", "else")
+
+
+def _options(
+    dims: Any = None, inputs: Any = None, rules: Any = (), device: Any = None,
+    measured: Any = None, profile: Any = None, fma: Any = True, attention: Any = "masked",
+    if_branch: Any = "larger", prune: Any = None, weights: Any = None, activations: Any = None,
+    strict: Any = False, training: Any = False, freeze: Any = (), optimizer: Any = None,
+    master_weights: Any = None, recompute: Any = (),
+) -> Dict[str, Any]:
+    """The options of :func:`estimate`, each checked: a wrong type is a
+    TypeError and a wrong value a :class:`UsageError` (a ValueError), naming
+    the option; values only the rules know (a device's name) are checked by
+    c3 itself, with the same error."""
+    ratio = _prune(prune)
+    return dict(
+        dims={k: _size(f"dims[{k!r}]", v) for k, v in _mapping("dims", dims).items()},
+        inputs={k: _shape_text(f"inputs[{k!r}]", v)
+                for k, v in _mapping("inputs", inputs).items()},
+        rules=_paths("rules", rules),
+        device=_text("device", device),
+        measured=_text("measured", measured),
+        profile=None if profile is None else _path("profile", profile),
+        fma=_flag("fma", fma),
+        attention=_text("attention", attention, ATTENTION),
+        if_branch=_text("if_branch", if_branch, IF_BRANCHES),
+        prune=None if ratio is None else format(ratio, ".9f"),
+        weights=_text("weights", weights),
+        activations=_text("activations", activations),
+        strict=_flag("strict", strict),
+        training=_flag("training", training),
+        freeze=_globs("freeze", freeze),
+        optimizer=_text("optimizer", optimizer),
+        master_weights=_text("master_weights", master_weights),
+        recompute=_globs("recompute", recompute),
+    )
 
 
 def estimate(
@@ -146,31 +278,20 @@ def estimate(
             backward (``--recompute``).
 
     Raises:
+        TypeError: an option of the wrong type (``dims={"batch": 1.5}``,
+            ``fma="false"``), naming it.
+        UsageError: an option of the wrong value (a ValueError), naming it.
         InputError: the model cannot be read or its shapes inferred.
-        UsageError: a bad option value.
         UnsupportedOpError: with ``strict=True``, layers without a rule.
     """
-    payload, kind, name = _source(model)
-    options: Dict[str, Any] = dict(
-        dims={str(k): int(v) for k, v in (dims or {}).items()},
-        inputs={str(k): _shape_text(v) for k, v in (inputs or {}).items()},
-        rules=[rules] if isinstance(rules, str) else [os.fspath(r) for r in rules],
-        device=device,
-        measured=measured,
-        profile=None if profile is None else os.fspath(profile),
-        fma=bool(fma),
-        attention=attention,
-        if_branch=if_branch,
-        prune=None if prune is None else format(float(prune), ".9f"),
-        weights=weights,
-        activations=activations,
-        strict=bool(strict),
-        training=bool(training),
-        freeze=_globs("freeze", freeze),
-        optimizer=optimizer,
-        master_weights=master_weights,
-        recompute=_globs("recompute", recompute),
+    options = _options(
+        dims=dims, inputs=inputs, rules=rules, device=device, measured=measured,
+        profile=profile, fma=fma, attention=attention, if_branch=if_branch, prune=prune,
+        weights=weights, activations=activations, strict=strict, training=training,
+        freeze=freeze, optimizer=optimizer, master_weights=master_weights,
+        recompute=recompute,
     )
+    payload, kind, name = _source(model)
     text = _c3.estimate(
         payload, kind, name, format="json", unit="none", digits=3, columns="all",
         parts="both", **options,
@@ -179,7 +300,7 @@ def estimate(
     # The report's own meta (version, model, input kind, options in force),
     # with what only Python knows: where the model came from.
     # (prune as the number given, not the text handed to the extension)
-    shown = {**options, "prune": None if prune is None else float(prune)}
+    shown = {**options, "prune": _prune(prune)}
     meta = {**data.pop("meta", {}), "source": name, "kind": kind, **shown}
     meta.setdefault("c3_version", __version__)
     return Report(data, meta, (payload, kind, name, options))

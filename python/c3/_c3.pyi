@@ -10,7 +10,7 @@ class C3Error(Exception):
 class InputError(C3Error):
     """A model, trace or rule file c3 cannot read or analyse (exit code 2)."""
 
-class UsageError(C3Error):
+class UsageError(C3Error, ValueError):
     """A bad option value (exit code 1)."""
 
 class UnsupportedOpError(C3Error):

@@ -6,9 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use pyo3::PyTypeInfo;
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 use c3::error::Error;
 use c3::ir::DType;
@@ -28,12 +31,32 @@ create_exception!(
     C3Error,
     "A model, trace or rule file c3 cannot read or analyse (the CLI's exit code 2)."
 );
-create_exception!(
-    _c3,
-    UsageError,
-    C3Error,
-    "A bad option value: unknown device, unit, column, precision (the CLI's exit code 1)."
-);
+/// `UsageError`: a `C3Error` and a `ValueError` both, so that every wrong
+/// option value of `c3.estimate` is a ValueError, those Python checks
+/// and those c3 checks alike. Made at import (`create_exception!` takes one
+/// base class).
+static USAGE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn usage_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    let t = USAGE_ERROR.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        let bases = PyTuple::new(
+            py,
+            [
+                py.get_type::<C3Error>().into_any(),
+                py.get_type::<PyValueError>().into_any(),
+            ],
+        )?;
+        let dict = PyDict::new(py);
+        dict.set_item("__module__", "c3._c3")?;
+        dict.set_item(
+            "__doc__",
+            "A bad option value: unknown device, unit, column, precision (the CLI's exit code 1).",
+        )?;
+        let made = PyType::type_object(py).call1(("UsageError", bases, dict))?;
+        Ok(made.cast_into::<PyType>()?.unbind())
+    })?;
+    Ok(t.bind(py))
+}
 create_exception!(
     _c3,
     UnsupportedOpError,
@@ -42,13 +65,48 @@ create_exception!(
 );
 
 /// The Python exception for a c3 error: its class follows the CLI's exit code.
-fn to_py(e: Error) -> PyErr {
+fn to_py(py: Python<'_>, e: Error) -> PyErr {
     let msg = keyword_names(&c3::error::one_line(&e.to_string()));
     match e.exit_code() {
-        1 => UsageError::new_err(msg),
+        1 => match usage_error(py) {
+            Ok(t) => PyErr::from_type(t.clone(), msg),
+            Err(e) => e,
+        },
         3 => UnsupportedOpError::new_err(msg),
         _ => InputError::new_err(msg),
     }
+}
+
+/// The stack c3's work runs on, whatever the calling thread's: a Python
+/// thread may have been started with a small one (`threading.stack_size`),
+/// where a deeply nested model would overflow it and end the interpreter.
+/// Reserved, not touched: memory is only used as deep as the work goes.
+const WORK_STACK_BYTES: usize = 64 << 20;
+
+/// Runs `work` on a thread of its own with [`WORK_STACK_BYTES`] of stack,
+/// without the GIL, and waits for it. A panic (a bug) is an error, never
+/// an interpreter that ends.
+fn on_own_stack<R: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<R, Error> + Send,
+) -> PyResult<R> {
+    let done = py.detach(|| {
+        std::thread::scope(|s| {
+            let thread = std::thread::Builder::new()
+                .name("c3".into())
+                .stack_size(WORK_STACK_BYTES)
+                .spawn_scoped(s, work)
+                .map_err(|e| Error::Usage(format!("c3 could not start its thread: {e}")))?;
+            thread.join().unwrap_or_else(|_| {
+                Err(Error::Input {
+                    path: "c3".into(),
+                    message: "an internal error stopped the estimate (a bug: please report it)"
+                        .into(),
+                })
+            })
+        })
+    });
+    done.map_err(|e| to_py(py, e))
 }
 
 /// The command line's flags named in a message, as `c3.estimate`'s keywords:
@@ -288,23 +346,22 @@ fn estimate(
             },
         })
     };
-    let options = options().map_err(to_py)?;
+    let options = options().map_err(|e| to_py(py, e))?;
     let source = match kind {
         "path" => Source::Path(model.extract()?),
         "onnx" | "trace" => Source::Bytes(model.extract()?),
-        _ => return Err(UsageError::new_err(format!("unknown model kind {kind}"))),
+        _ => return Err(to_py(py, usage(format!("unknown model kind {kind}")))),
     };
     let name = name.to_string();
-    // The estimate holds no Python object: let other threads run meanwhile.
-    py.detach(move || run_estimate(source, &name, &options))
-        .map_err(to_py)
+    // The estimate holds no Python object: other threads run meanwhile.
+    on_own_stack(py, move || run_estimate(source, &name, &options))
 }
 
 /// Runs a `c3` command line (without the program name) and returns what it
 /// prints: `["devices", "--format", "json"]`, `["explain", "Conv"]`.
 #[pyfunction]
 fn cli(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
-    py.detach(move || c3::run_args(args)).map_err(to_py)
+    on_own_stack(py, move || c3::run_args(args))
 }
 
 #[pymodule]
@@ -314,7 +371,7 @@ fn _c3(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add("C3Error", py.get_type::<C3Error>())?;
     m.add("InputError", py.get_type::<InputError>())?;
-    m.add("UsageError", py.get_type::<UsageError>())?;
+    m.add("UsageError", usage_error(py)?)?;
     m.add("UnsupportedOpError", py.get_type::<UnsupportedOpError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

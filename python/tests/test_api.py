@@ -214,3 +214,124 @@ def test_c3_torch_without_torch_says_what_to_install():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "c3.torch needs PyTorch: pip install 'c3[torch]' (or pip install torch)"
+# --- Options have types (issue 53, item 7) -------------------------------
+
+
+@pytest.mark.parametrize("options, error, says", [
+    (dict(dims={"batch": 1.5}), TypeError, r"dims\['batch'\]: an integer, not float 1.5"),
+    (dict(dims={"batch": True}), TypeError, r"dims\['batch'\]: an integer, not bool"),
+    (dict(dims={"batch": -1}), ValueError, r"dims\['batch'\]: a non-negative integer"),
+    (dict(dims=["batch"]), TypeError, r"dims: a dict, not list"),
+    (dict(dims={1: 2}), TypeError, r"dims: names must be strings"),
+    (dict(fma="false"), TypeError, r"fma: True or False, not str 'false'"),
+    (dict(fma=0), TypeError, r"fma: True or False, not int"),
+    (dict(strict="yes"), TypeError, r"strict: True or False"),
+    (dict(training=1), TypeError, r"training: True or False"),
+    (dict(inputs=[1, 64]), TypeError, r"inputs: a dict, not list"),
+    (dict(inputs={"x": [1.5, 2]}), TypeError, r"inputs\['x'\]\[0\]: an integer, not float"),
+    (dict(inputs={"x": "1xq"}), ValueError, r"inputs\['x'\]: a shape like '1x3x224x224'"),
+    (dict(inputs={"x": 7}), TypeError, r"inputs\['x'\]: a shape"),
+    (dict(rules=5), TypeError, r"rules: a path or pack name"),
+    (dict(rules=["sparse", 5]), TypeError, r"rules\[1\]: a path"),
+    (dict(device=3), TypeError, r"device: a string, not int"),
+    (dict(device="abacus"), ValueError, r"unknown device"),
+    (dict(measured=2.4), TypeError, r"measured: a string"),
+    (dict(attention="nope"), ValueError, r"attention: one of masked, full"),
+    (dict(if_branch=1), TypeError, r"if_branch: a string"),
+    (dict(prune="half"), TypeError, r"prune: a number"),
+    (dict(prune=float("nan")), ValueError, r"prune: a number 0 <= R < 1, not nan"),
+    (dict(freeze=5), TypeError, r"freeze: a glob string or a list of them"),
+    (dict(recompute=[1]), TypeError, r"recompute: a glob string"),
+    (dict(weights=16), TypeError, r"weights: a string"),
+    (dict(training=True, optimizer=["adam"]), TypeError, r"optimizer: a string"),
+])
+def test_every_wrong_option_is_a_type_or_value_error_naming_it(options, error, says):
+    # `dims={"batch": 1.5}` was 1 and `fma="false"` was True, without a word.
+    with pytest.raises(error, match=says):
+        c3.estimate(relu_trace(), **options)
+
+
+def test_usage_errors_are_value_errors():
+    # Values c3 itself checks (a device's name) raise the same class as
+    # those Python checks: c3.UsageError, a ValueError and a C3Error.
+    assert issubclass(c3.UsageError, ValueError) and issubclass(c3.UsageError, c3.C3Error)
+    with pytest.raises(c3.UsageError):
+        c3.estimate(relu_trace(), attention="nope")
+
+
+@pytest.mark.skipif(not os.path.isfile("/etc/passwd"), reason="no /etc/passwd here")
+def test_a_rules_file_that_is_not_rules_is_named_not_quoted():
+    with pytest.raises(c3.InputError) as e:
+        c3.estimate(relu_trace(), rules="/etc/passwd")
+    assert "/etc/passwd" in str(e.value) and "root" not in str(e.value)
+
+
+def _varint(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+
+
+def _ld(field, payload):
+    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+
+
+def deep_if_model(depth):
+    """ONNX bytes: Ifs nested `depth` deep (their then branches), a Relu at
+    the bottom; written by hand, so that no onnx package is needed."""
+    def value(field, name, dims):
+        shape = b"".join(_ld(1, _varint(1 << 3) + _varint(d)) for d in dims)
+        elem = 9 if not dims else 1
+        tensor = _varint(1 << 3) + _varint(elem) + _ld(2, shape)
+        return _ld(field, _ld(1, name.encode()) + _ld(2, _ld(1, tensor)))
+
+    def node(op, inputs, outputs, attrs=b""):
+        names = b"".join(_ld(1, i.encode()) for i in inputs)
+        names += b"".join(_ld(2, o.encode()) for o in outputs)
+        return _ld(1, names + _ld(4, op.encode()) + attrs)
+
+    def branch(name, g):
+        return _ld(5, _ld(1, name.encode()) + _ld(6, g) + _varint(20 << 3) + _varint(5))
+
+    plain = node("Relu", ["x"], ["z"]) + value(12, "z", [1])
+    inner = node("Relu", ["x"], ["y0"]) + value(12, "y0", [1])
+    for i in range(1, depth):
+        attrs = branch("then_branch", inner) + branch("else_branch", plain)
+        inner = node("If", ["c"], [f"y{i}"], attrs) + value(12, f"y{i}", [1])
+    graph = inner + value(11, "x", [1]) + value(11, "c", [])
+    opset = _ld(8, _ld(1, b"") + _varint(2 << 3) + _varint(17))
+    return _varint(1 << 3) + _varint(8) + _ld(7, graph) + opset
+
+
+def test_a_deep_model_from_a_thread_with_a_small_stack():
+    # Ifs nested 32 deep need some 300 KB of stack on the thread that
+    # infers them; a thread started with 256 KiB ended the interpreter
+    # with a segmentation fault. c3 works on a thread of its own now. Run
+    # in a child interpreter, so that a crash fails this test alone.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, threading, c3\n"
+        "data = sys.stdin.buffer.read()\n"
+        "out = {}\n"
+        "def work():\n"
+        "    out['flops'] = c3.estimate(data).total['flops']\n"
+        "    try:\n"
+        "        c3.estimate(b'\\x08\\x07garbage')\n"
+        "    except c3.InputError as e:\n"
+        "        out['error'] = 'InputError'\n"
+        "threading.stack_size(256 * 1024)\n"
+        "t = threading.Thread(target=work)\n"
+        "t.start(); t.join()\n"
+        "print(out['flops'], out['error'])\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], input=deep_if_model(32),
+                         capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    # The larger branch of each If: the then branch, down to the one Relu
+    # of a [1] tensor: 1 FLOP.
+    assert run.stdout.decode().split() == ["1", "InputError"]

@@ -405,3 +405,32 @@ def test_the_module_tree_groups_the_hooks_layers_by_module():
     assert by_path["layer1"]["layers"] == 14
     assert by_path["layer1/0"]["layers"] == by_path["layer1/1"]["layers"] == 7
     assert by_path["layer1"]["flops"] == by_path["layer1/0"]["flops"] + by_path["layer1/1"]["flops"]
+def test_hook_options_have_types():
+    # Checked when the hook is made, not when its report is first read
+    # after the pass; each error names the option.
+    import torch
+
+    import c3
+    import c3.torch
+
+    with pytest.raises(TypeError, match="fma: True or False, not str 'false'"):
+        c3.torch.CostHook(fma="false")
+    with pytest.raises(ValueError, match="attention: one of masked, full"):
+        c3.torch.CostHook(attention="nope")
+    with pytest.raises(TypeError, match="training: True or False"):
+        c3.torch.CostHook(training="yes")
+    with pytest.raises(TypeError, match="rules: a path or pack name"):
+        c3.torch.CostHook(rules=5)
+    lin = torch.nn.Linear(4, 2)
+    x = torch.randn(1, 4)
+    with pytest.raises(TypeError, match="hook_options: a dict, not list"):
+        c3.torch.estimate(lin, x, hook_options=["device", "h100"])
+    with pytest.raises(TypeError, match="fma: True or False"):
+        c3.torch.estimate(lin, x, fma=1)
+    with pytest.raises(TypeError, match="loss_fn: a function"):
+        c3.torch.estimate(lin, x, training=True, loss_fn=5)
+    with pytest.raises(c3.UsageError, match="unknown device"):
+        c3.torch.estimate(lin, x, hook_options={"device": "abacus"})
+    # Well-typed options still work: a Gemm of 1 x 2 outputs, each 4
+    # multiply-adds and its bias, 2 * (4 + 1) = 10.
+    assert c3.torch.estimate(lin, x, fma=True).total["flops"] == 10

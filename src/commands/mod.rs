@@ -6,7 +6,10 @@
 
 use std::io::IsTerminal;
 
+mod batch;
 pub mod parse;
+
+pub use batch::CHILD_MODEL;
 
 use crate::error::{Error, Result};
 use crate::model::{EstimateOptions, Model};
@@ -128,10 +131,10 @@ pub fn deliver(out: &Output, text: String) -> Result<String> {
 fn warn_unsupported(estimate: &crate::model::Estimate) {
     if let Some(ops) = estimate.unsupported_ops() {
         let count = estimate.report.unsupported.len();
-        eprintln!(
-            "warning: {count} layer(s) are not counted (see the unsupported list): {}",
+        crate::error::warn(&format!(
+            "{count} layer(s) are not counted (see the unsupported list): {}",
             report::text::shown(&ops)
-        );
+        ));
     }
 }
 
@@ -503,8 +506,10 @@ pub fn expand_models(paths: &[String]) -> Result<Vec<String>> {
         let mut found: Vec<String> = std::fs::read_dir(path)
             .map_err(|e| Error::io(p.as_str(), e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|f| f.is_file())
             .filter(|f| f.extension().is_some_and(|x| x == "onnx" || x == "json"))
+            // Anything but a folder: a link that leads nowhere (or in a
+            // circle), a FIFO, is reported on its row, not left out.
+            .filter(|f| f.is_symlink() || !f.is_dir())
             .map(|f| f.to_string_lossy().into_owned())
             .collect();
         if found.is_empty() {
@@ -530,6 +535,11 @@ pub fn estimate_many(
     req: &ReportRequest,
     target: &Target,
 ) -> Result<String> {
+    if let Some(model) = batch::child_model() {
+        // The parent checked the flags; its format is JSON only if asked.
+        let json = req.format == Some(Format::Json);
+        return batch::child(figures(&model, opts, json, req.parts));
+    }
     let models = expand_models(models)?;
     let inputs: Vec<&str> = models.iter().map(String::as_str).collect();
     let out = target.check(Kind::Report, &inputs)?;
@@ -560,35 +570,8 @@ pub fn estimate_many(
         return Err(Error::Usage("standard input (`-`) can be read once".into()));
     }
     let want_json = report_opts.format == Format::Json;
-    let one = |model: &str| -> Result<report::batch::BatchFigures> {
-        let e = Model::open(model)?.into_estimate(opts)?;
-        Ok(report::batch::BatchFigures {
-            total: report::diff::Side {
-                totals: e.report.total,
-                live: e.report.peak.bytes,
-                bound_s: e.roofline.as_ref().map(|r| r.bound_s),
-            },
-            unsupported: e.report.unsupported.len(),
-            json: want_json.then(|| {
-                e.render(&ReportOptions {
-                    format: Format::Json,
-                    parts: req.parts,
-                    ..ReportOptions::default()
-                })
-            }),
-        })
-    };
-    let rows = in_parallel(&models, |m| report::batch::BatchRow {
-        model: m.clone(),
-        outcome: one(m).map_err(|e| {
-            // The row names the model: its error need not repeat it.
-            let line = crate::error::one_line(&e.to_string());
-            let line = line
-                .strip_prefix(&format!("{m}: "))
-                .unwrap_or(&line)
-                .to_string();
-            (line, e.exit_code())
-        }),
+    let rows = batch::rows(&models, batch::in_children(&models), |m| {
+        figures(m, opts, want_json, req.parts)
     });
     let text = report::batch::render(&rows, &report_opts);
     let failed: Vec<i32> = rows
@@ -606,6 +589,32 @@ pub fn estimate_many(
         failed: failed.len(),
         total: rows.len(),
         code: failed.into_iter().max().unwrap_or(2),
+    })
+}
+
+/// What a batch keeps of one model's estimate; with `json`, the estimate's
+/// JSON report too.
+fn figures(
+    model: &str,
+    opts: &EstimateOptions,
+    json: bool,
+    parts: Parts,
+) -> Result<report::batch::BatchFigures> {
+    let e = Model::open(model)?.into_estimate(opts)?;
+    Ok(report::batch::BatchFigures {
+        total: report::diff::Side {
+            totals: e.report.total,
+            live: e.report.peak.bytes,
+            bound_s: e.roofline.as_ref().map(|r| r.bound_s),
+        },
+        unsupported: e.report.unsupported.len(),
+        json: json.then(|| {
+            e.render(&ReportOptions {
+                format: Format::Json,
+                parts,
+                ..ReportOptions::default()
+            })
+        }),
     })
 }
 

@@ -20,6 +20,15 @@ pub const MAX_TENSORS: usize = 1_000_000;
 /// Graph inputs, outputs and value_info entries, in all graphs together.
 /// Counted on the wire format.
 pub const MAX_VALUE_INFOS: usize = 1_000_000;
+/// Records that describe values (initializers, dense and sparse, graph
+/// inputs, outputs and value_info entries, all graphs together) may number
+/// this many plus [`VALUE_RECORDS_PER_NAME`] per input and output name of
+/// the nodes: a graph's values are read or written by its nodes, and each
+/// record costs about a kilobyte once decoded and inferred. Counted on the
+/// wire format.
+pub const VALUE_RECORDS_BASE: usize = 32_768;
+/// See [`VALUE_RECORDS_BASE`].
+pub const VALUE_RECORDS_PER_NAME: usize = 2;
 /// Declared dimensions in all value types together (a rank-4 value has 4),
 /// so that millions of empty dimension records cannot cost gigabytes.
 /// Counted on the wire format.

@@ -106,6 +106,11 @@ pub fn load_encoded(path: &str) -> Result<(OnnxModel, Option<Encoded>)> {
     // counts once the whole model is checked.
     let (skimmed, blocks, early) = read::skim_aside_then(&file, |copy| {
         let counted = wire::count_copy(copy, file_len)?;
+        // More records of values than the nodes set aside can name: the
+        // model is refused once they are counted, not decoded first.
+        if !counted.values_may_fit(file_len.saturating_sub(copy.len())) {
+            return None;
+        }
         let decoded = decode_sized(copy.clone(), counted.main(), true);
         Some(Box::new(Early { counted, decoded }))
     })

@@ -10,7 +10,7 @@ use super::encoded::Blocks;
 use crate::ir::{
     DECODE_BASE_BYTES, DECODE_BYTES_PER_BYTE, MAX_ATTRIBUTE_VALUES, MAX_DECLARED_DIMS,
     MAX_MESSAGE_DEPTH, MAX_MODEL_ITEMS, MAX_NODE_ATTRIBUTES, MAX_NODE_IO, MAX_NODES,
-    MAX_STRING_ELEMENTS, MAX_TENSORS, MAX_VALUE_INFOS,
+    MAX_STRING_ELEMENTS, MAX_TENSORS, MAX_VALUE_INFOS, VALUE_RECORDS_BASE, VALUE_RECORDS_PER_NAME,
 };
 
 /// A varint read as prost reads it, moving `b` past it; a one-byte varint
@@ -105,6 +105,10 @@ pub(super) struct Totals<'a> {
     main: MainGraph,
     tensors: usize,
     value_infos: usize,
+    /// Records of graphs that describe values (initializers, inputs,
+    /// outputs, value_info), and the names nodes read and write.
+    value_records: usize,
+    node_names: usize,
     dims: usize,
     strings: usize,
     items: usize,
@@ -122,6 +126,16 @@ impl Totals<'_> {
         self.main
     }
 
+    /// Whether the records of values counted so far could be within their
+    /// limit once `aside` more bytes of node records are counted (each name
+    /// takes two bytes at least): when not, the model is refused once they
+    /// are, and need not be decoded before.
+    pub(super) fn values_may_fit(&self, aside: usize) -> bool {
+        let names = self.node_names.saturating_add(aside / 2);
+        self.value_records
+            <= VALUE_RECORDS_BASE.saturating_add(names.saturating_mul(VALUE_RECORDS_PER_NAME))
+    }
+
     /// Adds counts made apart (by [`count_node`]).
     fn absorb(&mut self, c: &Counted) {
         self.nodes += c.nodes;
@@ -129,6 +143,8 @@ impl Totals<'_> {
         self.main.initializers += c.main.initializers;
         self.tensors += c.tensors;
         self.value_infos += c.value_infos;
+        self.value_records += c.value_records;
+        self.node_names += c.node_names;
         self.dims += c.dims;
         self.strings += c.strings;
         self.items += c.items;
@@ -180,7 +196,8 @@ pub fn check(bytes: &[u8], aside: Option<&Blocks>, file_len: usize) -> Result<Ma
     scan(bytes, Kind::Model, 0, &mut t)?;
     // A model whose graph the look never entered.
     main_nodes(&mut t)?;
-    within_limits(&t, file_len)
+    within_limits(&t, file_len)?;
+    values_within_limits(&t)
 }
 
 /// What [`check`] counts of a copy whose main graph's node records were
@@ -205,7 +222,25 @@ pub(super) fn check_counted(
     let mut t: Totals<'_> = copy;
     t.aside = aside;
     main_nodes(&mut t)?;
-    within_limits(&t, file_len)
+    within_limits(&t, file_len)?;
+    values_within_limits(&t)
+}
+
+/// The records that describe values against the names nodes read and
+/// write: a graph's values are its nodes', so a file of a million unused
+/// initializers or value_info entries beside one node (a gigabyte once
+/// decoded and inferred) is refused before it is decoded. Only on the
+/// whole model's totals (a copy without its node records has no names).
+fn values_within_limits(t: &Totals<'_>) -> Result<MainGraph, String> {
+    let allowed =
+        VALUE_RECORDS_BASE.saturating_add(t.node_names.saturating_mul(VALUE_RECORDS_PER_NAME));
+    if t.value_records > allowed {
+        return Err(format!(
+            "the model holds {} initializers, graph inputs, outputs and value_info entries for {} names its nodes read and write, which exceeds the limit of {allowed} entries ({VALUE_RECORDS_BASE} + {VALUE_RECORDS_PER_NAME} per name: VALUE_RECORDS_BASE, VALUE_RECORDS_PER_NAME)",
+            t.value_records, t.node_names
+        ));
+    }
+    Ok(t.main)
 }
 
 /// Each total against its limit: the first broken, or the main graph's
@@ -413,6 +448,9 @@ fn enter(t: &mut Totals, kind: Kind, depth: usize, child: Kind, f: u64) {
         Kind::ValueInfo => t.value_infos += 1,
         _ => {}
     }
+    if kind == Kind::Graph && matches!(child, Kind::Tensor | Kind::Sparse | Kind::ValueInfo) {
+        t.value_records += 1;
+    }
 }
 
 fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), String> {
@@ -476,6 +514,10 @@ fn scan(mut b: &[u8], kind: Kind, depth: usize, t: &mut Totals) -> Result<(), St
                         match kind {
                             Kind::Tensor => t.strings += 1,
                             Kind::Attribute => values += 1,
+                            Kind::Node => {
+                                names += 1;
+                                t.node_names += 1;
+                            }
                             _ => names += 1,
                         }
                     }

@@ -592,6 +592,18 @@ pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError
     if let Some(i) = message.find(" at line ") {
         message.truncate(i);
     }
+    // A file that does not show itself one of c3's (`--rules /etc/passwd`,
+    // a config of secrets) is named, never quoted: neither its line nor
+    // the parser's message, which may hold a value of it.
+    if !src.builtin && !shows_itself(src.text, line) {
+        return RuleError {
+            path: src.path.to_string(),
+            line,
+            col,
+            message: "not a file of c3 rules, devices or fusions (a YAML mapping of names, each a mapping of a rule's, a device's or a fusion's keys); its text is not shown".into(),
+            text: None,
+        };
+    }
     let line_text = src
         .text
         .lines()
@@ -605,6 +617,113 @@ pub(crate) fn yaml_error(src: &SourceFile, e: &serde_saphyr::Error) -> RuleError
         message: message.trim().to_string(),
         text: line_text.map(str::to_string),
     }
+}
+
+/// Keys only a rule, a device or a fusion has: a file whose first entry
+/// holds one is c3's.
+const OWN_KEYS: &[&str] = &[
+    "flops",
+    "mread",
+    "mwrite",
+    "backward",
+    "peak",
+    "bandwidth",
+    "chain",
+];
+
+/// Whether a file shows itself one of c3's YAML files: its YAML (the whole
+/// text, or when that does not parse, the text without the line of the
+/// error, or the lines before it) is a mapping whose first entry (a file's
+/// `domain:` aside) is a mapping holding one of [`OWN_KEYS`].
+fn shows_itself(text: &str, line: usize) -> bool {
+    struct Shown(bool);
+    impl<'de> serde::Deserialize<'de> for Shown {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(FileVisitor)
+        }
+    }
+    struct FileVisitor;
+    impl<'de> serde::de::Visitor<'de> for FileVisitor {
+        type Value = Shown;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("anything")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Shown, A::Error> {
+            use serde::de::IgnoredAny;
+            let mut shown = None;
+            while let Some(key) = map.next_key::<String>()? {
+                if shown.is_some() || key == super::yaml::FILE_DOMAIN_KEY {
+                    map.next_value::<IgnoredAny>()?;
+                } else {
+                    shown = Some(map.next_value::<Keys>()?.0);
+                }
+            }
+            Ok(Shown(shown.unwrap_or(false)))
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Shown, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(Shown(false))
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Shown, E> {
+            Ok(Shown(false))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Shown, E> {
+            Ok(Shown(false))
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Shown, E> {
+            Ok(Shown(false))
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Shown, E> {
+            Ok(Shown(false))
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Shown, E> {
+            Ok(Shown(false))
+        }
+        fn visit_unit<E>(self) -> Result<Shown, E> {
+            Ok(Shown(false))
+        }
+    }
+    /// Whether a mapping holds one of [`OWN_KEYS`] (anything else does not
+    /// parse, and the file does not show itself).
+    struct Keys(bool);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(KeysVisitor)
+        }
+    }
+    struct KeysVisitor;
+    impl<'de> serde::de::Visitor<'de> for KeysVisitor {
+        type Value = Keys;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("anything")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+            let mut own = false;
+            while let Some(key) = map.next_key::<String>()? {
+                own |= OWN_KEYS.contains(&key.as_str());
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(Keys(own))
+        }
+    }
+    let parsed = |t: &str| serde_saphyr::from_str::<Shown>(t).map(|s| s.0);
+    if let Ok(shown) = parsed(text) {
+        return shown;
+    }
+    // Not YAML as a whole: the file without the line the parser stopped
+    // at, else the lines before it.
+    let lines = || text.split_inclusive('\n').enumerate();
+    let without: String = lines()
+        .filter(|(i, _)| i + 1 != line)
+        .map(|(_, l)| l)
+        .collect();
+    let before: String = lines()
+        .take_while(|(i, _)| i + 1 < line)
+        .map(|(_, l)| l)
+        .collect();
+    parsed(&without)
+        .or_else(|_| parsed(&before))
+        .unwrap_or(false)
 }
 
 /// What `c3 rules check` found in a pack: the ops it defines, how many of

@@ -183,12 +183,19 @@ class CostHook:
         master_weights: Any = None,
         recompute: Any = None,
     ) -> None:
+        # Checked now, not when the report is first read after the pass.
+        _c3pkg._options(
+            fma=fma, attention=attention, rules=rules, device=device, weights=weights,
+            activations=activations, strict=strict, training=training,
+            freeze=() if freeze is None else freeze, optimizer=optimizer,
+            master_weights=master_weights, recompute=() if recompute is None else recompute,
+        )
         self.fma = fma
         self.options: Dict[str, Any] = dict(
             attention=attention, rules=rules, device=device, weights=weights,
             activations=activations, strict=strict,
         )
-        self.training = bool(training)
+        self.training = training
         if self.training:
             self.options["training"] = True
             for key, value in (("freeze", freeze), ("optimizer", optimizer),
@@ -811,6 +818,14 @@ def _loss(out: Any, loss_fn: Any) -> torch.Tensor:
     return loss
 
 
+def _check_run(training: Any, loss_fn: Any) -> None:
+    _c3pkg._flag("training", training)
+    if loss_fn is not None and not callable(loss_fn):
+        raise TypeError(f"loss_fn: a function of the model's output, not {type(loss_fn).__name__}")
+    if loss_fn is not None and not training:
+        raise ValueError("loss_fn needs training=True")
+
+
 def estimate(model: Any, *args: Any, fma: bool = True, training: bool = False,
              loss_fn: Any = None, device: Optional[str] = None,
              rules: Union[str, Iterable[str]] = (), attention: str = "masked",
@@ -847,14 +862,13 @@ def estimate(model: Any, *args: Any, fma: bool = True, training: bool = False,
                                ("recompute", recompute, ())):
         if value != unset:
             options[name] = value
-    options.update(hook_options or {})
+    options.update(_c3pkg._mapping("hook_options", hook_options))
+    _check_run(training, loss_fn)
     if training:
         options["training"] = True
-    elif loss_fn is not None:
-        raise ValueError("loss_fn needs training=True")
     hook = CostHook(fma=fma, **options)
     call = dict(kwargs)
-    call.update(model_kwargs or {})
+    call.update(_c3pkg._mapping("model_kwargs", model_kwargs))
     _run(hook, model, args, call, loss_fn=loss_fn)
     return hook.report
 
@@ -879,8 +893,7 @@ def trace(path: Union[str, "os.PathLike[str]"], model: Any, *args: Any, training
     ``c3 estimate`` reads), to analyse or share later; returns the trace.
     ``training=True`` (and ``loss_fn``) as for :func:`estimate`: the trace
     has the backward records too, for c3 to cost in training mode."""
-    if loss_fn is not None and not training:
-        raise ValueError("loss_fn needs training=True")
+    _check_run(training, loss_fn)
     hook = CostHook(training=training)
     _run(hook, model, args, kwargs, loss_fn=loss_fn)
     data = hook.trace

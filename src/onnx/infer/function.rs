@@ -20,16 +20,16 @@ impl Walker<'_> {
             )));
         }
         // The body sees only its formal inputs; rename them to fresh names.
-        // An unnamed call is known by its first output, unique in its graph.
-        let tag = format!(
-            "{prefix}{}/",
-            call.name
-                .clone()
-                .filter(|s| !s.is_empty())
-                .or_else(|| call.output.iter().find(|o| !o.is_empty()).cloned())
-                .or_else(|| f.name.clone())
-                .unwrap_or_default()
-        );
+        // An unnamed call is known by its first output, unique in its graph:
+        // inside a body that output already carries the prefix, which is
+        // not repeated (names grow by one call's part a level, not double).
+        let own = call.name.as_deref().filter(|s| !s.is_empty()).or_else(|| {
+            call.output
+                .iter()
+                .find(|o| !o.is_empty())
+                .map(|o| o.strip_prefix(prefix).unwrap_or(o))
+        });
+        let tag = [prefix, own.or(f.name.as_deref()).unwrap_or(""), "/"].concat();
         // Formal inputs the call leaves out read as absent (an empty name).
         let absent: HashSet<&str> = f
             .input
@@ -192,4 +192,134 @@ fn instantiate(
         })
         .collect();
     n
+}
+
+/// What expanding a model's functions may make, at most this many bytes
+/// plus [`EXPANSION_BYTES_PER_BYTE`] per byte of the file: each node of the
+/// expanded model counted as [`EXPANDED_NODE_BYTES`], and the names the
+/// expansion makes (each prefixed by its calls') as their bytes. Estimated
+/// from the call graph before any call is expanded, so that a file of a
+/// few KB cannot make hundreds of MB of nodes and names.
+pub const EXPANSION_BASE_BYTES: u64 = 16 << 20;
+/// See [`EXPANSION_BASE_BYTES`].
+pub const EXPANSION_BYTES_PER_BYTE: u64 = 256;
+/// What one node of the expanded model counts toward the expansion's
+/// limit, beside its names: about what c3 spends on a node.
+pub const EXPANDED_NODE_BYTES: u64 = 1024;
+
+/// The model once its functions are expanded, subgraphs included.
+pub(super) struct Expansion {
+    /// Its nodes: what inference will record and visit at least once.
+    pub nodes: u64,
+    /// The bytes of the names the expansion makes.
+    pub name_bytes: u64,
+}
+
+/// One level's expansion: its nodes, the names in it that a call's prefix
+/// goes in front of, and their bytes before that prefix.
+#[derive(Clone, Copy, Default)]
+struct Size {
+    nodes: u64,
+    names: u64,
+    bytes: u64,
+}
+
+/// The size of the model once its functions are expanded. Computed from
+/// the call graph (each function's size once), so functions that call each
+/// other twice per level are refused before the first expansion.
+pub(super) fn expansion(
+    nodes: &(impl NodeList + ?Sized),
+    functions: &Functions,
+) -> std::result::Result<Expansion, String> {
+    let mut sizer = Sizer {
+        functions,
+        sizes: HashMap::default(),
+        open: HashSet::default(),
+    };
+    let s = sizer.size(nodes, 0, false)?;
+    Ok(Expansion {
+        nodes: s.nodes,
+        name_bytes: s.bytes,
+    })
+}
+
+struct Sizer<'a, 'm> {
+    functions: &'a Functions<'m>,
+    sizes: HashMap<(String, String), Size>,
+    open: HashSet<(String, String)>,
+}
+
+impl Sizer<'_, '_> {
+    /// `named`: the level is inside a function, so its own names are made
+    /// by the expansion (with the call's prefix).
+    fn size(
+        &mut self,
+        nodes: &(impl NodeList + ?Sized),
+        depth: usize,
+        named: bool,
+    ) -> std::result::Result<Size, String> {
+        if depth > MAX_GRAPH_DEPTH {
+            return Err(format!(
+                "functions and subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
+            ));
+        }
+        let mut total = Size::default();
+        for i in 0..nodes.count() {
+            total.nodes = total.nodes.saturating_add(1);
+            if named {
+                let name = Some(nodes.name(i)).filter(|n| !n.is_empty());
+                for v in nodes.inputs(i).chain(nodes.outputs(i)).chain(name) {
+                    if !v.is_empty() {
+                        total.names = total.names.saturating_add(1);
+                        total.bytes = total.bytes.saturating_add(v.len() as u64);
+                    }
+                }
+            }
+            for g in nodes.graphs(i) {
+                let s = self.size(&g.node[..], depth + 1, named)?;
+                total.nodes = total.nodes.saturating_add(s.nodes);
+                total.names = total.names.saturating_add(s.names);
+                total.bytes = total.bytes.saturating_add(s.bytes);
+            }
+            if self.functions.is_empty() {
+                continue;
+            }
+            let (op, domain) = nodes.op(i);
+            let domain = domain_key(domain);
+            // Calls expand only where c3 has no shape logic of its own.
+            if registry(domain, op).is_some() {
+                continue;
+            }
+            let key = (domain.to_string(), op.to_string());
+            let Some(f) = self.functions.get(&key) else {
+                continue;
+            };
+            let s = match self.sizes.get(&key) {
+                Some(&s) => s,
+                None => {
+                    if !self.open.insert(key.clone()) {
+                        return Err(format!(
+                            "function '{}' calls itself, directly or through others",
+                            key.1
+                        ));
+                    }
+                    let s = self.size(&f.node[..], depth + 1, true)?;
+                    self.open.remove(&key);
+                    self.sizes.insert(key, s);
+                    s
+                }
+            };
+            // The call's part of the prefix, as [`Walker::expand`] makes it.
+            let own = Some(nodes.name(i))
+                .filter(|n| !n.is_empty())
+                .or_else(|| nodes.outputs(i).find(|o| !o.is_empty()))
+                .or(f.name.as_deref())
+                .map_or(0, str::len) as u64;
+            total.nodes = total.nodes.saturating_add(s.nodes);
+            total.names = total.names.saturating_add(s.names);
+            let prefixed = own.saturating_add(1).saturating_mul(s.names);
+            total.bytes = total.bytes.saturating_add(prefixed.saturating_add(s.bytes));
+        }
+        Ok(total)
+    }
 }

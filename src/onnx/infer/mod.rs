@@ -14,12 +14,11 @@ use super::{MAX_GRAPH_DEPTH, OnnxModel, domain_key};
 use graph::{Recorder, Records, attr_value};
 pub use graph::{infer_graph, to_graph, to_graph_with};
 pub use order::Taken;
-use order::{
-    NO_SLOT, NodeList, Nodes, View, expanded_nodes, node_label, order_of, producers, topo_order,
-};
+use order::{NO_SLOT, NodeList, Nodes, View, node_label, order_of, producers, topo_order};
 
 mod constants;
 mod function;
+pub use function::{EXPANDED_NODE_BYTES, EXPANSION_BASE_BYTES, EXPANSION_BYTES_PER_BYTE};
 mod given;
 pub(crate) mod graph;
 mod order;
@@ -749,12 +748,29 @@ fn infer_nodes(
         .collect();
     let taken = taken.map(Nodes::of).transpose().map_err(bad)?;
     let nodes = taken.as_ref().map_or(View::Protos(&g.node), Nodes::view);
-    let expanded = expanded_nodes(&nodes, &functions).map_err(bad)?;
+    let expansion = function::expansion(&nodes, &functions).map_err(bad)?;
+    let expanded = expansion.nodes;
     if expanded > super::MAX_NODES as u64 {
         return Err(bad(format!(
             "functions expand the model to {expanded} nodes, which exceeds the limit of {} nodes",
             super::MAX_NODES
         )));
+    }
+    if !functions.is_empty() {
+        let made = expanded
+            .saturating_mul(EXPANDED_NODE_BYTES)
+            .saturating_add(expansion.name_bytes);
+        let file = model.bytes.len() as u64;
+        let budget =
+            EXPANSION_BASE_BYTES.saturating_add(file.saturating_mul(EXPANSION_BYTES_PER_BYTE));
+        if made > budget {
+            return Err(bad(format!(
+                "functions expand the model to {expanded} nodes and {} bytes of names, about {} MB, more than the limit of {} MB for this file ({EXPANSION_BASE_BYTES} bytes + {EXPANSION_BYTES_PER_BYTE} per byte of the file, a node counting {EXPANDED_NODE_BYTES}: EXPANSION_BASE_BYTES, EXPANSION_BYTES_PER_BYTE)",
+                expansion.name_bytes,
+                made >> 20,
+                budget >> 20
+            )));
+        }
     }
     // An input's given shape binds the names its declared shape has there,
     // for every other use of them (`--input x=2x256` on `[batch, 256]` is

@@ -232,6 +232,12 @@ impl NodeList for View<'_> {
             }
         }
     }
+    fn name(&self, i: usize) -> &str {
+        match self {
+            View::Protos(l) => l.name(i),
+            View::Outline(e, o) => e.label(o, i).0,
+        }
+    }
 }
 
 /// A graph level's nodes as ordering reads them: decoded records, or the
@@ -246,6 +252,8 @@ pub(super) trait NodeList {
     fn op(&self, i: usize) -> (&str, &str);
     /// Node `i` as an error names it.
     fn label(&self, i: usize) -> String;
+    /// Its name, as written.
+    fn name(&self, i: usize) -> &str;
 }
 
 impl NodeList for [NodeProto] {
@@ -274,77 +282,9 @@ impl NodeList for [NodeProto] {
     fn label(&self, i: usize) -> String {
         node_label(&self[i])
     }
-}
-
-/// The nodes of the model once its functions are expanded, subgraphs
-/// included: what inference will record and visit at least once. Computed
-/// from the call graph (each function's size once), so functions that call
-/// each other twice per level are refused before the first expansion.
-pub(super) fn expanded_nodes(
-    nodes: &(impl NodeList + ?Sized),
-    functions: &Functions,
-) -> std::result::Result<u64, String> {
-    struct Sizer<'a, 'm> {
-        functions: &'a Functions<'m>,
-        sizes: HashMap<(String, String), u64>,
-        open: HashSet<(String, String)>,
+    fn name(&self, i: usize) -> &str {
+        self[i].name.as_deref().unwrap_or("")
     }
-    impl Sizer<'_, '_> {
-        fn nodes(
-            &mut self,
-            nodes: &(impl NodeList + ?Sized),
-            depth: usize,
-        ) -> std::result::Result<u64, String> {
-            if depth > MAX_GRAPH_DEPTH {
-                return Err(format!(
-                    "functions and subgraphs nest deeper than the limit of {MAX_GRAPH_DEPTH} levels"
-                ));
-            }
-            let mut total: u64 = 0;
-            for i in 0..nodes.count() {
-                total = total.saturating_add(1);
-                for g in nodes.graphs(i) {
-                    total = total.saturating_add(self.nodes(&g.node[..], depth + 1)?);
-                }
-                if self.functions.is_empty() {
-                    continue;
-                }
-                let (op, domain) = nodes.op(i);
-                let domain = domain_key(domain);
-                // Calls expand only where c3 has no shape logic of its own.
-                if registry(domain, op).is_some() {
-                    continue;
-                }
-                let key = (domain.to_string(), op.to_string());
-                let Some(f) = self.functions.get(&key) else {
-                    continue;
-                };
-                let size = match self.sizes.get(&key) {
-                    Some(&size) => size,
-                    None => {
-                        if !self.open.insert(key.clone()) {
-                            return Err(format!(
-                                "function '{}' calls itself, directly or through others",
-                                key.1
-                            ));
-                        }
-                        let size = self.nodes(&f.node[..], depth + 1)?;
-                        self.open.remove(&key);
-                        self.sizes.insert(key, size);
-                        size
-                    }
-                };
-                total = total.saturating_add(size);
-            }
-            Ok(total)
-        }
-    }
-    Sizer {
-        functions,
-        sizes: HashMap::default(),
-        open: HashSet::default(),
-    }
-    .nodes(nodes, 0)
 }
 
 pub(super) fn node_label(n: &NodeProto) -> String {
