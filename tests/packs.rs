@@ -320,6 +320,27 @@ fn at_80_columns_names_a_user_types_are_never_cut_or_wrapped() {
         ["Conv", "BatchNormalization", "Relu", "Sum", "total"],
         "{changed}"
     );
+    // With training's columns too, op names stay whole: columns go first.
+    let t = C3::new()
+        .args([
+            "estimate",
+            &resnet50(),
+            "--training",
+            "--top",
+            "3",
+            "--sort",
+            "flops",
+            "--format",
+            "table",
+        ])
+        .env("COLUMNS", "80")
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    let ops: Vec<String> = cells(&t).into_iter().map(|r| r[1].clone()).collect();
+    assert!(ops.iter().filter(|o| *o == "Conv").count() >= 3, "{t}");
+    assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
 }
 
 #[test]

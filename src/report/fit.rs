@@ -32,6 +32,8 @@ const DROP_ORDER: &[&str] = &[
     "FLOPs %",
     "MemR+W %",
     "IOPs",
+    "Saves",
+    "Bwd MemR+W",
     "# Layers",
     // The device catalog: the rarer precisions first.
     "INT8",
@@ -195,12 +197,17 @@ pub(super) fn fitted_rows(
     {
         t.set_content_arrangement(ContentArrangement::Dynamic)
             .set_width(u16::try_from(limit).unwrap_or(u16::MAX));
-        // Names and numbers keep their width: the other text wraps.
+        // Names and numbers keep their width: the other text wraps, to no
+        // narrower than MIN_TEXT (or its own width, when less).
         for (i, &c) in keep.iter().enumerate() {
-            if (i == 0 || g.numeric[c])
-                && let Some(col) = t.column_mut(i)
-            {
+            let Some(col) = t.column_mut(i) else { continue };
+            if i == 0 || g.numeric[c] {
                 col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
+            } else {
+                let least = u16::try_from(widths[c].min(MIN_TEXT)).unwrap_or(u16::MAX);
+                col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
+                    comfy_table::Width::Fixed(least),
+                ));
             }
         }
         notes.push("wrapped cells".into());
