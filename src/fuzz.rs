@@ -340,7 +340,8 @@ pub fn dims(data: &[u8]) -> Result<usize> {
 /// Model-local functions, the model built from a little program so that
 /// every input is a model that loads: the input's bytes, a few at a time,
 /// make up to 8 functions of domain `local` whose bodies hold Relus, Adds,
-/// calls of any function (itself included), Ifs whose branches call one,
+/// calls (of a later function, or one time in 16 of any, itself included:
+/// recursion), Ifs whose branches call one,
 /// and LeakyRelus whose `alpha` refers to the call's; nodes named or
 /// not, values named with short, long or prefix-like names. The main graph
 /// calls some of them. The model is loaded, inferred (calls expanded),
@@ -379,25 +380,29 @@ pub fn functions(data: &[u8]) -> Result<usize> {
         let mut last = "a".to_string();
         let steps = usize::from(next() % 6);
         for k in 0..steps {
-            let (what, arg, named) = (next(), next(), next());
-            let out = match name_of(arg) {
+            let (what, arg, output, named) = (next(), next(), next(), next());
+            let out = match name_of(output) {
                 n if n.is_empty() || n == "a" => format!("o{k}"),
                 n => format!("{n}{k}"),
             };
-            let mut n = match what % 5 {
+            // A call goes to a later function, or (one time in 16) to any,
+            // so that most programs expand and some recurse.
+            let callee = match arg {
+                240.. => Some(usize::from(arg) % count),
+                _ if i + 1 < count => Some(i + 1 + usize::from(arg) % (count - i - 1)),
+                _ => None,
+            };
+            let what = match callee {
+                None if what % 5 == 2 || what % 5 == 3 => 0,
+                _ => what % 5,
+            };
+            let callee = format!("f{}", callee.unwrap_or(0));
+            let mut n = match what {
                 0 => build::node("Relu", &[&last], &[&out]),
                 1 => build::node("Add", &[&last, "a"], &[&out]),
-                2 => local(build::node(
-                    &format!("f{}", usize::from(arg) % count),
-                    &[&last, "c"],
-                    &[&out],
-                )),
+                2 => local(build::node(&callee, &[&last, "c"], &[&out])),
                 3 => {
-                    let call = local(build::node(
-                        &format!("f{}", usize::from(arg) % count),
-                        &[&last, "c"],
-                        &["inner"],
-                    ));
+                    let call = local(build::node(&callee, &[&last, "c"], &["inner"]));
                     let branch = |name: &str| crate::proto::GraphProto {
                         name: Some(name.into()),
                         node: vec![call.clone()],

@@ -283,3 +283,29 @@ fn function_seeds_expand_and_are_costed() {
     // graph's Identity.
     assert_eq!(c3::fuzz::functions(&doubling).unwrap(), 383 + 1);
 }
+
+/// How many random programs [`random_function_programs_expand_or_fail_cleanly`]
+/// runs: 256, or `C3_FUZZ_CASES` for a longer search where libFuzzer cannot
+/// be built (no network for cargo-fuzz).
+fn function_cases() -> u32 {
+    std::env::var("C3_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(function_cases()))]
+
+    /// Random inputs of the `functions` target: the model expands and is
+    /// costed, or is refused with one line; its names never outgrow the
+    /// nesting (the entry point asserts it).
+    #[test]
+    fn random_function_programs_expand_or_fail_cleanly(
+        data in proptest::collection::vec(proptest::num::u8::ANY, 0..160)
+    ) {
+        if let Err(e) = c3::fuzz::functions(&data) {
+            proptest::prop_assert_eq!(e.to_string().lines().count(), 1);
+        }
+    }
+}

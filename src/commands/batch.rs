@@ -71,11 +71,11 @@ pub(super) fn child(outcome: Result<BatchFigures>) -> Result<String> {
     Ok(out)
 }
 
-/// The parent's side: `model` estimated by a child; `None` when the system
-/// refuses to start one (the caller then estimates it here).
-/// A failed model is its error's one line and exit code.
+/// A model's figures, or its error's one line and exit code.
 type Outcome = std::result::Result<BatchFigures, (String, i32)>;
 
+/// The parent's side: `model` estimated by a child; `None` when the system
+/// refuses to start one (the caller then estimates it here).
 pub(super) fn run_child(model: &str) -> Option<Outcome> {
     let exe = std::env::current_exe().ok()?;
     let stdin = match model == crate::output::STDOUT {
@@ -90,23 +90,23 @@ pub(super) fn run_child(model: &str) -> Option<Outcome> {
         .stderr(Stdio::piped())
         .spawn()
         .ok()?;
-    // Standard error on a thread of its own, so that neither pipe fills
-    // while the other is read; kept to its first bytes.
-    let mut err_pipe = child.stderr.take()?;
-    let stderr = std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let _ = (&mut err_pipe)
-            .take(MAX_CHILD_STDERR)
-            .read_to_end(&mut kept);
-        let _ = std::io::copy(&mut err_pipe, &mut std::io::sink());
-        kept
+    // Standard error is read on a thread of its own, so that neither pipe
+    // fills while the other is read (where the system refuses the thread,
+    // after standard output: a child writes little there).
+    let err_pipe = child.stderr.take();
+    let (stdout, stderr) = std::thread::scope(|threads| {
+        let reader = crate::spawn_with(std::thread::Builder::new(), threads, err_pipe, read_err);
+        let mut stdout = Vec::new();
+        if let Some(mut out) = child.stdout.take() {
+            let _ = out.read_to_end(&mut stdout);
+        }
+        let stderr = match reader {
+            Ok(thread) => crate::joined(thread),
+            Err(pipe) => read_err(pipe),
+        };
+        (stdout, stderr)
     });
-    let mut stdout = Vec::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = out.read_to_end(&mut stdout);
-    }
     let status = child.wait();
-    let stderr = stderr.join().unwrap_or_default();
     let stderr = String::from_utf8_lossy(&stderr);
     // What the child printed besides its outcome (a warning) goes on.
     let said = |text: &str| {
@@ -183,6 +183,16 @@ pub(super) fn run_child(model: &str) -> Option<Outcome> {
         unsupported: n(&header["unsupported"]) as usize,
         json: (!report.is_empty()).then(|| String::from_utf8_lossy(report).into_owned()),
     }))
+}
+
+/// A child's standard error to its end, its first bytes kept.
+fn read_err(pipe: Option<std::process::ChildStderr>) -> Vec<u8> {
+    let mut kept = Vec::new();
+    if let Some(mut p) = pipe {
+        let _ = (&mut p).take(MAX_CHILD_STDERR).read_to_end(&mut kept);
+        let _ = std::io::copy(&mut p, &mut std::io::sink());
+    }
+    kept
 }
 
 /// How a process ended that did not end well.
