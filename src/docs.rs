@@ -75,18 +75,25 @@ fn sections(text: &str) -> Vec<(&str, String)> {
     out
 }
 
+/// Each heading's first section, to look a heading up once.
+fn first_sections<'a>(list: &'a [(&'a str, String)]) -> rustc_hash::FxHashMap<&'a str, &'a String> {
+    let mut m = rustc_hash::FxHashMap::default();
+    for (k, v) in list {
+        m.entry(*k).or_insert(v);
+    }
+    m
+}
+
 /// How `new` differs from `old`, section by section: the rules (`###`
 /// headings) whose text changed, came or went, and the first section that
 /// differs (`None` when none does).
 pub fn changes(old: &str, new: &str) -> (Vec<String>, Option<String>) {
     let (a, b) = (sections(old), sections(new));
-    let find = |list: &[(&str, String)], h: &str| {
-        list.iter().find(|(k, _)| *k == h).map(|(_, v)| v.clone())
-    };
+    let (in_a, in_b) = (first_sections(&a), first_sections(&b));
     let mut changed = Vec::new();
     let mut first = None;
     for (h, body) in &b {
-        if find(&a, h).as_ref() != Some(body) {
+        if in_a.get(h) != Some(&body) {
             if first.is_none() {
                 first = Some(h.trim_start_matches('#').trim().to_string());
             }
@@ -96,7 +103,7 @@ pub fn changes(old: &str, new: &str) -> (Vec<String>, Option<String>) {
         }
     }
     for (h, _) in &a {
-        if find(&b, h).is_none() {
+        if !in_b.contains_key(h) {
             if first.is_none() {
                 first = Some(h.trim_start_matches('#').trim().to_string());
             }

@@ -837,8 +837,10 @@ fn rule_of<'r>(rules: &'r RuleSet, node: &Node) -> std::result::Result<&'r CostR
     }
 }
 
-fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost> {
-    let ev = rule.evaluate(node, opts).map_err(|e| match e {
+/// A rule's failure on `node` as the error c3 reports: where the formula
+/// was written, or what did not bind, with the layer.
+fn eval_error(node: &Node, e: EvalError) -> Error {
+    match e {
         EvalError::Formula {
             origin,
             what,
@@ -855,7 +857,11 @@ fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost
             op: node.op.clone(),
             message,
         },
-    })?;
+    }
+}
+
+fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost> {
+    let ev = rule.evaluate(node, opts).map_err(|e| eval_error(node, e))?;
     Ok(LayerCost {
         name: node.name.clone(),
         op: node.op.clone(),

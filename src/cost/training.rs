@@ -463,27 +463,6 @@ fn needing(
         .collect()
 }
 
-fn rule_error(layer: &str, op: &str, e: crate::rules::EvalError) -> Error {
-    match e {
-        crate::rules::EvalError::Formula {
-            origin,
-            what,
-            text,
-            message,
-        } => Error::Formula {
-            origin: origin.to_string(),
-            message: format!("{message} in {what} `{text}`"),
-            layer: layer.to_string(),
-            op: op.to_string(),
-        },
-        crate::rules::EvalError::Binding(message) => Error::Layer {
-            layer: layer.to_string(),
-            op: op.to_string(),
-            message,
-        },
-    }
-}
-
 /// The backward of one node for the gradients at `grads`: from the rule's
 /// section or its category's default; `Err(reason)` when neither counts
 /// it. Returns (flops, mread, mwrite, saved positions in inputs then
@@ -500,7 +479,7 @@ fn backward_of(
     if let Some(b) = &rule.backward {
         let ev = rule
             .evaluate_backward(node, count, grads)
-            .map_err(|e| rule_error(&node.name, &node.op, e))?
+            .map_err(|e| super::eval_error(node, e))?
             .unwrap_or_default();
         // Positions of patterns, to tensors of the node: a variadic
         // pattern (the last) stands for the rest of its side.
