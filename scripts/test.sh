@@ -58,11 +58,21 @@ if [[ $what == all || $what == python ]]; then
       base_venv
     fi
   fi
-  # The package itself, from python/: an editable debug build (`pip install
-  # ./python` makes a release build, minutes longer on a small machine), whose
+  # The package itself, as users install it: the abi3 wheel maturin builds
+  # from python/ (scripts/wheel.sh), installed into the environment. A debug
+  # build (a release build is minutes longer on a small machine), whose
   # dependencies `cargo test` has just compiled (python/.cargo/config.toml
   # shares the target folder).
-  (cd python && VIRTUAL_ENV="$PWD/../$venv" "../$venv/bin/maturin" develop --quiet)
+  wheel=$(PYTHON="$venv/bin/python" C3_WHEEL_PROFILE=dev scripts/wheel.sh --install "" | tail -n 1)
+  # The tests must import that wheel, not the source folder.
+  where=$(cd python/tests && ../../"$venv"/bin/python -c "import c3, os; print(os.path.dirname(c3.__file__))")
+  case $where in
+    "$PWD/$venv"/lib/*/site-packages/c3) echo "python: testing ${wheel##*/}, installed in $where" ;;
+    *)
+      echo "scripts/test.sh: import c3 finds $where, not the wheel installed in $venv" >&2
+      exit 1
+      ;;
+  esac
   if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
     echo "torch does not import: the c3.torch tests are SKIPPED (see the reasons below)" >&2
   fi

@@ -90,6 +90,8 @@ fn explain_takes_a_domain_either_way_and_suggests_names() {
         ("Conx", "Conv"),
         ("matmull", "MatMul"),
         ("com.microsoft.Atention", "com.microsoft::Attention"),
+        // A bare name against the operators of every domain.
+        ("FusdGemm", "com.microsoft::FusedGemm"),
     ] {
         let r = c3(&["explain", typo]);
         let e = r.one_line_error(1);

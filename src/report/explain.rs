@@ -281,32 +281,28 @@ pub fn find_rule<'a>(rules: &'a RuleSet, name: &str) -> Result<&'a CostRule> {
     )))
 }
 
-/// The rule name closest to `name` in edits (case aside), if one is close
-/// enough to be a typo: at most a third of the name's letters, and 1 at least.
+/// The rule closest to `name` in edits ([`crate::error::nearest`]), by its
+/// qualified name (`com.microsoft::FusedConv`) or, for a bare name, by its
+/// operator's (`fusedconv`).
 fn nearest(rules: &RuleSet, name: &str) -> Option<String> {
-    let mut want = name.to_ascii_lowercase();
+    let mut want = name.to_string();
     if !want.contains("::")
         && let Some((domain, op)) = want.rsplit_once('.')
     {
         want = format!("{domain}::{op}");
     }
-    let short = want.rsplit("::").next().unwrap_or(&want).to_string();
-    let limit = (short.chars().count() / 3).max(1);
+    let qualified: Vec<String> = rules.iter().map(|r| r.qualified_name()).collect();
+    if let Some(q) = crate::error::nearest(&want, qualified.iter().map(String::as_str)) {
+        return Some(q.to_string());
+    }
+    if want.contains("::") {
+        return None;
+    }
+    let op = crate::error::nearest(&want, rules.iter().map(|r| r.op.as_str()))?;
     rules
         .iter()
-        .map(|r| {
-            let q = r.qualified_name();
-            let full = strsim::levenshtein(&want, &q.to_ascii_lowercase());
-            let bare = if want.contains("::") {
-                usize::MAX
-            } else {
-                strsim::levenshtein(&short, &r.op.to_ascii_lowercase())
-            };
-            (full.min(bare), q)
-        })
-        .filter(|(d, _)| *d <= limit)
-        .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.len().cmp(&b.1.len())))
-        .map(|(_, q)| q)
+        .find(|r| r.op == op)
+        .map(|r| r.qualified_name())
 }
 
 /// The outputs the rule is evaluated on: those given, the others inferred
