@@ -1,7 +1,7 @@
 //! A rule's `time:` formula (issue 50): a pack for one engine gives the
 //! seconds a layer takes as it gives its FLOPs, over the device's time
-//! model; reports mark what predicted each layer, and errors point into
-//! the pack.
+//! model; reports mark what predicted each layer, errors point into the
+//! pack, and `c3 explain` and `c3 docs` show the formula.
 
 use crate::common::cli::{C3, ROOT, scratch};
 use crate::common::schema;
@@ -298,6 +298,52 @@ fn bad_time_formulas_are_one_line_errors_at_their_place() {
         e.contains("op.yaml:13:10: rule Op: 'peak' is a name of the rule"),
         "{e}"
     );
+}
+
+#[test]
+fn explain_and_docs_show_the_formula_and_where_it_came_from() {
+    let p = pack(
+        "explain",
+        &[
+            PLAIN,
+            (
+                "conv.yaml",
+                "Conv:\n  time: \"compute_s / 2 + 3 / 1000000\"\n",
+            ),
+        ],
+    );
+    let out = C3::new()
+        .args(["explain", "Conv", "--rules", &p])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(
+        out.contains(&format!(
+            "  time   = compute_s / 2 + 3 / 1000000    (seconds a run takes, on --device; pack, {p}/conv.yaml:2:10)"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("fields:   time from the pack;"), "{out}");
+    // A pack's page renders it as DETAILS.md renders formulas, its `/` a
+    // fraction (it divides exactly).
+    let page = C3::new()
+        .args(["docs", "--rules", &p])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    assert!(
+        page.contains("| time (s) | $\\frac{\\mathit{compute\\_s}}{2} + \\frac{3}{1000000}$ |"),
+        "{page}"
+    );
+    assert!(page.contains("gives time; takes category"), "{page}");
+    // DETAILS.md lists every name the formula reads, and the precedence.
+    let details = std::fs::read_to_string(format!("{ROOT}/DETAILS.md")).unwrap();
+    for (name, _) in c3::rules::time_formula::TIME_NAMES {
+        assert!(details.contains(&format!("| `{name}` |")), "{name}");
+    }
+    assert!(details.contains("its rule's `time:` formula, else the calibrated"));
 }
 
 #[test]
