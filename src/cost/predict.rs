@@ -80,11 +80,12 @@ pub fn predict(
     times: &[LayerTime],
 ) -> Result<Vec<Option<Prediction>>> {
     let model = device.time.as_ref();
-    let kinds = kinds(report);
+    // Without a time model, only the layers with a formula need a look.
+    let kinds = model.map(|_| kinds(report));
     let fused = model.map(|m| fused(report, m));
     let mut out = Vec::with_capacity(report.layers.len());
     for ((i, l), t) in report.layers.iter().enumerate().zip(times) {
-        let group = model.map(|m| {
+        let group = model.zip(kinds.as_ref()).map(|(m, kinds)| {
             let g = m.group(&view(&kinds[i]), fused.as_ref().is_some_and(|f| f[i]));
             let at = m
                 .groups
