@@ -170,6 +170,12 @@ struct OptimizerDoc {
 }
 
 #[derive(Serialize)]
+struct TimeNameDoc {
+    name: &'static str,
+    doc: &'static str,
+}
+
+#[derive(Serialize)]
 struct FusionDoc {
     name: String,
     chain: String,
@@ -302,6 +308,11 @@ fn rule_doc(r: &crate::rules::CostRule) -> RuleDoc {
             // The kernel class a calibrated device times apart.
             .chain(r.class.iter().map(|f| nf("class", f)))
             .chain(r.calls.iter().map(|f| nf("calls", f)))
+            // Seconds on a device, over its time model; its `/` is exact.
+            .chain(r.time.iter().map(|f| NamedFormula {
+                latex: crate::rules::render::to_latex_real(&f.ast),
+                ..nf("time (s)", f)
+            }))
             .collect(),
         params: r.params.iter().map(|(n, f)| nf(n, f)).collect(),
         unsupported: r.unsupported.clone(),
@@ -406,6 +417,12 @@ pub fn render(rules: &RuleSet) -> Result<String> {
         })
         .collect();
     ctx.insert("devices", &devices);
+    // The figures a rule's `time:` formula reads, from the list that binds them.
+    let time_names: Vec<TimeNameDoc> = crate::rules::time_formula::TIME_NAMES
+        .iter()
+        .map(|&(name, doc)| TimeNameDoc { name, doc })
+        .collect();
+    ctx.insert("time_names", &time_names);
     // Training: the backward's defaults by category, and the optimizers.
     use crate::cost::training::{DEFAULTS, OPTIMIZERS};
     let mut kinds: Vec<BackwardDefaultDoc> = Vec::new();

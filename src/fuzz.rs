@@ -50,7 +50,8 @@ fn cost_and_render(mut graph: Graph, rules: &RuleSet) -> Result<usize> {
             .devices
             .iter()
             .next()
-            .map(|d| crate::cost::roofline(&report, d, Some(1e-3)));
+            .map(|d| crate::cost::roofline(&report, d, Some(1e-3)))
+            .transpose()?;
         for format in <Format as clap::ValueEnum>::value_variants() {
             let options = ReportOptions {
                 format: *format,
@@ -234,11 +235,19 @@ pub fn pack(data: &[u8]) -> Result<usize> {
         ..Graph::default()
     };
     // A layer the pack's rules refuse is that layer's error, as in `rules`.
-    let report = crate::cost::estimate(&graph, &set, CountOptions::default())?;
+    // Timing on, so that the pack's `time:` formulas run on its devices.
+    let timing = CountOptions {
+        timing: true,
+        ..CountOptions::default()
+    };
+    let report = crate::cost::estimate(&graph, &set, timing)?;
     let n = set.devices.len();
     for d in set.devices.iter().skip(n.saturating_sub(4)) {
-        let r = crate::cost::roofline(&report, d, Some(1e-3));
-        crate::report::render(&report, &ReportOptions::default(), Some(&r));
+        // A time formula that fails on a layer is that layer's error: the
+        // other devices are still timed.
+        if let Ok(r) = crate::cost::roofline(&report, d, Some(1e-3)) {
+            crate::report::render(&report, &ReportOptions::default(), Some(&r));
+        }
     }
     cost_and_render(graph, &set)
 }

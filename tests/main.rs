@@ -32,6 +32,7 @@ mod report_formats;
 mod reports;
 mod roofline;
 mod rule_coverage;
+mod rule_time;
 mod rules_elementwise;
 mod rules_misc;
 mod rules_ml;

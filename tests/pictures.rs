@@ -488,6 +488,7 @@ fn layer(name: &str, op: &str, flops: u64, mread: u64, mwrite: u64) -> c3::cost:
         live_bytes: 0,
         fused: None,
         runs: 1,
+        time: None,
     }
 }
 

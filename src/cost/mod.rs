@@ -66,6 +66,10 @@ pub struct LayerCost {
     /// How many times the layer runs per run of the model (a Loop body's
     /// layers run once per iteration); the figures above include them all.
     pub runs: u64,
+    /// With timing, when its rule has a `time:` formula: what the formula
+    /// reads of the rule's evaluation (of the first trip, for a loop
+    /// costed trip by trip), for [`predict`] on a device.
+    pub time: Option<std::sync::Arc<crate::rules::time_formula::TimeInputs>>,
 }
 
 impl LayerCost {
@@ -840,6 +844,12 @@ fn rule_of<'r>(rules: &'r RuleSet, node: &Node) -> std::result::Result<&'r CostR
 /// A rule's failure on `node` as the error c3 reports: where the formula
 /// was written, or what did not bind, with the layer.
 fn eval_error(node: &Node, e: EvalError) -> Error {
+    layer_error(&node.name, &node.op, e)
+}
+
+/// A rule's failure on the layer `layer` of op `op` (costing it, or timing
+/// it with the rule's `time:` formula) as the error c3 reports.
+pub(crate) fn layer_error(layer: &str, op: &str, e: EvalError) -> Error {
     match e {
         EvalError::Formula {
             origin,
@@ -849,12 +859,12 @@ fn eval_error(node: &Node, e: EvalError) -> Error {
         } => Error::Formula {
             origin: origin.to_string(),
             message: format!("{message} in {what} `{text}`"),
-            layer: node.name.clone(),
-            op: node.op.clone(),
+            layer: layer.to_string(),
+            op: op.to_string(),
         },
         EvalError::Binding(message) => Error::Layer {
-            layer: node.name.clone(),
-            op: node.op.clone(),
+            layer: layer.to_string(),
+            op: op.to_string(),
             message,
         },
     }
@@ -885,6 +895,7 @@ fn cost_of(node: &Node, rule: &CostRule, opts: CountOptions) -> Result<LayerCost
         live_bytes: 0,
         fused: None,
         runs: 1,
+        time: ev.time,
     })
 }
 

@@ -33,6 +33,8 @@ pub struct LayerTime {
     /// The precision the layer's type asked for; differs from `precision`
     /// when the device has no peak for it.
     pub asked: &'static str,
+    /// The peak used, operations per second.
+    pub peak: f64,
     pub compute_s: f64,
     pub memory_s: f64,
     pub bound_s: f64,
@@ -40,10 +42,14 @@ pub struct LayerTime {
     /// Operations per byte moved, counted as the device's peaks count them;
     /// `None` when the layer moves no bytes.
     pub intensity: Option<f64>,
-    /// On a calibrated device: the predicted time, and the index of the
-    /// time group that predicted it (in the device's `time.groups`).
+    /// The predicted time (by the rule's `time:` formula, or on a
+    /// calibrated device), and on a calibrated device the index of the time
+    /// group whose figures it took (in the device's `time.groups`).
     pub predicted_s: Option<f64>,
     pub group: Option<usize>,
+    /// Where the rule's `time:` formula that gave `predicted_s` is
+    /// written; `None` when the device's time model gave it.
+    pub by_rule: Option<crate::rules::Origin>,
     /// The layer's floating-point operations as the peak counts them.
     pub counted: u64,
 }
@@ -69,8 +75,10 @@ pub struct Roofline {
     /// The operations the compute times divide by the peaks, counted as
     /// the device's peaks count them.
     pub work: u64,
-    /// On a calibrated device: the predicted total, and the range the
-    /// calibration's residuals give it (low, high).
+    /// The predicted total, when every layer has a predicted time (on a
+    /// calibrated device, or with a `time:` formula for each), and the
+    /// range the calibration's residuals give it (low, high), when the
+    /// time model alone predicted it.
     pub predicted_s: Option<f64>,
     pub predicted_range: Option<(f64, f64)>,
 }
@@ -110,10 +118,26 @@ impl Roofline {
     pub fn efficiency(&self, estimate_s: f64) -> Option<f64> {
         self.measured_s.filter(|m| *m > 0.0).map(|m| estimate_s / m)
     }
+
+    /// Whether the reports show predicted times: the device is calibrated,
+    /// or some layer's rule has a `time:` formula.
+    pub fn predicts(&self) -> bool {
+        self.predicted_s.is_some() || self.layers.iter().any(|t| t.predicted_s.is_some())
+    }
+
+    /// The layers a rule's `time:` formula predicted.
+    pub fn by_rules(&self) -> usize {
+        self.layers.iter().filter(|t| t.by_rule.is_some()).count()
+    }
 }
 
-/// Roofline times of every layer of a report on a device.
-pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -> Roofline {
+/// Roofline times of every layer of a report on a device, and the
+/// predicted times; `Err` when a rule's `time:` formula fails on a layer.
+pub fn roofline(
+    report: &CostReport,
+    device: &Device,
+    measured_s: Option<f64>,
+) -> crate::error::Result<Roofline> {
     let mut layers = Vec::with_capacity(report.layers.len());
     let (mut compute_s, mut memory_s, mut bound_s) = (0.0, 0.0, 0.0);
     let mut peaks: Vec<PeakGroup> = Vec::new();
@@ -166,6 +190,7 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
         layers.push(LayerTime {
             precision,
             asked,
+            peak,
             compute_s: c,
             memory_s: m,
             bound_s: b,
@@ -173,27 +198,37 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
             intensity: (l.mrw() > 0).then(|| (work as f64 + l.iops as f64) / l.mrw() as f64),
             predicted_s: None,
             group: None,
+            by_rule: None,
             counted: work,
         });
     }
-    let (mut predicted_s, mut predicted_range) = (None, None);
-    if let Some(model) = &device.time {
-        let times: Vec<(f64, f64)> = layers.iter().map(|t| (t.compute_s, t.memory_s)).collect();
-        let mut total = 0.0;
-        for (t, (p, g)) in layers
-            .iter_mut()
-            .zip(super::predict::predict(report, model, &times))
-        {
-            t.predicted_s = Some(p);
-            t.group = Some(g);
-            total += p;
+    let predictions = super::predict::predict(report, device, &layers)?;
+    let mut total = Some(0.0);
+    for (t, p) in layers.iter_mut().zip(predictions) {
+        match p {
+            Some(p) => {
+                t.predicted_s = Some(p.seconds);
+                t.group = p.group;
+                t.by_rule = p.by_rule;
+                total = total.map(|s| s + p.seconds);
+            }
+            None => total = None,
         }
-        predicted_s = Some(total);
-        predicted_range = model
-            .range
-            .map(|(lo, hi)| (total / (1.0 + hi), total / (1.0 + lo)));
     }
-    Roofline {
+    // No layer of an empty report needs a model; none of a calibrated
+    // device's lacks one.
+    let predicted_s = total.filter(|_| device.time.is_some() || !layers.is_empty());
+    // The calibration's range is the time model's: it says nothing of a
+    // pack's time formulas.
+    let by_rule = layers.iter().any(|t| t.by_rule.is_some());
+    let predicted_range = device
+        .time
+        .as_ref()
+        .and_then(|m| m.range)
+        .filter(|_| !by_rule)
+        .zip(predicted_s)
+        .map(|((lo, hi), total)| (total / (1.0 + hi), total / (1.0 + lo)));
+    Ok(Roofline {
         device: device.clone(),
         layers,
         compute_s,
@@ -205,7 +240,7 @@ pub fn roofline(report: &CostReport, device: &Device, measured_s: Option<f64>) -
         work: total_work,
         predicted_s,
         predicted_range,
-    }
+    })
 }
 
 /// Parses a duration: `2.4ms`, `850us`, `850µs`, `0.0024s`, `1200ns`.

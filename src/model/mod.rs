@@ -760,7 +760,7 @@ fn costed(
             if let Some(t) = &mut report.training {
                 t.capacity = device.memory.map(|m| (device.key.clone(), m));
             }
-            Some(cost::roofline(&report, device, measured))
+            Some(cost::roofline(&report, device, measured)?)
         }
     };
     Ok(Estimate {

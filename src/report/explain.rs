@@ -146,6 +146,15 @@ fn describe(rule: &CostRule) -> String {
             render::to_text(&f.ast)
         ));
     }
+    if let Some(f) = &rule.time {
+        // Its own place: a pack's partial rule may take it from another file.
+        let from = if f.origin.builtin { "built-in" } else { "pack" };
+        out.push_str(&format!(
+            "  time   = {}    (seconds a run takes, on --device; {from}, {})\n",
+            render::to_text(&f.ast),
+            f.origin
+        ));
+    }
     for (n, f) in &rule.params {
         out.push_str(&format!("  attr {n} = {}\n", render::to_text(&f.ast)));
     }

@@ -17,6 +17,8 @@ use crate::cost::Roofline;
 use crate::cost::{CostReport, LayerCost};
 use crate::rules::rule::qualified;
 
+use super::timing::BY_RULE;
+
 use super::ReportOptions;
 
 mod charts;
@@ -285,11 +287,21 @@ fn totals(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, d:
                 &format!("bound is {:.1}% of it", 100.0 * e),
             );
         }
-        if let Some(p) = r.predicted_s {
+        if r.predicts() {
             let range = r.predicted_range.map_or(String::new(), |(lo, hi)| {
                 format!("range {} to {}", time_text(lo, d), time_text(hi, d))
             });
-            card(out, "Predicted", &time_text(p, d), &range);
+            // Layers a rule's `time:` formula predicted are said; without a
+            // time model for the others there is no total.
+            let sub = match r.by_rules() {
+                0 => range,
+                n => format!(
+                    "{n} layer{} by rules' time: formulas {BY_RULE}",
+                    if n == 1 { "" } else { "s" }
+                ),
+            };
+            let total = r.predicted_s.map_or("no total".into(), |p| time_text(p, d));
+            card(out, "Predicted", &total, &sub);
         }
     } else if let Some(m) = &report.measured
         && let Some(run) = m.run_s
@@ -336,7 +348,7 @@ fn columns(report: &CostReport, roofline: Option<&Roofline>) -> Vec<(&'static st
     if report.measured.is_some() {
         c.push(("Measured", true));
     }
-    if roofline.is_some_and(|r| r.predicted_s.is_some()) {
+    if roofline.is_some_and(|r| r.predicts()) {
         c.push(("Predicted", true));
     }
     if report.training.is_some() {
@@ -420,11 +432,17 @@ fn layer_table(out: &mut String, report: &CostReport, roofline: Option<&Roofline
         if let Some(m) = measured_text(report, i, d) {
             let _ = write!(out, "<td class=\"n\">{}</td>", esc(&m));
         }
-        if let Some(r) = roofline.filter(|r| r.predicted_s.is_some()) {
-            let p = r.layers[i]
-                .predicted_s
-                .map_or("-".into(), |t| time_text(t, d));
-            let _ = write!(out, "<td class=\"n\">{p}</td>");
+        if let Some(r) = roofline.filter(|r| r.predicts()) {
+            let t = &r.layers[i];
+            let p = t.predicted_s.map_or("-".into(), |t| time_text(t, d));
+            // The mark of a rule's `time:` formula names where it is written.
+            let mark = t.by_rule.as_ref().map_or(String::new(), |o| {
+                format!(
+                    " <span title=\"time: {}\">{BY_RULE}</span>",
+                    esc(&o.to_string())
+                )
+            });
+            let _ = write!(out, "<td class=\"n\">{p}{mark}</td>");
         }
         if let Some(t) = &report.training {
             match t.layers.get(i).and_then(|b| b.as_ref()) {
@@ -539,9 +557,11 @@ fn notes(out: &mut String, report: &CostReport, d: usize) {
 
 /// The layers as one compact JSON array the script pages through: per
 /// layer `[name, op, flops, iops, mread, mwrite, runs, fused, bound_s,
-/// bound, intensity, measured_s, measured_in, predicted_s]`, the bound's
-/// three only with a device (`null` without), the measured two with a
-/// profile, the predicted time on a calibrated device.
+/// bound, intensity, measured_s, measured_in, predicted_s, backward_flops,
+/// backward_bytes, saves, time_formula]`, the bound's three only with a
+/// device (`null` without), the measured two with a profile, the predicted
+/// time where the layer has one, the backward's three with training, and
+/// where the rule's `time:` formula that predicted it is written.
 fn layer_data(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, digits: usize) {
     use serde_json::{Value, json};
     let rows: Vec<Value> = report
@@ -586,6 +606,12 @@ fn layer_data(out: &mut String, report: &CostReport, roofline: Option<&Roofline>
             row.push(json!(b.map(|b| b.flops)));
             row.push(json!(b.map(|b| b.mread.saturating_add(b.mwrite))));
             row.push(json!(b.map(|b| b.saves)));
+            row.push(json!(
+                roofline
+                    .and_then(|r| r.layers.get(i))
+                    .and_then(|t| t.by_rule.as_ref())
+                    .map(|o| o.to_string())
+            ));
             Value::Array(row)
         })
         .collect();
@@ -593,7 +619,7 @@ fn layer_data(out: &mut String, report: &CostReport, roofline: Option<&Roofline>
         "digits": digits,
         "device": roofline.is_some(),
         "measured": report.measured.is_some(),
-        "predicted": roofline.is_some_and(|r| r.predicted_s.is_some()),
+        "predicted": roofline.is_some_and(|r| r.predicts()),
         "training": report.training.is_some(),
         "iops": report.total.iops > 0,
         "fused": !report.fusions.is_empty(),

@@ -84,21 +84,23 @@ struct LayerJ<'a> {
 }
 
 /// A value of a row's timing entries.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum Scalar<'a> {
     Uint(u64),
     Num(Option<f64>),
     Text(Option<&'a str>),
     Index(Option<u32>),
+    Owned(Option<String>),
 }
 
 impl Serialize for Scalar<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match *self {
-            Scalar::Uint(n) => s.serialize_u64(n),
+        match self {
+            Scalar::Uint(n) => s.serialize_u64(*n),
             Scalar::Num(v) => v.and_then(num).serialize(s),
             Scalar::Text(v) => v.serialize(s),
             Scalar::Index(v) => v.serialize(s),
+            Scalar::Owned(v) => v.serialize(s),
         }
     }
 }
@@ -107,7 +109,9 @@ impl Serialize for Scalar<'_> {
 /// peak counts it, its kernel class, its rule's category, the layer its
 /// input comes from; with a profile, its measured time (on the layer that
 /// shows its kernel group's time), its group and the layer whose time it
-/// is in; on a calibrated device, its predicted time and time group.
+/// is in; where layers are predicted (a calibrated device, a rule's `time:`
+/// formula), its predicted time, time group, what predicted it (`rule` or
+/// `model`) and where the rule's formula is written.
 fn extras<'a>(
     report: &'a CostReport,
     i: usize,
@@ -145,17 +149,29 @@ fn extras<'a>(
         ]);
     }
     if let (Some(t), Some(r)) = (time, roofline)
-        && let Some(model) = &r.device.time
+        && r.predicts()
     {
+        let model = r.device.time.as_ref();
+        let by = match (&t.by_rule, t.predicted_s) {
+            (Some(_), _) => Some("rule"),
+            (None, Some(_)) => Some("model"),
+            (None, None) => None,
+        };
         v.extend([
             ("predicted_s", Scalar::Num(t.predicted_s)),
             (
                 "time_group",
                 Scalar::Text(
                     t.group
-                        .and_then(|g| model.groups.get(g))
+                        .zip(model)
+                        .and_then(|(g, m)| m.groups.get(g))
                         .map(|g| g.key.as_str()),
                 ),
+            ),
+            ("predicted_by", Scalar::Text(by)),
+            (
+                "time_formula",
+                Scalar::Owned(t.by_rule.as_ref().map(|o| o.to_string())),
             ),
         ]);
     }
@@ -284,6 +300,9 @@ struct TotalJ<'a> {
     predicted_low_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     predicted_high_s: Option<f64>,
+    /// Layers a rule's `time:` formula predicted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    predicted_by_rules: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     efficiency_predicted: Option<f64>,
     /// With `--training`: the backward pass, the optimizer's step and the
@@ -652,6 +671,7 @@ fn doc<'a>(
             predicted_high_s: roofline
                 .and_then(|r| r.predicted_range)
                 .and_then(|r| num(r.1)),
+            predicted_by_rules: roofline.map(Roofline::by_rules).filter(|n| *n > 0),
             efficiency_predicted: predicted
                 .zip(measured)
                 .filter(|(_, m)| *m > 0.0)

@@ -609,7 +609,7 @@ fn summary_grid(report: &CostReport, s: &Scaler, roofline: Option<&Roofline>) ->
             total.push(format!("{:.*}", s.digits, 100.0));
         }
     }
-    if roofline.is_some_and(|r| r.predicted_s.is_some()) {
+    if roofline.is_some_and(|r| r.predicts()) {
         header.push("Predicted (µs)".into());
         keys.push("predicted_us".into());
         for (row, t) in rows.iter_mut().zip(&times) {
@@ -753,6 +753,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         {
             let _ = writeln!(out, "{line}");
         }
+        if let Some(line) = roofline.and_then(|r| timing::by_rule_line(report, r)) {
+            let _ = writeln!(out, "  {}", text::shown(&line));
+        }
         for line in timing::profile_lines(report, opts.digits)
             .into_iter()
             .chain(training::lines(report))
@@ -809,6 +812,9 @@ pub fn render(report: &CostReport, opts: &ReportOptions, roofline: Option<&Roofl
         let _ = writeln!(out, "\n### {}\n", lines[0].trim_end_matches(':'));
         for line in &lines[1..] {
             let _ = writeln!(out, "- {}", line.trim());
+        }
+        if let Some(line) = timing::by_rule_line(report, r) {
+            let _ = writeln!(out, "- {}", text::md_cell(&text::shown(&line)));
         }
     }
     for lines in [

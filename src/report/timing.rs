@@ -72,10 +72,19 @@ pub(super) fn columns(
             add("Bound/Meas %", "bound_of_measured_pct", true, cells, total);
         }
     }
-    if let Some(r) = roofline.filter(|r| r.predicted_s.is_some()) {
+    if let Some(r) = roofline.filter(|r| r.predicts()) {
+        // A layer its rule's `time:` formula predicted is marked (the
+        // roofline paragraph says what the mark means); CSV says it in a
+        // column of its own.
         let cells = shown
             .iter()
-            .map(|&i| r.layers[i].predicted_s.map_or(String::new(), us))
+            .map(|&i| {
+                let t = &r.layers[i];
+                match (t.predicted_s, &t.by_rule) {
+                    (Some(p), Some(_)) if !csv => format!("{} {BY_RULE}", us(p)),
+                    (p, _) => p.map_or(String::new(), us),
+                }
+            })
             .collect();
         add(
             "Predicted (µs)",
@@ -84,7 +93,57 @@ pub(super) fn columns(
             cells,
             r.predicted_s.map_or(String::new(), us),
         );
+        if csv && r.by_rules() > 0 {
+            let cells = shown
+                .iter()
+                .map(|&i| predicted_by(&r.layers[i]).unwrap_or("").to_string())
+                .collect();
+            add("Predicted by", "predicted_by", false, cells, String::new());
+        }
     }
+}
+
+/// The mark of a predicted time a rule's `time:` formula gave.
+pub(crate) const BY_RULE: &str = "†";
+
+/// What predicted a layer's time: `rule` (its rule's `time:` formula) or
+/// `model` (the device's time model).
+pub(crate) fn predicted_by(t: &crate::cost::LayerTime) -> Option<&'static str> {
+    match (&t.by_rule, t.predicted_s) {
+        (Some(_), _) => Some("rule"),
+        (None, Some(_)) => Some("model"),
+        (None, None) => None,
+    }
+}
+
+/// The line under the roofline paragraph that says which layers a rule's
+/// `time:` formula predicted: each formula (op and place) with its count.
+pub(crate) fn by_rule_line(report: &CostReport, r: &Roofline) -> Option<String> {
+    let mut by: Vec<(String, String, usize)> = Vec::new();
+    for (l, t) in report.layers.iter().zip(&r.layers) {
+        let Some(o) = &t.by_rule else { continue };
+        let (op, at) = (crate::ir::qualified(&l.domain, &l.op), o.to_string());
+        match by.iter_mut().find(|(p, a, _)| *p == op && *a == at) {
+            Some(e) => e.2 += 1,
+            None => by.push((op, at, 1)),
+        }
+    }
+    if by.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = by
+        .iter()
+        .map(|(op, at, n)| format!("{op} ({at}) x{n}"))
+        .collect();
+    let rest = if r.predicted_s.is_some() {
+        String::new()
+    } else {
+        "; the other layers have no prediction (the device has no time model), so no total".into()
+    };
+    Some(format!(
+        "{BY_RULE} predicted by rules' time: formulas: {}{rest}",
+        list.join(", ")
+    ))
 }
 
 /// An operator type's measured time (the kernel groups its layers lead)
@@ -106,14 +165,16 @@ pub(crate) fn by_type(
             .map(|g| g.seconds)
             .fold(0.0, |a, b| a + b)
     });
-    let predicted = roofline.filter(|r| r.predicted_s.is_some()).map(|r| {
+    // The type's layers that have a predicted time, summed; none when
+    // none of them has one.
+    let predicted = roofline.filter(|r| r.predicts()).and_then(|r| {
         report
             .layers
             .iter()
             .zip(&r.layers)
             .filter(|(l, _)| of_type(l))
             .filter_map(|(_, t)| t.predicted_s)
-            .fold(0.0, |a, b| a + b)
+            .reduce(|a, b| a + b)
     });
     (measured, predicted)
 }

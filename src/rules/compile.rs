@@ -68,6 +68,9 @@ pub(crate) struct Keys {
     pub(crate) tensors_read: Vec<[bool; 8]>,
     pub(crate) dims_read: Vec<bool>,
     pub(crate) switches_read: Vec<bool>,
+    /// The rule's keys its `time:` formula reads: their values are kept
+    /// from the evaluation for the layer's timing.
+    pub(crate) time_reads: Vec<Arc<str>>,
 }
 
 impl Keys {
@@ -118,6 +121,7 @@ impl Keys {
             tensors_read: Vec::new(),
             dims_read: Vec::new(),
             switches_read: Vec::new(),
+            time_reads: Vec::new(),
         }
     }
 
@@ -187,6 +191,10 @@ pub struct CostRule {
     /// The kernel calls a layer makes, when the rule has a `calls:` formula
     /// (1 otherwise).
     pub calls: Option<Formula>,
+    /// The seconds one run of a layer takes on a device, when the rule has
+    /// a `time:` formula: it overrides the device's time model for the
+    /// layer ([`super::time_formula`]). Shared with the layers it times.
+    pub time: Option<Arc<Formula>>,
     pub params: Vec<(String, Formula)>,
     /// Set when c3 lists this op's layers as unsupported, with the reason,
     /// instead of counting them.
@@ -683,6 +691,11 @@ impl CostRule {
             .iter()
             .map(|(n, t)| Ok((n.clone(), compile_formula(src, t, &scope, Units::Elements)?)))
             .collect::<Result<Vec<_>, RuleError>>()?;
+        let time = def
+            .time
+            .as_ref()
+            .map(|t| compile_time(op, src, t, &scope).map(Arc::new))
+            .transpose()?;
 
         let backward = def
             .backward
@@ -700,6 +713,7 @@ impl CostRule {
                 .chain(iops.as_ref())
                 .chain(class.as_ref())
                 .chain(calls.as_ref())
+                .chain(time.as_deref())
                 .chain(params.iter().map(|(_, f)| f))
                 .chain(
                     backward
@@ -707,6 +721,9 @@ impl CostRule {
                         .flat_map(|b| b.grads.iter().flat_map(|(_, _, fs)| fs.iter())),
                 ),
         );
+        keys.time_reads = time
+            .as_deref()
+            .map_or_else(Vec::new, super::time_formula::rule_keys);
         Ok(CostRule {
             op: op.to_string(),
             domain,
@@ -728,6 +745,7 @@ impl CostRule {
             iops,
             class,
             calls,
+            time,
             params,
             unsupported: def.unsupported.as_ref().map(|s| s.trim().to_string()),
             backward,
@@ -751,6 +769,40 @@ impl CostRule {
     pub fn qualified_name(&self) -> String {
         qualified(&self.domain, &self.op)
     }
+}
+
+/// Compiles a rule's `time:` formula in the scope of its other formulas
+/// and the figures of [`super::time_formula::TIME_NAMES`]; a rule that
+/// binds one of those names itself is refused (which would the formula
+/// mean?).
+fn compile_time(
+    op: &str,
+    src: &SourceFile,
+    t: &Text,
+    scope: &RuleScope,
+) -> Result<Formula, RuleError> {
+    let mut time_scope = RuleScope {
+        names: scope.names.clone(),
+    };
+    for (name, _) in super::time_formula::TIME_NAMES {
+        if time_scope
+            .names
+            .insert((*name).to_string(), NameKind::Timing)
+            .is_some()
+        {
+            // At the formula's text, not its opening quote.
+            let start = src.start_of(t);
+            return Err(src.error_at(
+                src.locate(start, &t.value.0, 0),
+                format!(
+                    "rule {op}: '{name}' is a name of the rule, and a time: formula reads the layer's {name} under it; \
+                     a rule with a time: formula cannot bind it"
+                ),
+                Some(name),
+            ));
+        }
+    }
+    compile_formula(src, t, &time_scope, Units::Seconds)
 }
 
 /// Compiles a rule's `backward:` section in the scope of its forward

@@ -156,6 +156,9 @@ pub struct Evaluation {
     /// The kernel calls it makes (the rule's `calls:`, else 1), with
     /// `timing`.
     pub calls: u64,
+    /// With `timing`, for a rule with a `time:` formula: what the formula
+    /// reads of this evaluation, kept until the layer is timed on a device.
+    pub time: Option<Arc<super::time_formula::TimeInputs>>,
     /// Bytes read.
     pub mread: u64,
     /// Bytes written.
@@ -199,7 +202,7 @@ impl fmt::Display for EvalError {
 
 /// The variables one evaluation sees, keyed by the rule's own names.
 pub(crate) struct Env<'r> {
-    vars: rustc_hash::FxHashMap<&'r str, Value>,
+    pub(super) vars: rustc_hash::FxHashMap<&'r str, Value>,
     /// Work done so far (see [`lower::MAX_EVAL_WORK`]); once it passes the
     /// limit, every read fails and `over_budget` says why.
     work: std::cell::Cell<u64>,
@@ -256,7 +259,7 @@ fn over_budget_message() -> String {
 }
 
 impl<'r> Env<'r> {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Env {
             vars: rustc_hash::FxHashMap::with_capacity_and_hasher(64, Default::default()),
             work: std::cell::Cell::new(0),
@@ -264,7 +267,7 @@ impl<'r> Env<'r> {
         }
     }
 
-    fn set(&mut self, var: &'r str, v: Value) {
+    pub(super) fn set(&mut self, var: &'r str, v: Value) {
         self.vars.insert(var, v);
     }
 
@@ -391,7 +394,7 @@ pub(crate) fn tensor_counts(t: &TensorFact, name: &str) -> Result<(i64, i64), Ev
 }
 
 impl Formula {
-    fn eval(&self, env: &Env, what: What) -> Result<Value, EvalError> {
+    pub(super) fn eval(&self, env: &Env, what: What) -> Result<Value, EvalError> {
         let v = self.code.eval_with_context(env).map_err(|e| {
             let message = match e {
                 _ if env.over_budget.get() => over_budget_message(),
@@ -471,6 +474,8 @@ impl Formula {
                     })
                 } else if probe(lower::var_switch(name)) {
                     Some(NameKind::Switch)
+                } else if probe(lower::var_timing(name)) {
+                    Some(NameKind::Timing)
                 } else {
                     None
                 }
@@ -479,10 +484,12 @@ impl Formula {
         let Ok(code) = lower::lower(d, &Any(env), Units::Elements) else {
             return false;
         };
-        matches!(
-            evalexpr::build_operator_tree(&code).and_then(|c| c.eval_with_context(env)),
-            Ok(Value::Int(0))
-        )
+        match evalexpr::build_operator_tree(&code).and_then(|c| c.eval_with_context(env)) {
+            Ok(Value::Int(0)) => true,
+            // A time formula's divisor may be a real number.
+            Ok(Value::Float(f)) => f == 0.0,
+            _ => false,
+        }
     }
 
     /// Line and column in the rule file of byte `offset` of the formula text.
@@ -517,7 +524,7 @@ impl Formula {
         };
         let n = u64::try_from(n).map_err(|_| fail(format!("a count cannot be negative ({n})")))?;
         Ok(match units {
-            Units::Elements => n,
+            Units::Elements | Units::Seconds => n,
             Units::Bits => n.div_ceil(8),
         })
     }
@@ -853,21 +860,24 @@ impl CostRule {
         } else {
             Vec::new()
         };
-        let (work, class, calls) = if opts.timing {
+        let (work, class, calls, time) = if opts.timing {
             let class = self.class_of(&env)?;
             let calls = match &self.calls {
                 Some(f) => f.eval_count(&env, What::Named("calls"), Units::Elements)?,
                 None => 1,
             };
-            (self.work(&mut env, opts, flops)?, class, calls)
+            // Kept before `work` rebinds `fma` and the `let`s.
+            let time = self.time_inputs(&env);
+            (self.work(&mut env, opts, flops)?, class, calls, time)
         } else {
-            (flops, None, 1)
+            (flops, None, 1, None)
         };
         Ok(Evaluation {
             flops,
             work,
             class,
             calls,
+            time,
             mread,
             mwrite,
             iops,

@@ -72,6 +72,10 @@ pub enum NameKind {
     Let { counts_elements: bool },
     /// `fma`, `full_attention`, `opset`, `true`, `false`.
     Switch,
+    /// A figure a `time:` formula reads of the layer and the device
+    /// (`peak`, `compute_s`: [`super::time_formula::TIME_NAMES`]), bound
+    /// when the layer is timed, not when it is costed.
+    Timing,
 }
 
 /// The switches every formula may use.
@@ -171,11 +175,14 @@ fn unknown_name(n: &str, scope: &dyn Scope) -> String {
 }
 
 /// Whether `|X|` means an element count (FLOPs, `let`, params) or a storage
-/// size in bits (memory formulas; the caller turns bits into bytes).
+/// size in bits (memory formulas; the caller turns bits into bytes); and
+/// `Seconds`, a `time:` formula: element counts, and `/` divides exactly
+/// (a time is a real number: `5 / 1000000` is 5 µs, not 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Units {
     Elements,
     Bits,
+    Seconds,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -227,6 +234,9 @@ pub fn var_nonzeros(name: &str) -> String {
 }
 pub fn var_constant(name: &str) -> String {
     format!("q_{name}")
+}
+pub fn var_timing(name: &str) -> String {
+    format!("t_{name}")
 }
 
 /// Lowers `e` to evalexpr text, checking every name and call on the way.
@@ -304,11 +314,12 @@ fn emit(e: &Expr, scope: &dyn Scope, units: Units, out: &mut String) -> Result<(
                 out.push_str(&var_let(n))
             }
             Some(NameKind::Switch) => out.push_str(&var_switch(n)),
+            Some(NameKind::Timing) => out.push_str(&var_timing(n)),
             None => return err(unknown_name(n, scope), e.span),
         },
         ExprKind::Size(n) => match scope.kind(n) {
             Some(NameKind::Tensor { .. }) => out.push_str(&match units {
-                Units::Elements => var_elements(n),
+                Units::Elements | Units::Seconds => var_elements(n),
                 Units::Bits => var_bits(n),
             }),
             Some(_) => return err(format!("|{n}| needs a tensor; '{n}' is not one"), e.span),
@@ -410,6 +421,9 @@ fn emit(e: &Expr, scope: &dyn Scope, units: Units, out: &mut String) -> Result<(
             emit(a, scope, units, out)?;
             out.push_str("))");
         }
+        ExprKind::Binary(BinOp::Div, a, b) if units == Units::Seconds => {
+            emit_call("fdiv", &[a, b], scope, units, out)?
+        }
         ExprKind::Binary(op, a, b) => {
             out.push('(');
             emit(a, scope, units, out)?;
@@ -444,6 +458,29 @@ fn int(v: &Value, what: &str) -> EvalexprResult<i64> {
             describe(other)
         )),
     }
+}
+
+/// A number of a time formula as a real number.
+fn real(v: &Value, what: &str) -> EvalexprResult<f64> {
+    match v {
+        Value::Float(f) => Ok(*f),
+        other => int(other, what).map(|i| i as f64),
+    }
+}
+
+/// `min` or `max` of numbers one of which is real.
+fn real_extreme(name: &str, items: &[Value]) -> EvalexprResult<Value> {
+    let mut best: Option<f64> = None;
+    for v in items {
+        let v = real(v, name)?;
+        best = Some(match best {
+            None => v,
+            Some(b) if name == "min" => b.min(v),
+            Some(b) => b.max(v),
+        });
+    }
+    best.map(Value::Float)
+        .map_or_else(|| fail(format!("{name}() of an empty list")), Ok)
 }
 
 fn list<'a>(v: &'a Value, what: &str) -> EvalexprResult<&'a [Value]> {
@@ -528,6 +565,11 @@ pub fn call(identifier: &str, arg: &Value) -> EvalexprResult<Value> {
                 [Value::Tuple(t)] => t.as_slice(),
                 _ => items,
             };
+            // A time formula compares seconds: with a real number among
+            // them, all are compared as real numbers.
+            if items.iter().any(|v| matches!(v, Value::Float(_))) {
+                return real_extreme(name, items);
+            }
             let mut best: Option<i64> = None;
             for v in items {
                 let v = int(v, name)?;
@@ -541,6 +583,13 @@ pub fn call(identifier: &str, arg: &Value) -> EvalexprResult<Value> {
                 Some(b) => Ok(Value::Int(b)),
                 None => fail(format!("{name}() of an empty list")),
             }
+        }
+        ("fdiv", [a, b]) => {
+            let (a, b) = (real(a, "division")?, real(b, "division")?);
+            if b == 0.0 {
+                return fail("division by zero");
+            }
+            Ok(Value::Float(a / b))
         }
         ("sum", [l]) => {
             let mut acc: i64 = 0;
@@ -770,6 +819,35 @@ mod tests {
         assert_eq!(
             low("K[axis]", Units::Elements).unwrap(),
             "c3_at(2, d_K, a_axis)"
+        );
+    }
+
+    /// In a time formula `/` divides exactly: 5 / 1000000 is 5 µs, not 0.
+    #[test]
+    fn a_time_formula_divides_exactly_and_compares_seconds() {
+        assert_eq!(
+            low("|X| / N + 5 / 1000000", Units::Seconds).unwrap(),
+            "(c3_fdiv(2, n_X, d_N) + c3_fdiv(2, 5, 1000000))"
+        );
+        let args = |v: Vec<Value>| {
+            let mut all = vec![Value::Int(v.len() as i64)];
+            all.extend(v);
+            Value::Tuple(all)
+        };
+        assert_eq!(
+            call("c3_fdiv", &args(vec![Value::Int(5), Value::Int(1_000_000)])).unwrap(),
+            Value::Float(5e-6)
+        );
+        assert!(call("c3_fdiv", &args(vec![Value::Int(1), Value::Float(0.0)])).is_err());
+        // With a real number among them, min and max compare real numbers;
+        // integers alone stay integers.
+        assert_eq!(
+            call("c3_max", &args(vec![Value::Float(2e-6), Value::Int(0)])).unwrap(),
+            Value::Float(2e-6)
+        );
+        assert_eq!(
+            call("c3_min", &args(vec![Value::Int(3), Value::Int(2)])).unwrap(),
+            Value::Int(2)
         );
     }
 

@@ -20,6 +20,7 @@ pub mod partial;
 pub mod render;
 pub mod rule;
 pub mod time;
+pub mod time_formula;
 pub mod value;
 pub mod yaml;
 

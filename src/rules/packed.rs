@@ -35,6 +35,7 @@ pub fn parse_texts(def: &mut RuleDef) {
         .chain(def.iops.as_mut())
         .chain(def.class.as_mut())
         .chain(def.calls.as_mut())
+        .chain(def.time.as_mut())
         .for_each(formula);
     def.params.0.iter_mut().for_each(|(_, t)| formula(t));
     if let Some(b) = &mut def.backward {
@@ -67,6 +68,7 @@ pub fn write_def(def: &RuleDef) -> Vec<u8> {
     w.opt_text(def.iops.as_ref());
     w.opt_text(def.class.as_ref());
     w.opt_text(def.calls.as_ref());
+    w.opt_text(def.time.as_ref());
     w.named_texts(&def.params);
     w.opt_str(def.unsupported.as_deref());
     match &def.backward {
@@ -112,6 +114,7 @@ pub fn read_def(bytes: &[u8]) -> Option<RuleDef> {
         iops: r.opt_text()?,
         class: r.opt_text()?,
         calls: r.opt_text()?,
+        time: r.opt_text()?,
         params: r.named_texts()?,
         unsupported: r.opt_str()?,
         backward: match r.byte()? {
@@ -553,6 +556,11 @@ mod tests {
             iops: None,
             class: None,
             calls: None,
+            // A built-in rule could carry a time formula: it travels too.
+            time: Some(text(
+                "compute_s / compute_eff + 5 / 1000000",
+                Place::Byte(13),
+            )),
             params: OrderedMap(vec![("W".into(), text("|W|", Place::Byte(3)))]),
             unsupported: Some("why".into()),
             backward: Some(BackwardDef {
@@ -607,6 +615,7 @@ mod tests {
             iops: None,
             class: None,
             calls: None,
+            time: None,
             params: OrderedMap::default(),
             unsupported: None,
             backward: Some(BackwardDef::default()),

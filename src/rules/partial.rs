@@ -46,6 +46,8 @@ pub struct PackRuleDef {
     #[serde(default)]
     pub calls: Option<Text>,
     #[serde(default)]
+    pub time: Option<Text>,
+    #[serde(default)]
     pub params: Option<OrderedMap<Text>>,
     #[serde(default)]
     pub unsupported: Option<String>,
@@ -74,6 +76,7 @@ pub const FIELDS: &[&str] = &[
     "iops",
     "class",
     "calls",
+    "time",
     "params",
     "unsupported",
     "backward",
@@ -125,6 +128,7 @@ impl PackRuleDef {
             self.iops.is_some(),
             self.class.is_some(),
             self.calls.is_some(),
+            self.time.is_some(),
             self.params.is_some(),
             self.unsupported.is_some(),
             self.backward.is_some(),
@@ -237,6 +241,7 @@ impl PackRuleDef {
             iops: opt_text(self.iops, opt.and_then(|b| b.iops.as_ref())),
             class: opt_text(self.class, opt.and_then(|b| b.class.as_ref())),
             calls: opt_text(self.calls, opt.and_then(|b| b.calls.as_ref())),
+            time: opt_text(self.time, opt.and_then(|b| b.time.as_deref())),
             params: merged(params, self.params),
             unsupported: self
                 .unsupported
@@ -277,6 +282,11 @@ pub fn keep_origins(rule: &mut CostRule, base: &CostRule, given: &[&'static str]
         ("iops", rule.iops.as_mut(), base.iops.as_ref()),
         ("class", rule.class.as_mut(), base.class.as_ref()),
         ("calls", rule.calls.as_mut(), base.calls.as_ref()),
+        (
+            "time",
+            rule.time.as_mut().map(std::sync::Arc::make_mut),
+            base.time.as_deref(),
+        ),
     ] {
         if let (false, Some(f), Some(b)) = (given.contains(&name), field, from) {
             keep(f, b);
@@ -317,6 +327,7 @@ pub fn keep_origins(rule: &mut CostRule, base: &CostRule, given: &[&'static str]
         base.iops.is_some(),
         base.class.is_some(),
         base.calls.is_some(),
+        base.time.is_some(),
         !base.params.is_empty(),
         base.unsupported.is_some(),
         base.backward.is_some(),

@@ -22,7 +22,7 @@ fn wrapped(out: &mut String, wrap: bool, open: &str, close: &str, body: impl FnO
 }
 
 /// Writes each item with `f`, separated by commas.
-fn comma_list(out: &mut String, items: &[Expr], f: fn(&Expr, &mut String)) {
+fn comma_list(out: &mut String, items: &[Expr], f: impl Fn(&Expr, &mut String)) {
     for (i, a) in items.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
@@ -101,7 +101,15 @@ fn text(e: &Expr, out: &mut String) {
 /// LaTeX for GitHub math (`$...$`). Uses no `|`, so it is safe in Markdown tables.
 pub fn to_latex(e: &Expr) -> String {
     let mut out = String::new();
-    latex(e, &mut out);
+    latex(e, &mut out, false);
+    out
+}
+
+/// LaTeX of a formula whose `/` divides exactly (a `time:` formula's): a
+/// fraction, not the floor of one.
+pub fn to_latex_real(e: &Expr) -> String {
+    let mut out = String::new();
+    latex(e, &mut out, true);
     out
 }
 
@@ -122,15 +130,16 @@ pub fn latex_name(n: &str) -> String {
     }
 }
 
-fn latex_wrapped(e: &Expr, wrap: bool, out: &mut String) {
-    wrapped(out, wrap, "\\left(", "\\right)", |o| latex(e, o));
+fn latex_wrapped(e: &Expr, wrap: bool, out: &mut String, real: bool) {
+    wrapped(out, wrap, "\\left(", "\\right)", |o| latex(e, o, real));
 }
 
-fn latex_args(args: &[Expr], out: &mut String) {
-    comma_list(out, args, latex);
+fn latex_args(args: &[Expr], out: &mut String, real: bool) {
+    comma_list(out, args, |a, o| latex(a, o, real));
 }
 
-fn latex(e: &Expr, out: &mut String) {
+/// `real`: `/` divides exactly.
+fn latex(e: &Expr, out: &mut String, real: bool) {
     match &e.kind {
         ExprKind::Int(v) => out.push_str(&v.to_string()),
         ExprKind::Str(s) => out.push_str(&format!("\\text{{\"{s}\"}}")),
@@ -145,22 +154,22 @@ fn latex(e: &Expr, out: &mut String) {
         ExprKind::Call(f, args) => match (f.as_str(), args.as_slice()) {
             ("prod", [a]) => {
                 out.push_str("\\prod ");
-                latex_wrapped(a, a.precedence() < 7, out);
+                latex_wrapped(a, a.precedence() < 7, out, real);
             }
             ("sum", [a]) => {
                 out.push_str("\\sum ");
-                latex_wrapped(a, a.precedence() < 7, out);
+                latex_wrapped(a, a.precedence() < 7, out, real);
             }
             ("cdiv", [a, b]) => {
                 out.push_str("\\left\\lceil ");
-                latex(a, out);
+                latex(a, out, real);
                 out.push_str(" / ");
-                latex(b, out);
+                latex(b, out, real);
                 out.push_str(" \\right\\rceil");
             }
             ("min" | "max", _) => {
                 out.push_str(&format!("\\{f}\\left("));
-                latex_args(args, out);
+                latex_args(args, out, real);
                 out.push_str("\\right)");
             }
             _ => {
@@ -168,30 +177,37 @@ fn latex(e: &Expr, out: &mut String) {
                     "\\operatorname{{{}}}\\left(",
                     f.replace('_', "\\_")
                 ));
-                latex_args(args, out);
+                latex_args(args, out, real);
                 out.push_str("\\right)");
             }
         },
         ExprKind::List(items) => {
             out.push_str("\\left[");
-            latex_args(items, out);
+            latex_args(items, out, real);
             out.push_str("\\right]");
         }
         ExprKind::Index(base, i) => {
-            latex_wrapped(base, base.precedence() < 7, out);
+            latex_wrapped(base, base.precedence() < 7, out, real);
             out.push_str("_{");
-            latex(i, out);
+            latex(i, out, real);
             out.push('}');
         }
         ExprKind::Unary(op, a) => {
             out.push_str(if *op == UnOp::Neg { "-" } else { "\\lnot " });
-            latex_wrapped(a, a.precedence() < 6, out);
+            latex_wrapped(a, a.precedence() < 6, out, real);
+        }
+        ExprKind::Binary(BinOp::Div, a, b) if real => {
+            out.push_str("\\frac{");
+            latex(a, out, real);
+            out.push_str("}{");
+            latex(b, out, real);
+            out.push('}');
         }
         ExprKind::Binary(BinOp::Div, a, b) => {
             out.push_str("\\left\\lfloor ");
-            latex_wrapped(a, a.precedence() < BinOp::Div.precedence(), out);
+            latex_wrapped(a, a.precedence() < BinOp::Div.precedence(), out, real);
             out.push_str(" / ");
-            latex_wrapped(b, b.precedence() <= BinOp::Div.precedence(), out);
+            latex_wrapped(b, b.precedence() <= BinOp::Div.precedence(), out, real);
             out.push_str(" \\right\\rfloor");
         }
         ExprKind::Binary(op, a, b) => {
@@ -201,7 +217,7 @@ fn latex(e: &Expr, out: &mut String) {
             } else {
                 a.precedence() < p
             };
-            latex_wrapped(a, left_wrap, out);
+            latex_wrapped(a, left_wrap, out, real);
             out.push_str(match op {
                 BinOp::Or => " \\lor ",
                 BinOp::And => " \\land ",
@@ -217,15 +233,15 @@ fn latex(e: &Expr, out: &mut String) {
                 BinOp::Rem => " \\bmod ",
                 BinOp::Div => unreachable!("handled above"),
             });
-            latex_wrapped(b, b.precedence() <= p, out);
+            latex_wrapped(b, b.precedence() <= p, out, real);
         }
         ExprKind::Cond(c, a, b) => {
             out.push_str("\\left(");
-            latex(a, out);
+            latex(a, out, real);
             out.push_str("\\ \\text{if}\\ ");
-            latex(c, out);
+            latex(c, out, real);
             out.push_str("\\ \\text{else}\\ ");
-            latex(b, out);
+            latex(b, out, real);
             out.push_str("\\right)");
         }
     }
@@ -271,6 +287,12 @@ mod tests {
             "\\left\\lfloor \\lvert X \\rvert / c \\right\\rfloor + \\left\\lceil a / b \\right\\rceil + S_{-1}"
         );
         assert!(!to_latex(&e).contains('|'));
+        // A time formula's `/` divides exactly: a fraction.
+        let e = parse_formula("compute_s / compute_eff + 3 / 1000000").unwrap();
+        assert_eq!(
+            to_latex_real(&e),
+            "\\frac{\\mathit{compute\\_s}}{\\mathit{compute\\_eff}} + \\frac{3}{1000000}"
+        );
         // A sum dividend keeps its brackets inside the floor.
         let e = parse_formula("(taps - 1) / 3").unwrap();
         assert_eq!(

@@ -162,6 +162,11 @@ pub struct RuleDef {
     /// a matrix): a calibrated device pays its per-kernel cost that often.
     #[serde(default)]
     pub calls: Option<Text>,
+    /// The seconds one run of a layer takes on a device (a real-number
+    /// formula over the rule's names and the device's figures), over the
+    /// device's time model ([`crate::rules::time_formula`]).
+    #[serde(default)]
+    pub time: Option<Text>,
     #[serde(default)]
     pub params: OrderedMap<Text>,
     /// Why layers of this op are listed as unsupported rather than counted

@@ -662,7 +662,7 @@ pub(super) fn measured_chart(
         "<p class=\"note\">Each point is a kernel of the profile ({}): its layers' roofline bound on {} across, its measured time up; the line is measured = bound.{}</p>",
         esc(&m.runtime),
         esc(&r.device.name),
-        if r.predicted_s.is_some() {
+        if r.predicts() {
             " Hollow points are the predicted times."
         } else {
             ""

@@ -29,7 +29,8 @@
 
   // Rows: [index, name, op, flops, iops, mread, mwrite, runs, fused, bound_s,
   // bound, intensity, measured_s, measured_in, predicted_s, backward_flops,
-  // backward_bytes, saves] (the last three null without a gradient).
+  // backward_bytes, saves, time_formula] (the backward's three null without
+  // a gradient; time_formula where a rule's time: formula predicted it).
   var rows = data.layers.map(function (l, i) { return [i + 1].concat(l); });
   // Columns: label, value of a row, text of the value (and its row), numeric.
   var cols = [
@@ -60,7 +61,12 @@
       return v !== null ? time(v) : (r[13] ? "in " + esc(r[13]) : "-");
     }, true]);
   }
-  if (data.predicted) cols.push(["Predicted", function (r) { return r[14]; }, time, true]);
+  if (data.predicted) {
+    // A time a rule's time: formula gave is marked, with where it is written.
+    cols.push(["Predicted", function (r) { return r[14]; }, function (v, r) {
+      return time(v) + (r[18] ? ' <span title="time: ' + esc(r[18]) + '">†</span>' : "");
+    }, true]);
+  }
   if (data.training) {
     var orDash = function (f) { return function (v) { return v === null ? "-" : f(v); }; };
     cols.push(
