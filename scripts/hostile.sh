@@ -5,8 +5,9 @@
 # "a one-line error, exit 2 (1 for a bad flag, 3 for --strict), < 1 s, < 64 MB". The few
 # inputs that are legitimately fine must exit 0; their time and memory are
 # shown but not judged (they cost what any input of their size costs).
-# Each `estimate` case's model is then listed with `c3 shapes` too: the
-# listing, or a one-line refusal within the same limits.
+# Each `estimate` case's model is then listed with `c3 shapes` and
+# annotated with `c3 annotate` too: the listing or the copy, or a one-line
+# refusal within the same limits.
 #
 # The inputs are made by the test itself: with C3_HOSTILE_DIR set it keeps
 # every case's folder there, holding the case's files, `cmd` (c3's arguments,
@@ -85,6 +86,21 @@ for cmdfile in "$dir"/*/cmd; do
   done
   [ -n "$model" ] || continue
   judge "shapes:$(basename "$case_dir")" "0|2" "$case_dir/shapes" shapes "$model"
+done
+# `c3 annotate` reads a model as `estimate` does, then copies it: each
+# estimate case's model is annotated too, into its own folder, and must
+# give the copy or a one-line refusal.
+for cmdfile in "$dir"/*/cmd; do
+  case_dir=$(dirname "$cmdfile")
+  mapfile -t args <"$cmdfile"
+  [ "${args[0]}" = estimate ] || continue
+  model=""
+  for a in "${args[@]:1}"; do
+    case "$a" in *.onnx) model=$a ;; esac
+  done
+  [ -n "$model" ] || continue
+  judge "annotate:$(basename "$case_dir")" "0|2" "$case_dir/annotate" \
+    annotate "$model" -o "$case_dir/annotated.onnx"
 done
 echo "$((total - missed)) of $total cases as expected (refusals: one line, < ${max_s} s, < ${max_mb} MB)"
 [ "$missed" -eq 0 ]

@@ -1467,6 +1467,7 @@ fn devices_file_of_100_mb() {
     );
 }
 
+mod copies;
 mod models;
 mod names;
 mod outputs;

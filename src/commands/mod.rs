@@ -355,8 +355,9 @@ pub fn shapes(
         return Ok(text);
     };
     // The copy needs the values' shapes and the model's bytes, not its
-    // nodes: the model is read as for the listing alone.
-    let shapes = Model::shapes_listed_file(model, dims, inputs)?;
+    // nodes: the model is read as for the listing alone, once the nodes
+    // are checked for weights the copy would lose.
+    let shapes = Model::shapes_copied_file(model, dims, inputs, &out)?;
     let n = shapes.write_model_to(&out)?;
     let text = match format {
         Some(f) if !out.is_stdout() => {

@@ -534,6 +534,26 @@ impl Model {
         model.shapes_with(dims, inputs, true, taken)
     }
 
+    /// [`Model::shapes_listed_file`] for a copy of the model at `out`, which
+    /// is checked first ([`crate::onnx::write::check_copy`]): while the
+    /// main graph's nodes are there to check, before inference lets go of
+    /// them.
+    pub(crate) fn shapes_copied_file(
+        path: &str,
+        dims: &BTreeMap<String, i64>,
+        inputs: &BTreeMap<String, Vec<u64>>,
+        out: &Output,
+    ) -> Result<Shapes> {
+        let (model, taken) = match path {
+            STDIN => (Model::open_onnx(path)?, None),
+            _ => Model::open_encoded(path)?,
+        };
+        if let Source::Onnx(m) = &model.source {
+            crate::onnx::write::check_copy(m, taken.as_ref(), out)?;
+        }
+        model.shapes_with(dims, inputs, true, taken)
+    }
+
     /// The shapes; when `listed`, of the main graph's nodes `taken` (or,
     /// when `None`, taken out of the model here).
     fn shapes_with(
@@ -638,7 +658,7 @@ impl Model {
             Source::Trace(_) => None,
         };
         if let Source::Onnx(m) = &self.source {
-            crate::onnx::write::check_copy(m, out)?;
+            crate::onnx::write::check_copy(m, None, out)?;
         }
         self.annotated(opts, |pieces| {
             out.write_parts(&pieces.slices(), mapped)?;
@@ -788,7 +808,7 @@ impl Shapes {
     /// the mapped file, then the value_info entries (never joined in
     /// memory); returns how many entries were added.
     pub fn write_model_to(&self, out: &Output) -> Result<usize> {
-        crate::onnx::write::check_copy(&self.model, out)?;
+        crate::onnx::write::check_copy(&self.model, None, out)?;
         let (patch, n) = crate::onnx::write::value_info_patch(&self.model, &self.inferred);
         let (mark, rest) = crate::onnx::write::marked(&self.model.bytes);
         out.write_parts(&[&mark, rest, &patch], self.model.mapped())?;

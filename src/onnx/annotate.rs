@@ -425,6 +425,9 @@ struct Field<'a> {
 }
 
 /// The fields of a message, in order; `None` where the bytes are malformed.
+/// A group (wire types 3 and 4, from proto2) is one field from its start to
+/// its end, with no payload: ONNX defines none, so it is a field a newer
+/// writer added, kept as it is, as protobuf keeps unknown fields.
 fn fields(mut b: &[u8]) -> Option<Vec<Field<'_>>> {
     let mut out = Vec::new();
     while !b.is_empty() {
@@ -443,6 +446,11 @@ fn fields(mut b: &[u8]) -> Option<Vec<Field<'_>>> {
                 payload = Some(b.get(..len)?);
                 len
             }
+            3 => {
+                past_group(&mut b, tag >> 3)?;
+                0
+            }
+            // An end with no start, wire types 6 and 7: malformed.
             _ => return None,
         };
         b = b.get(skip..)?;
@@ -454,6 +462,40 @@ fn fields(mut b: &[u8]) -> Option<Vec<Field<'_>>> {
         });
     }
     Some(out)
+}
+
+/// Moves `b` past the fields of a group and its end, its start (field
+/// `number`) read. Groups nested in it are walked in the same loop, not by
+/// recursion, and as deep as the decoder allows messages to nest: the
+/// model was decoded before it is walked, so this refuses nothing the
+/// decoder took.
+fn past_group(b: &mut &[u8], number: u64) -> Option<()> {
+    // The field numbers of the groups open, the innermost last.
+    let mut open = vec![number];
+    while let Some(&inner) = open.last() {
+        let tag = decode_varint(b).ok()?;
+        let skip = match tag & 7 {
+            0 => {
+                decode_varint(b).ok()?;
+                0
+            }
+            1 => 8,
+            5 => 4,
+            2 => usize::try_from(decode_varint(b).ok()?).ok()?,
+            3 if open.len() < crate::ir::MAX_MESSAGE_DEPTH => {
+                open.push(tag >> 3);
+                0
+            }
+            // An end that closes the innermost group; another is malformed.
+            4 if tag >> 3 == inner => {
+                open.pop();
+                0
+            }
+            _ => return None,
+        };
+        *b = b.get(skip..)?;
+    }
+    Some(())
 }
 
 /// Whether a `StringStringEntryProto` has a key c3 writes.
@@ -853,7 +895,53 @@ mod tests {
     fn malformed_bytes_are_refused_not_walked() {
         // A length of 0x7f bytes with 1 byte left.
         assert!(fields(&[0x0a, 0x7f, 0x00]).is_none());
-        // Wire type 3 (a group) is not ONNX.
+        // A group that never ends, an end with no start, an end that
+        // closes another group than the innermost.
         assert!(fields(&[0x0b]).is_none());
+        assert!(fields(&[0x0c]).is_none());
+        assert!(fields(&[0x0b, 0x13, 0x0c, 0x14]).is_none());
+        // Groups nested deeper than the decoder lets messages nest.
+        let deep = crate::ir::MAX_MESSAGE_DEPTH + 1;
+        let mut b = vec![0x0b; deep];
+        b.extend(vec![0x0c; deep]);
+        assert!(fields(&b).is_none());
+    }
+
+    /// A group (field 100, holding a varint, a string, a fixed 32-bit
+    /// number and a group of its own) is one field, its bytes as they were,
+    /// between the fields around it.
+    #[test]
+    fn a_group_is_one_field_kept_whole() {
+        let mut group = vec![0xa3, 0x06]; // field 100, start
+        group.extend([0x08, 0x05]); // 1: 5
+        group.extend([0x12, 0x03, b'a', b'b', b'c']); // 2: "abc"
+        group.extend([0x3b, 0x0d, 1, 2, 3, 4, 0x3c]); // 7 { 1: fixed32 }
+        group.extend([0xa4, 0x06]); // field 100, end
+        let mut msg = Vec::new();
+        put_len(&mut msg, 4, b"Relu");
+        msg.extend_from_slice(&group);
+        put_len(&mut msg, 3, b"r");
+        let fs = fields(&msg).unwrap();
+        let got: Vec<(u64, &[u8], bool)> = fs
+            .iter()
+            .map(|f| (f.number, f.raw, f.payload.is_some()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (4, &msg[..6], true),
+                (100, &group[..], false),
+                (3, &msg[6 + group.len()..], true)
+            ]
+        );
+        // A node with it gets its entries after it, the group unchanged.
+        let path: NodePath = vec![(String::new(), 0)];
+        let rewrite = Rewrite {
+            costs: HashMap::from([(path.clone(), NodeCost::default())]),
+            owners: HashSet::new(),
+            device: false,
+        };
+        let got = rewrite.node(&msg, &path).unwrap();
+        assert_eq!(&got[..msg.len()], &msg[..]);
     }
 }

@@ -311,6 +311,18 @@ impl Encoded {
         Ok(n)
     }
 
+    /// The nodes whose records hold `needle`, decoded as
+    /// [`Encoded::decode`] decodes them; the others are not decoded.
+    pub fn decode_holding<'e>(
+        &'e self,
+        needle: &'e [u8],
+    ) -> impl Iterator<Item = Result<NodeProto, String>> + 'e {
+        let finder = memchr::memmem::Finder::new(needle);
+        (0..self.len())
+            .filter(move |&i| finder.find(self.record(i)).is_some())
+            .map(|i| self.decode(i))
+    }
+
     /// [`Encoded::decode`], each node once: its block is freed when its
     /// last node is taken.
     pub fn take(&mut self, i: usize) -> Result<NodeProto, String> {

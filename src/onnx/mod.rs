@@ -9,6 +9,7 @@
 pub mod annotate;
 pub mod build;
 mod encoded;
+mod external;
 pub mod infer;
 pub mod nonzero;
 pub use crate::proto;
@@ -251,6 +252,11 @@ fn decode_checked(
         let here = |m: String| bad(path, format!("function '{name}': {m}"));
         opset_map(&f.opset_import).map_err(here)?;
         check_nodes(&f.node, &mut files, 1).map_err(here)?;
+        // A default stands for the attribute a call leaves out: its tensor
+        // is vetted as the body's own.
+        for a in &f.attribute_proto {
+            check_attr_graphs(a, &mut files, 1).map_err(here)?;
+        }
     }
     let encoded = kept.map(|blocks| Encoded::new(blocks, bytes.clone(), dir.clone()));
     let model = OnnxModel {

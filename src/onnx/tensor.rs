@@ -13,7 +13,7 @@ use crate::shape::TensorValue;
 use crate::shape::fact::MAX_VALUE_ELEMENTS;
 
 /// `TensorProto.DataLocation.EXTERNAL`.
-const EXTERNAL: i32 = 1;
+pub(crate) const EXTERNAL: i32 = 1;
 
 /// The element count of `dims`; negative dimensions and overflow are errors.
 pub fn element_count(dims: &[i64]) -> Result<u64, String> {

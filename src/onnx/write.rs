@@ -1,14 +1,20 @@
 //! Writing ONNX: a copy of a model with its inferred shapes.
 
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
 use crate::error::Result;
 use crate::ir::Dim;
 use crate::onnx::OnnxModel;
-use crate::onnx::infer::Inferred;
+use crate::onnx::external;
+use crate::onnx::infer::{Inferred, Taken};
 
 /// Writes a copy of the model with every inferred node output in value_info
 /// (see [`with_value_info`]), atomically: a temporary file renamed into
-/// place. Returns how many entries were added.
+/// place, unless [`check_copy_at`] refuses it. Returns how many entries
+/// were added.
 pub fn write_value_info(model: &OnnxModel, inferred: &Inferred, out: &str) -> Result<usize> {
+    check_copy_at(model, None, Path::new(out), out)?;
     let (patch, n) = value_info_patch(model, inferred);
     let (mark, rest) = marked(&model.bytes);
     let parts: [&[u8]; 3] = [&mark, rest, &patch];
@@ -30,49 +36,89 @@ pub fn with_value_info(model: &OnnxModel, inferred: &Inferred) -> (Vec<u8>, usiz
 }
 
 /// Refuses a copy of `model` at `out` that would lose or destroy its
-/// weights kept in external files: `out` is one of those files (refused
-/// with or without --force), or in another folder, where the files' names,
-/// relative to the model's folder, would no longer lead to them. A copy on
-/// standard output is the reader's to place.
-pub fn check_copy(model: &OnnxModel, out: &crate::output::Output) -> Result<()> {
+/// weights kept in external files ([`check_copy_at`]). A copy on standard
+/// output is the reader's to place. `taken`: the main graph's nodes, where
+/// they were taken out of the model to be inferred one by one.
+pub fn check_copy(
+    model: &OnnxModel,
+    taken: Option<&Taken>,
+    out: &crate::output::Output,
+) -> Result<()> {
+    match out.file() {
+        Some(file) => check_copy_at(model, taken, file, out.shown()),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a copy of `model` at `file` (named `shown`) where a tensor
+/// anywhere in it (a body, a function, a node's attribute) keeps its data
+/// in an external file, and `file` is that file (refused with or without
+/// --force: the weights would be lost), or lies in another folder, where
+/// the file's name, relative to the model's folder, no longer leads to it.
+///
+/// Rewriting the names for the new folder is no way out: a name that
+/// leads from there to the model's folder climbs out of the copy's
+/// folder, and is refused by c3 (and by ONNX) when the copy is read.
+/// Copying the data files beside the copy would write files the command
+/// does not own (and gigabytes). So the user is told what would work.
+pub fn check_copy_at(
+    model: &OnnxModel,
+    taken: Option<&Taken>,
+    file: &Path,
+    shown: &str,
+) -> Result<()> {
     use crate::error::Error;
-    let Some(file) = out.file() else {
+    let mut locations = BTreeSet::new();
+    external::of_model(&model.model, &mut locations);
+    match taken {
+        Some(Taken::Nodes(nodes)) => external::of_nodes(nodes, &mut locations),
+        // Only a record that holds a location can hold a tensor with one.
+        Some(Taken::Encoded(nodes)) => {
+            for n in nodes.decode_holding(external::LOCATION_KEY) {
+                let n = n.map_err(|message| Error::Input {
+                    path: model.path.clone(),
+                    message,
+                })?;
+                external::of_nodes(std::slice::from_ref(&n), &mut locations);
+            }
+        }
+        None => {}
+    }
+    if locations.is_empty() {
         return Ok(());
-    };
-    let Some(graph) = model.model.graph.as_ref() else {
-        return Ok(());
-    };
-    let shown = out.shown();
-    let folder = |p: &std::path::Path| {
-        let dir = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => std::path::PathBuf::from("."),
-        };
-        dir.canonicalize().ok()
-    };
-    let moved = folder(file) != model.dir.canonicalize().ok();
-    let external = graph
-        .initializer
-        .iter()
-        .filter(|t| t.data_location == Some(1));
-    for t in external {
-        let Ok(location) = crate::onnx::tensor::location_of(t) else {
-            continue;
-        };
-        let data = model.dir.join(location);
-        if crate::output::is_same_file(&data, file) {
+    }
+    for location in &locations {
+        if names_one_file(&model.dir.join(location), file) {
             return Err(Error::Usage(format!(
                 "-o {shown}: this is the model's external data file {location}; write the copy to another file"
             )));
         }
-        if moved {
-            return Err(Error::Usage(format!(
-                "-o {shown}: the model keeps weights in {location}, named from its own folder; write the copy in that folder ({}) so they still load",
-                model.dir.display()
-            )));
-        }
+    }
+    if folder(file) != model.dir.canonicalize().ok() {
+        let location = locations.first().map_or("", String::as_str);
+        return Err(Error::Usage(format!(
+            "-o {shown}: the model keeps weights in {location}, named from its own folder; write the copy in that folder ({}), or copy the model and its data files to the other folder and run c3 on that copy",
+            model.dir.display()
+        )));
     }
     Ok(())
+}
+
+/// The folder `p` is in, resolved; `None` where it cannot be.
+fn folder(p: &Path) -> Option<PathBuf> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    dir.canonicalize().ok()
+}
+
+/// Whether `a` and `b` are one file, or (where `a` is not there yet) the
+/// same name in the same folder: a data file the model names but lacks
+/// would be the copy.
+fn names_one_file(a: &Path, b: &Path) -> bool {
+    crate::output::is_same_file(a, b)
+        || (a.file_name().is_some() && a.file_name() == b.file_name() && folder(a) == folder(b))
 }
 
 /// c3's mark, to write first in a copy of a model, and the model's bytes
@@ -340,5 +386,56 @@ mod tests {
             assert!(n > 50, "{name}: {n}");
             assert!(patch == by_prost(&m, &inferred), "{name}");
         }
+    }
+}
+
+#[cfg(test)]
+mod copy_tests {
+    use super::*;
+    use crate::onnx::build::{FLOAT, GraphBuilder, node, raw_tensor, sized_value, tensor_attr};
+    use crate::proto::{StringStringEntryProto, TensorProto};
+    use prost::Message;
+
+    /// A main-graph Constant whose value is in `w.bin`, loaded as an
+    /// estimate loads it: its node record left encoded, out of the model.
+    /// The copy check finds it in the record; without the record it is
+    /// not seen, which is why `shapes -o` checks before inferring.
+    #[test]
+    fn a_node_left_encoded_is_checked_from_its_record() {
+        let value = TensorProto {
+            data_location: Some(1),
+            external_data: vec![StringStringEntryProto {
+                key: Some("location".into()),
+                value: Some("w.bin".into()),
+            }],
+            ..raw_tensor("k", FLOAT, &[4], None)
+        };
+        let mut constant = node("Constant", &[], &["k"]);
+        constant.attribute.push(tensor_attr("value", value));
+        let m = GraphBuilder::new()
+            .input(sized_value("x", FLOAT, &[4]))
+            .node(constant)
+            .node(node("Add", &["x", "k"], &["y"]))
+            .output(sized_value("y", FLOAT, &[4]))
+            .model(17);
+        let dir = std::env::temp_dir().join(format!("c3-copy-check-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("other")).unwrap();
+        std::fs::write(dir.join("w.bin"), [0u8; 16]).unwrap();
+        let path = dir.join("m.onnx");
+        std::fs::write(&path, m.encode_to_vec()).unwrap();
+        let (model, encoded) = crate::onnx::load_encoded(path.to_str().unwrap()).unwrap();
+        assert!(model.model.graph.as_ref().unwrap().node.is_empty());
+        let taken = Taken::Encoded(encoded.unwrap());
+        let elsewhere = dir.join("other/copy.onnx");
+        let err = check_copy_at(&model, Some(&taken), &elsewhere, "copy.onnx").unwrap_err();
+        assert!(err.to_string().contains("keeps weights in w.bin"), "{err}");
+        let err = check_copy_at(&model, Some(&taken), &dir.join("w.bin"), "w.bin").unwrap_err();
+        assert!(
+            err.to_string().contains("external data file w.bin"),
+            "{err}"
+        );
+        check_copy_at(&model, Some(&taken), &dir.join("copy.onnx"), "copy.onnx").unwrap();
+        check_copy_at(&model, None, &elsewhere, "copy.onnx").unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
