@@ -490,7 +490,8 @@ pub fn diff(
     if changed {
         d.only_changed();
     }
-    deliver(&out, report::diff::render(&d, &sides, &report_opts))
+    out.write_with(|w| report::diff::write(&d, &sides, &report_opts, w))?;
+    Ok(String::new())
 }
 
 /// The models `estimate` was given: each path, a folder standing for its

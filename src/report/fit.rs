@@ -57,7 +57,7 @@ const MIN_NAME: usize = 12;
 const MIN_TEXT: usize = 10;
 
 /// A cell's width: its widest line.
-fn width_of(s: &str) -> usize {
+pub(super) fn width_of(s: &str) -> usize {
     s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 

@@ -12,6 +12,7 @@ mod fit;
 pub mod flags;
 pub mod html;
 mod json;
+mod lazy_grid;
 mod meta;
 pub mod model_explorer;
 mod model_line;
