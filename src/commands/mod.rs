@@ -470,15 +470,25 @@ pub fn diff(
         Error::Usage(m) => Error::Usage(format!("B (--b-*): {m}")),
         e => e,
     })?;
-    let model_a = Model::open(a)?;
-    let model_b = if b == a { None } else { Some(Model::open(b)?) };
-    let (ea, eb) = std::thread::scope(|s| {
-        let eb = s.spawn(|| model_b.as_ref().unwrap_or(&model_a).estimate(opts_b));
-        let ea = model_a.estimate(opts_a);
-        (ea, eb.join())
-    });
-    let ea = ea?;
-    let eb = eb.map_err(|_| Error::Usage("diff: estimating B failed".into()))??;
+    // Each side estimated on a thread of its own, as `estimate` does: its
+    // model's records let go once inferred. One standard input is read
+    // once and estimated twice.
+    let (ea, eb) = if a == b && a == output::STDOUT {
+        let model = Model::open(a)?;
+        std::thread::scope(|s| {
+            let eb = s.spawn(|| model.estimate(opts_b));
+            (model.estimate(opts_a), eb.join())
+        })
+    } else {
+        std::thread::scope(|s| {
+            let eb = s.spawn(|| Model::estimate_file(b, opts_b));
+            (Model::estimate_file(a, opts_a), eb.join())
+        })
+    };
+    let mut ea = ea?;
+    let mut eb = eb.map_err(|_| Error::Usage("diff: estimating B failed".into()))??;
+    // The graphs are not compared: their memory is the writing's.
+    drop((std::mem::take(&mut ea.graph), std::mem::take(&mut eb.graph)));
     report_opts.about = Vec::new();
     let sides = report::diff::Sides {
         meta: (ea.meta.clone(), eb.meta.clone()),
@@ -491,7 +501,9 @@ pub fn diff(
     if changed {
         d.only_changed();
     }
-    deliver(&out, report::diff::render(&d, &sides, &report_opts))
+    out.write_with(|w| report::diff::write(&d, &sides, &report_opts, w))?;
+    crate::release((ea, eb));
+    Ok(String::new())
 }
 
 /// The models `estimate` was given: each path, a folder standing for its

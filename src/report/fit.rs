@@ -2,7 +2,9 @@
 //! interest left out with a note, long names shortened, and only then cells
 //! wrapped), with modest colour when the terminal wants it.
 
-use comfy_table::{Attribute, Cell, CellAlignment, ContentArrangement, Table, presets};
+use comfy_table::{
+    Attribute, Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width, presets,
+};
 
 use super::Grid;
 
@@ -55,7 +57,7 @@ const MIN_NAME: usize = 12;
 const MIN_TEXT: usize = 10;
 
 /// A cell's width: its widest line.
-fn width_of(s: &str) -> usize {
+pub(super) fn width_of(s: &str) -> usize {
     s.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
@@ -101,8 +103,7 @@ pub(super) fn fitted_rows(
     total_row: bool,
     wrap_first: bool,
 ) -> (String, Option<String>) {
-    let mut keep: Vec<usize> = (0..g.header.len()).collect();
-    let mut widths: Vec<usize> = (0..g.header.len())
+    let widths: Vec<usize> = (0..g.header.len())
         .map(|c| {
             g.rows
                 .iter()
@@ -112,114 +113,195 @@ pub(super) fn fitted_rows(
                 .unwrap_or(0)
         })
         .collect();
-    let mut notes = Vec::new();
-    let mut name_max = None;
-    if let Some(limit) = width {
+    let fit = Fit::new(&g.header, &g.numeric, widths, width, wrap_first);
+    let mut t = fit.table(color, Some(&g.header));
+    let last = g.rows.len().saturating_sub(1);
+    for (i, r) in g.rows.iter().enumerate() {
+        t.add_row(fit.cells(r, color && total_row && i == last));
+    }
+    fit.arrange(&mut t, &g.numeric, width, None);
+    (t.to_string(), fit.note)
+}
+
+/// What fitting a table to a width decided: the columns kept, the first
+/// column's shortened width, whether cells wrap, and the note saying so.
+pub(super) struct Fit {
+    /// The columns shown, by index in the grid.
+    pub(super) keep: Vec<usize>,
+    /// Each column's width in characters (the first one's as shortened).
+    widths: Vec<usize>,
+    /// The names' width when they are shortened with `…`.
+    name_max: Option<usize>,
+    /// Whether text cells wrap (comfy-table arranges the columns).
+    pub(super) wrap: bool,
+    pub(super) note: Option<String>,
+}
+
+impl Fit {
+    /// The fitting of columns of `widths` characters (each column's widest
+    /// cell, its header included) to `width`.
+    pub(super) fn new(
+        header: &[String],
+        numeric: &[bool],
+        mut widths: Vec<usize>,
+        width: Option<usize>,
+        wrap_first: bool,
+    ) -> Fit {
+        let mut keep: Vec<usize> = (0..header.len()).collect();
+        let mut notes = Vec::new();
+        let mut name_max = None;
         let now = |keep: &[usize], widths: &[usize]| {
             table_width(&keep.iter().map(|&c| widths[c]).collect::<Vec<_>>())
         };
-        let give = |keep: &[usize], widths: &[usize]| {
-            keep.iter()
-                .skip(1)
-                .filter(|&&c| !g.numeric[c])
-                .map(|&c| widths[c].saturating_sub(MIN_TEXT))
-                .sum::<usize>()
-        };
-        let mut dropped = Vec::new();
-        for prefix in DROP_ORDER {
-            let spare = if wrap_first { give(&keep, &widths) } else { 0 };
-            if now(&keep, &widths).saturating_sub(spare) <= limit {
-                break;
-            }
-            keep.retain(|&c| {
-                let out = match prefix.strip_prefix('*') {
-                    Some(part) => g.header[c].contains(part),
-                    None => g.header[c].starts_with(prefix),
-                };
-                if out {
-                    dropped.push(g.header[c].replace('\n', " "));
+        if let Some(limit) = width {
+            let give = |keep: &[usize], widths: &[usize]| {
+                keep.iter()
+                    .skip(1)
+                    .filter(|&&c| !numeric[c])
+                    .map(|&c| widths[c].saturating_sub(MIN_TEXT))
+                    .sum::<usize>()
+            };
+            let mut dropped = Vec::new();
+            for prefix in DROP_ORDER {
+                let spare = if wrap_first { give(&keep, &widths) } else { 0 };
+                if now(&keep, &widths).saturating_sub(spare) <= limit {
+                    break;
                 }
-                !out
-            });
-        }
-        if !dropped.is_empty() {
-            notes.push(format!("left out {}", dropped.join(", ")));
-        }
-        // Then the text columns other than the names give way (wrapped to
-        // as little as MIN_TEXT each); only when that is not enough is the
-        // first column (layer or op names) shortened.
-        let over = now(&keep, &widths)
-            .saturating_sub(limit)
-            .saturating_sub(give(&keep, &widths));
-        if over > 0 && keep.first() == Some(&0) && !g.numeric[0] && widths[0] > MIN_NAME {
-            let max = widths[0].saturating_sub(over).max(MIN_NAME);
-            widths[0] = max;
-            name_max = Some(max);
-            notes.push("shortened long names with …".into());
-        }
-    }
-    let mut t = Table::new();
-    t.load_style(presets::UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled);
-    if color {
-        t.enforce_styling();
-    }
-    let cell = |s: &str, bold: bool| {
-        let c = Cell::new(s);
-        if bold && color {
-            c.add_attribute(Attribute::Bold)
-        } else {
-            c
-        }
-    };
-    t.set_header(keep.iter().map(|&c| cell(&g.header[c], true)));
-    let last = g.rows.len().saturating_sub(1);
-    for (i, r) in g.rows.iter().enumerate() {
-        t.add_row(keep.iter().map(|&c| {
-            let text = &*super::text::shown(r.get(c).map_or("", String::as_str));
-            match name_max {
-                Some(max) if c == 0 => cell(&shorten(text, max), total_row && i == last),
-                _ => cell(text, total_row && i == last),
+                keep.retain(|&c| {
+                    let out = match prefix.strip_prefix('*') {
+                        Some(part) => header[c].contains(part),
+                        None => header[c].starts_with(prefix),
+                    };
+                    if out {
+                        dropped.push(header[c].replace('\n', " "));
+                    }
+                    !out
+                });
             }
-        }));
+            if !dropped.is_empty() {
+                notes.push(format!("left out {}", dropped.join(", ")));
+            }
+            // Then the text columns other than the names give way (wrapped to
+            // as little as MIN_TEXT each); only when that is not enough is the
+            // first column (layer or op names) shortened.
+            let over = now(&keep, &widths)
+                .saturating_sub(limit)
+                .saturating_sub(give(&keep, &widths));
+            if over > 0 && keep.first() == Some(&0) && !numeric[0] && widths[0] > MIN_NAME {
+                let max = widths[0].saturating_sub(over).max(MIN_NAME);
+                widths[0] = max;
+                name_max = Some(max);
+                notes.push("shortened long names with …".into());
+            }
+        }
+        // Still too wide: comfy-table wraps cells rather than the terminal
+        // every row.
+        let wrap = width.is_some_and(|limit| now(&keep, &widths) > limit);
+        if wrap {
+            notes.push("wrapped cells".into());
+        }
+        let note = (!notes.is_empty()).then(|| {
+            format!(
+                "To fit {} columns: {} (--format md or a wider terminal shows all).",
+                width.unwrap_or(0),
+                notes.join("; ")
+            )
+        });
+        Fit {
+            keep,
+            widths,
+            name_max,
+            wrap,
+            note,
+        }
     }
-    for (i, &c) in keep.iter().enumerate() {
-        if g.numeric[c]
-            && let Some(col) = t.column_mut(i)
+
+    /// An empty table in c3's style, with the kept columns of `header`
+    /// when given (bold when colouring): a long table's later pieces have
+    /// none.
+    pub(super) fn table(&self, color: bool, header: Option<&[String]>) -> Table {
+        let mut t = Table::new();
+        t.load_style(presets::UTF8_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Disabled);
+        if color {
+            t.enforce_styling();
+        }
+        if let Some(h) = header {
+            t.set_header(self.keep.iter().map(|&c| cell(&h[c], color)));
+        }
+        t
+    }
+
+    /// A row's kept cells, as shown (names shortened when they must be),
+    /// bold when `bold`.
+    pub(super) fn cells(&self, r: &[String], bold: bool) -> Vec<Cell> {
+        self.keep
+            .iter()
+            .map(|&c| {
+                let text = &*super::text::shown(r.get(c).map_or("", String::as_str));
+                match self.name_max {
+                    Some(max) if c == 0 => cell(&shorten(text, max), bold),
+                    _ => cell(text, bold),
+                }
+            })
+            .collect()
+    }
+
+    /// Aligns the numbers right and, when cells wrap, lets comfy-table
+    /// arrange the columns in `width`; `fixed`: each kept column's content
+    /// width, set rather than measured from the rows the table holds.
+    pub(super) fn arrange(
+        &self,
+        t: &mut Table,
+        numeric: &[bool],
+        width: Option<usize>,
+        fixed: Option<&[u16]>,
+    ) {
+        for (i, &c) in self.keep.iter().enumerate() {
+            if numeric[c]
+                && let Some(col) = t.column_mut(i)
+            {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        if let Some(fixed) = fixed {
+            for (i, w) in fixed.iter().enumerate() {
+                if let Some(col) = t.column_mut(i) {
+                    // The width is the content's and the padding's.
+                    let padded = w.saturating_add(col.padding_width());
+                    col.set_constraint(ColumnConstraint::Absolute(Width::Fixed(padded)));
+                }
+            }
+            return;
+        }
+        if let Some(limit) = width
+            && self.wrap
         {
-            col.set_cell_alignment(CellAlignment::Right);
-        }
-    }
-    // Still too wide: let comfy-table wrap cells rather than the terminal
-    // wrap every row.
-    if let Some(limit) = width
-        && table_width(&keep.iter().map(|&c| widths[c]).collect::<Vec<_>>()) > limit
-    {
-        t.set_content_arrangement(ContentArrangement::Dynamic)
-            .set_width(u16::try_from(limit).unwrap_or(u16::MAX));
-        // Names and numbers keep their width: the other text wraps, to no
-        // narrower than MIN_TEXT (or its own width, when less).
-        for (i, &c) in keep.iter().enumerate() {
-            let Some(col) = t.column_mut(i) else { continue };
-            if i == 0 || g.numeric[c] {
-                col.set_constraint(comfy_table::ColumnConstraint::ContentWidth);
-            } else {
-                let least = u16::try_from(widths[c].min(MIN_TEXT)).unwrap_or(u16::MAX);
-                col.set_constraint(comfy_table::ColumnConstraint::LowerBoundary(
-                    comfy_table::Width::Fixed(least),
-                ));
+            t.set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(u16::try_from(limit).unwrap_or(u16::MAX));
+            // Names and numbers keep their width: the other text wraps, to no
+            // narrower than MIN_TEXT (or its own width, when less).
+            for (i, &c) in self.keep.iter().enumerate() {
+                let Some(col) = t.column_mut(i) else { continue };
+                if i == 0 || numeric[c] {
+                    col.set_constraint(ColumnConstraint::ContentWidth);
+                } else {
+                    let least = u16::try_from(self.widths[c].min(MIN_TEXT)).unwrap_or(u16::MAX);
+                    col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(least)));
+                }
             }
         }
-        notes.push("wrapped cells".into());
     }
-    let note = (!notes.is_empty()).then(|| {
-        format!(
-            "To fit {} columns: {} (--format md or a wider terminal shows all).",
-            width.unwrap_or(0),
-            notes.join("; ")
-        )
-    });
-    (t.to_string(), note)
+}
+
+/// A cell of `text`, bold when `bold`.
+fn cell(text: &str, bold: bool) -> Cell {
+    let c = Cell::new(text);
+    if bold {
+        c.add_attribute(Attribute::Bold)
+    } else {
+        c
+    }
 }
 
 /// `--color`: when the table is coloured.

@@ -12,6 +12,7 @@ mod fit;
 pub mod flags;
 pub mod html;
 mod json;
+mod lazy_grid;
 mod meta;
 pub mod model_explorer;
 mod model_line;
@@ -884,24 +885,31 @@ fn markdown_room(g: &Grid) -> usize {
 /// Appends `g` as a Markdown table to `out` (the caller makes the room:
 /// `render` for all its tables at once).
 fn markdown_into(out: &mut String, g: &Grid) {
-    let row_line = |out: &mut String, row: &[String]| {
-        out.push('|');
-        for c in row {
-            out.push(' ');
-            push_md_cell(out, c);
-            out.push_str(" |");
-        }
-        out.push('\n');
-    };
-    row_line(out, &g.header);
+    markdown_line(out, &g.header);
+    markdown_rule(out, &g.numeric);
+    for row in &g.rows {
+        markdown_line(out, row);
+    }
+}
+
+/// One row of a Markdown table, its line end included.
+fn markdown_line(out: &mut String, row: &[String]) {
     out.push('|');
-    for n in &g.numeric {
+    for c in row {
+        out.push(' ');
+        push_md_cell(out, c);
+        out.push_str(" |");
+    }
+    out.push('\n');
+}
+
+/// The line under a Markdown table's header: numbers align right.
+fn markdown_rule(out: &mut String, numeric: &[bool]) {
+    out.push('|');
+    for n in numeric {
         out.push_str(if *n { "---:|" } else { ":---|" });
     }
     out.push('\n');
-    for row in &g.rows {
-        row_line(out, row);
-    }
 }
 
 fn csv_field(s: &str) -> String {
@@ -916,20 +924,25 @@ fn csv_field(s: &str) -> String {
 fn csv(g: &Grid) -> String {
     let mut out = String::with_capacity(48 * (g.rows.len() + 1) * g.header.len().max(1));
     for r in std::iter::once(&g.keys).chain(&g.rows) {
-        for (i, c) in r.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let c = &*text::shown(c);
-            if c.contains([',', '"', '\n']) {
-                out.push_str(&csv_field(c));
-            } else {
-                out.push_str(c);
-            }
-        }
-        out.push('\n');
+        csv_line(&mut out, r);
     }
     out
+}
+
+/// One CSV record, its line end included.
+fn csv_line(out: &mut String, r: &[String]) {
+    for (i, c) in r.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let c = &*text::shown(c);
+        if c.contains([',', '"', '\n']) {
+            out.push_str(&csv_field(c));
+        } else {
+            out.push_str(c);
+        }
+    }
+    out.push('\n');
 }
 
 #[cfg(test)]
