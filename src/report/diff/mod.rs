@@ -364,7 +364,7 @@ pub fn write(
     }
 }
 
-/// [`write`]'s text.
+/// [`write()`]'s text.
 pub fn render(d: &Diff, sides: &Sides, opts: &ReportOptions) -> String {
     let mut out = Vec::new();
     write(d, sides, opts, &mut out).expect("writing to memory cannot fail");
