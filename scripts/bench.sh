@@ -4,10 +4,14 @@
 # 553 MB of embedded weights and GPT-2-style graphs of 1,113, 11,103 and
 # 111,003 nodes, the last with 609 MB of embedded weights; on request, by
 # name in MODELS, convnet_100000, 100,001 nodes with 100,001 small weights,
-# and gpt_100000_ext and gpt_10000_ext, the 111k and 11k graphs with their
-# weights as external data). A MODELS entry that names an .onnx file is timed
-# as it is (real exports: the repository's weight-stripped ones, or any
-# other), under its file name.
+# gpt_100000_ext and gpt_10000_ext, the 111k and 11k graphs with their
+# weights as external data, and gpt_sym_100000 and llama_sym_100000,
+# decoders of 100k nodes and 65-70k initializers whose batch and sequence
+# sizes are symbolic, as torch.onnx.export writes Hugging Face's: GPT-2's
+# and Llama's shape arithmetic, every small shape constant an initializer
+# of its own; any gpt_sym_<N> or llama_sym_<N> is made of about N nodes).
+# A MODELS entry that names an .onnx file is timed as it is (real exports:
+# the repository's weight-stripped ones, or any other), under its file name.
 # Models go to ${BENCH_DIR:-/tmp/c3-bench}; nothing is committed.
 #
 # Every tool is timed as a whole process, as a user runs it:
@@ -32,6 +36,11 @@
 #   RUNS=7 TOOL_RUNS=1 scripts/bench.sh
 #   MODELS="gpt_100000" scripts/bench.sh
 #   MODELS="convnet_100000 gpt_100000_ext gpt_10000_ext" scripts/bench.sh   # other shapes
+#   MODELS="gpt_sym_100000 llama_sym_100000" scripts/bench.sh   # symbolic sizes
+#     # c3 estimate refuses a size left symbolic (it names the --dim to
+#     # give), so a user binds them: the generated decoders are estimated
+#     # with --dim batch=1 --dim seq=128 (SYM_DIMS), unless DIMS is set;
+#     # ONNX's inference and `c3 shapes` keep them symbolic
 #   MODELS="gpt_1000_ext gpt_3000_ext gpt_10000_ext gpt_30000_ext gpt_100000_ext" \
 #     ONE_CORE=0 CALLGRIND=0 STARTUP=0 scripts/bench.sh   # external data, size by size
 #   MODELS="tests/fixtures/exports/mvit.onnx tests/fixtures/exports/ssdlite.onnx" scripts/bench.sh
@@ -61,14 +70,24 @@ tool_runs=${TOOL_RUNS:-3}
 models=${MODELS:-"vgg16 gpt_1000 gpt_10000 gpt_100000"}
 c3=${C3:-target/release/c3}
 # DIMS="NAME=N ...": symbolic sizes bound for c3 estimate (`--dim`) and,
-# as inputs of those sizes, for onnx-tool.
+# as inputs of those sizes, for onnx-tool. The generated decoders with
+# symbolic sizes (gpt_sym_<N>, llama_sym_<N>) get SYM_DIMS when DIMS is
+# not set.
 dims=${DIMS:-}
-dim_args=()
-for kv in $dims; do dim_args+=(--dim "$kv"); done
+sym_dims=${SYM_DIMS:-"batch=1 seq=128"}
+
+# dims_of NAME: the sizes bound for a MODELS entry.
+dims_of() {
+  if [ -z "$dims" ] && [[ "$1" =~ ^(gpt|llama)_sym_[0-9]+$ ]]; then
+    echo "$sym_dims"
+  else
+    echo "$dims"
+  fi
+}
 if [ -z "${C3:-}" ]; then cargo build --release --quiet; fi
 # shellcheck disable=SC2086
 "$python" scripts/gen_bench_models.py "$dir" 1000 10000 100000 \
-  $(printf '%s\n' $models | grep -E '^(convnet_100000|gpt_[0-9]+_ext)$' || true) >/dev/null
+  $(printf '%s\n' $models | grep -E '^(convnet_100000|gpt_[0-9]+_ext|(gpt|llama)_sym_[0-9]+)$' || true) >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$dir/inferred.onnx" "$dir/c3-inferred.onnx"' EXIT
 
@@ -87,11 +106,10 @@ beyond_10000() {
   [[ "$1" =~ ^gpt_([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -gt 10000 ] || [[ "$1" == *100000* ]]
 }
 
-# tool_inputs FILE: the model's inputs (its weights aside), each symbolic
-# size bound by DIMS, as JSON {name: [shape, numpy dtype]} for onnx-tool;
-# read before onnx-tool is timed.
+# tool_inputs FILE NAME=N...: the model's inputs (its weights aside), each
+# symbolic size bound as given, as JSON {name: [shape, numpy dtype]} for
+# onnx-tool; read before onnx-tool is timed.
 tool_inputs() {
-  # shellcheck disable=SC2086
   "$python" -c 'import json, sys, onnx
 from onnx import helper
 m = onnx.load(sys.argv[1], load_external_data=False)
@@ -104,7 +122,7 @@ for i in m.graph.input:
     t = i.type.tensor_type
     shape = [d.dim_value if d.HasField("dim_value") else int(bound[d.dim_param]) for d in t.shape.dim]
     inputs[i.name] = [shape, helper.tensor_dtype_to_np_dtype(t.elem_type).name]
-print(json.dumps(inputs))' "$1" $dims
+print(json.dumps(inputs))' "$@"
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -156,6 +174,9 @@ echo '| model | tool | wall (s, median) | CPU (s, median) | peak RSS (MB) | read
 echo '|---|---|--:|--:|--:|--:|'
 for m in $models; do
   f=$(file_of "$m")
+  model_dims=$(dims_of "$m")
+  dim_args=()
+  for kv in $model_dims; do dim_args+=(--dim "$kv"); done
   measure "c3 estimate --format json" "$m" "$runs" "$c3" estimate "$f" --format json ${dim_args[@]+"${dim_args[@]}"}
   measure "c3 estimate --format md" "$m" "$runs" "$c3" estimate "$f" --format md ${dim_args[@]+"${dim_args[@]}"}
   measure "c3 shapes --format json" "$m" "$runs" "$c3" shapes "$f" --format json
@@ -173,9 +194,10 @@ for m in $models; do
     # gpt_10000, and wherever ONNX_TOOL=0 (a large model of another name).
     if [ "${ONNX_TOOL:-1}" = 0 ] || { beyond_10000 "$m" && [ -z "${ONNX_TOOL_ALL:-}" ]; }; then
       :
-    elif [ -n "$dims" ]; then
+    elif [ -n "$model_dims" ]; then
       # Inputs of the bound sizes, as onnx-tool takes them (zeros).
-      if inputs=$(tool_inputs "$f" 2>"$tmp/err"); then
+      # shellcheck disable=SC2086
+      if inputs=$(tool_inputs "$f" $model_dims 2>"$tmp/err"); then
         measure "onnx_tool.model_profile" "$m" "$tool_runs" "$python" -c \
           'import json, sys, numpy, onnx_tool
 inputs = {k: numpy.zeros(s, dtype=t) for k, (s, t) in json.loads(sys.argv[2]).items()}

@@ -18,10 +18,29 @@ large model:
   its weights saved as external data (gpt_<N>_ext.bin beside it), as
   exports over 2 GB must be; ONNX's shape inference then reads 13 MB of
   gpt_100000_ext, not 618.
+- gpt_sym_<N>.onnx and llama_sym_<N>.onnx (gpt_sym_100000, llama_sym_100000):
+  decoders of about N nodes whose batch and sequence sizes are symbolic
+  (dim_param `batch` and `seq`, an input_ids and an attention_mask), written
+  as torch.onnx.export's TorchScript exporter writes Hugging Face decoders
+  once it has folded constants: every small int64 shape constant an
+  initializer of its own (so tens of thousands of initializers beside the
+  per-layer weights), and the exports' shape arithmetic on the symbolic
+  sizes (Shape, Gather, Unsqueeze, Concat, Reshape, Slice, Expand, Where,
+  Cast, Range). gpt_sym is GPT-2's (Gemm projections through flattening
+  Reshapes, a fused qkv Split, a causal mask sliced from a buffer, an
+  additive padding mask, tanh GELU); llama_sym is Llama's (RMSNorm from
+  Pow and ReduceMean, rotary embeddings with rotate_half, grouped-query
+  attention's Unsqueeze, Expand and Reshape of k and v, a 4-d causal mask
+  built once and sliced per layer, SiLU gating, Constant nodes for its
+  float scalars), wider and with another op mix, so a speed figure is not
+  one graph's. Both pass onnx.checker's full check and run in onnxruntime
+  (batch x seq of 1x1, 2x7 and 3x16 checked on gpt_sym_1000 and
+  llama_sym_1000).
 
 Needs the `onnx` and `numpy` packages from PyPI:
     python3 -m pip install onnx numpy
-    python3 scripts/gen_bench_models.py OUT_DIR [N | convnet_100000 | gpt_<N>_ext ...]
+    python3 scripts/gen_bench_models.py OUT_DIR [N | convnet_100000 | gpt_<N>_ext
+        | gpt_sym_<N> | llama_sym_<N> ...]
 """
 import os
 import sys
@@ -191,6 +210,226 @@ def convnet(path, blocks=12500, c=16):
     onnx.save(model, path)
 
 
+class Exported:
+    """A graph written as the TorchScript exporter writes one after
+    constant folding: node outputs named by op and a counter, small
+    constants as initializers of their own (`onnx::Op_N`, never shared:
+    the exporter folds each use apart)."""
+
+    def __init__(self):
+        self.nodes, self.inits, self.n = [], [], 0
+
+    def node(self, op, inputs, n_out=1, **attrs):
+        self.n += 1
+        outs = [f"/{op}_{self.n}_output_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=f"/{op}_{self.n}", **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def weight(self, name, shape, dtype=np.float32):
+        self.inits.append(numpy_helper.from_array(np.zeros(shape, dtype), name))
+        return name
+
+    def init(self, values, dtype=np.int64, use="Op"):
+        """A folded constant: an initializer of its own."""
+        self.n += 1
+        name = f"onnx::{use}_{self.n}"
+        self.inits.append(numpy_helper.from_array(np.array(values, dtype), name))
+        return name
+
+    def constant(self, values, dtype=np.float32):
+        """A constant the exporter left as a Constant node."""
+        self.n += 1
+        out = f"/Constant_{self.n}_output_0"
+        t = numpy_helper.from_array(np.array(values, dtype), out)
+        self.nodes.append(helper.make_node("Constant", [], [out], name=f"/Constant_{self.n}", value=t))
+        return out
+
+    def dim(self, x, i):
+        """x.shape[i], a 0-d int64 (symbolic where the size is)."""
+        return self.node("Gather", [self.node("Shape", [x]), self.init(i, use="Gather")], axis=0)
+
+    def unsq(self, x, axes=(0,)):
+        return self.node("Unsqueeze", [x, self.init(list(axes), use="Unsqueeze")])
+
+    def shape_of(self, *parts):
+        """A shape vector from 0-d sizes and plain ints, as `view(b, s, ...)`
+        exports: Unsqueeze each size, the ints folded, one Concat."""
+        items = [self.unsq(p) if isinstance(p, str) else self.init([p], use="Concat") for p in parts]
+        return self.node("Concat", items, axis=0)
+
+    def save(self, path, name, inputs, output, opset=17):
+        graph = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info(i, TensorProto.INT64, ["batch", "seq"]) for i in inputs],
+            [helper.make_tensor_value_info(output, TensorProto.FLOAT, ["batch", "seq", None])],
+            self.inits,
+        )
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+
+
+def gpt_sym(path, n_nodes, d=64, heads=4, positions=1024, vocab=512):
+    """GPT-2 (transformers' GPT2LMHeadModel) as exported with symbolic batch
+    and seq: blocks of 111 nodes and 78 initializers (12 of them weights;
+    a causal buffer every 12 blocks besides) until the graph has n_nodes
+    nodes: gpt_sym_100000 has 100,024 nodes and 70,366 initializers (273
+    MB)."""
+    g, dh = Exported(), d // heads
+    ids, am = "input_ids", "attention_mask"
+    seq = g.dim(ids, 1)
+    pos = g.unsq(g.node("Range", [g.init(0, use="Range"), seq, g.init(1, use="Range")]))
+    x = g.node("Add", [g.node("Gather", [g.weight("transformer.wte.weight", (vocab, d)), ids]),
+                       g.node("Gather", [g.weight("transformer.wpe.weight", (positions, d)), pos])])
+    # The padding mask, (1 - mask) * finfo.min, broadcast over heads and queries.
+    m = g.node("Cast", [g.unsq(am, (1, 2))], to=TensorProto.FLOAT)
+    m = g.node("Sub", [g.init(1.0, np.float32, "Sub"), m])
+    pad = g.node("Mul", [m, g.init(np.finfo(np.float32).min, np.float32, "Mul")])
+
+    def conv1d(h, n_in, n_out, name):
+        # transformers' Conv1D: addmm on the flattened input, viewed back.
+        size = g.shape_of(g.dim(h, 0), g.dim(h, 1), n_out)
+        flat = g.node("Reshape", [h, g.init([-1, n_in], use="Reshape")])
+        y = g.node("Gemm", [flat, g.weight(name + ".weight", (n_in, n_out)),
+                            g.weight(name + ".bias", (n_out,))], alpha=1.0, beta=1.0)
+        return g.node("Reshape", [y, size])
+
+    def heads_of(t):
+        t = g.node("Reshape", [t, g.shape_of(g.dim(t, 0), g.dim(t, 1), heads, dh)])
+        return g.node("Transpose", [t], perm=[0, 2, 1, 3])
+
+    buffer = None
+    layer = 0
+    while len(g.nodes) < n_nodes:
+        p = f"transformer.h.{layer}."
+        if buffer is None or layer % 12 == 0:
+            # The causal buffer, a bool [1, 1, P, P] of each attention module
+            # (the exporter keeps one per layer it could not prove equal).
+            buffer = g.weight(p + "attn.bias", (1, 1, positions, positions), np.bool_)
+        ln = g.node("LayerNormalization", [x, g.weight(p + "ln_1.weight", (d,)),
+                                           g.weight(p + "ln_1.bias", (d,))], axis=-1, epsilon=1e-5)
+        qkv = conv1d(ln, d, 3 * d, p + "attn.c_attn")
+        q, k, v = g.node("Split", [qkv, g.init([d, d, d], use="Split")], 3, axis=2)
+        q, k, v = heads_of(q), heads_of(k), heads_of(v)
+        s = g.node("MatMul", [q, g.node("Transpose", [k], perm=[0, 1, 3, 2])])
+        scale = g.node("Pow", [g.node("Cast", [g.dim(v, -1)], to=TensorProto.FLOAT),
+                               g.init(0.5, np.float32, "Pow")])
+        s = g.node("Div", [s, scale])
+        q_len, k_len = g.dim(q, -2), g.dim(k, -2)
+        causal = g.node("Slice", [buffer, g.unsq(g.node("Sub", [k_len, q_len])), g.unsq(k_len),
+                                  g.init([2], use="Slice"), g.init([1], use="Slice")])
+        causal = g.node("Slice", [causal, g.init([0], use="Slice"), g.unsq(k_len),
+                                  g.init([3], use="Slice"), g.init([1], use="Slice")])
+        s = g.node("Where", [causal, s, g.init(np.finfo(np.float32).min, np.float32, "Where")])
+        s = g.node("Add", [s, pad])
+        a = g.node("Cast", [g.node("Softmax", [s], axis=-1)], to=TensorProto.FLOAT)
+        a = g.node("Transpose", [g.node("MatMul", [a, v])], perm=[0, 2, 1, 3])
+        a = g.node("Reshape", [a, g.shape_of(g.dim(a, 0), g.dim(a, 1), d)])
+        x = g.node("Add", [conv1d(a, d, d, p + "attn.c_proj"), x])
+        ln = g.node("LayerNormalization", [x, g.weight(p + "ln_2.weight", (d,)),
+                                           g.weight(p + "ln_2.bias", (d,))], axis=-1, epsilon=1e-5)
+        h = conv1d(ln, d, 4 * d, p + "mlp.c_fc")
+        # gelu_new: 0.5 * h * (1 + tanh(sqrt(2 / pi) * (h + 0.044715 * h^3)))
+        cube = g.node("Mul", [g.init(0.044715, np.float32, "Mul"),
+                              g.node("Pow", [h, g.init(3.0, np.float32, "Pow")])])
+        inner = g.node("Mul", [g.init(float(np.sqrt(2 / np.pi)), np.float32, "Mul"),
+                               g.node("Add", [h, cube])])
+        t = g.node("Add", [g.init(1.0, np.float32, "Add"), g.node("Tanh", [inner])])
+        h = g.node("Mul", [g.node("Mul", [g.init(0.5, np.float32, "Mul"), h]), t])
+        x = g.node("Add", [x, conv1d(h, 4 * d, d, p + "mlp.c_proj")])
+        layer += 1
+    x = g.node("LayerNormalization", [x, g.weight("transformer.ln_f.weight", (d,)),
+                                      g.weight("transformer.ln_f.bias", (d,))], axis=-1, epsilon=1e-5)
+    logits = g.node("MatMul", [x, g.weight("lm_head.weight", (d, vocab))])
+    g.save(path, f"gpt_sym_{n_nodes}", [ids, am], logits)
+
+
+def llama_sym(path, n_nodes, d=96, heads=6, kv_heads=2, ffn=256, positions=512, vocab=512):
+    """Llama (transformers' LlamaForCausalLM) as exported with symbolic batch
+    and seq: RMSNorm, rotary embeddings, grouped-query attention (6 query
+    heads, 2 key/value heads of 16) and a SiLU-gated MLP, in blocks of 128
+    nodes and 83 initializers (9 of them weights) until the graph has
+    n_nodes nodes: llama_sym_100000 has 100,132 nodes and 64,929
+    initializers (321 MB)."""
+    g, dh, rep = Exported(), d // heads, heads // kv_heads
+    ids, am = "input_ids", "attention_mask"
+    seq = g.dim(ids, 1)
+    batch = g.dim(ids, 0)
+    pos = g.unsq(g.node("Range", [g.init(0, use="Range"), seq, g.init(1, use="Range")]))
+    x = g.node("Gather", [g.weight("model.embed_tokens.weight", (vocab, d)), ids])
+    # Rotary tables for these positions, [1, 1, seq, dh].
+    cos = g.unsq(g.node("Gather", [g.weight("model.rotary_emb.cos_cached", (positions, dh)), pos]), (1,))
+    sin = g.unsq(g.node("Gather", [g.weight("model.rotary_emb.sin_cached", (positions, dh)), pos]), (1,))
+    # The 4-d causal mask, built once: min where key > query or padded, 0
+    # elsewhere, expanded to [batch, 1, seq, seq].
+    cols = g.node("Range", [g.init(0, use="Range"), seq, g.init(1, use="Range")])
+    above = g.node("Greater", [g.unsq(cols), g.unsq(cols, (1,))])
+    pad = g.node("Equal", [g.unsq(am, (1, 2)), g.init(0, use="Equal")])
+    hide = g.node("Or", [g.node("Expand", [above, g.shape_of(batch, 1, seq, seq)]), pad])
+    mask = g.node("Where", [hide, g.constant(np.finfo(np.float32).min), g.constant(0.0)])
+
+    def rms(h, name):
+        var = g.node("ReduceMean", [g.node("Pow", [h, g.constant(2.0)]),
+                                    g.init([-1], use="ReduceMean")], keepdims=1)
+        r = g.node("Reciprocal", [g.node("Sqrt", [g.node("Add", [var, g.constant(1e-6)])])])
+        return g.node("Mul", [g.weight(name, (d,)), g.node("Mul", [h, r])])
+
+    def proj(h, n_in, n_out, name):
+        return g.node("MatMul", [h, g.weight(name, (n_in, n_out))])
+
+    def heads_of(t, n):
+        t = g.node("Reshape", [t, g.shape_of(g.dim(t, 0), g.dim(t, 1), n, dh)])
+        return g.node("Transpose", [t], perm=[0, 2, 1, 3])
+
+    def rotary(t):
+        half = g.node("Concat", [
+            g.node("Neg", [g.node("Slice", [t, g.init([dh // 2], use="Slice"),
+                                            g.init([2**63 - 1], use="Slice"),
+                                            g.init([3], use="Slice"), g.init([1], use="Slice")])]),
+            g.node("Slice", [t, g.init([0], use="Slice"), g.init([dh // 2], use="Slice"),
+                             g.init([3], use="Slice"), g.init([1], use="Slice")])], axis=-1)
+        return g.node("Add", [g.node("Mul", [t, cos]), g.node("Mul", [half, sin])])
+
+    def repeat_kv(t):
+        # [b, kv, s, dh] -> [b, kv, rep, s, dh] -> [b, kv * rep, s, dh]
+        b, n, s = g.dim(t, 0), g.dim(t, 1), g.dim(t, 2)
+        t = g.node("Expand", [g.unsq(t, (2,)), g.shape_of(b, n, rep, s, dh)])
+        n_rep = g.node("Mul", [n, g.init(rep, use="Mul")])
+        return g.node("Reshape", [t, g.shape_of(b, n_rep, s, dh)])
+
+    layer = 0
+    while len(g.nodes) < n_nodes:
+        p = f"model.layers.{layer}."
+        h = rms(x, p + "input_layernorm.weight")
+        q = rotary(heads_of(proj(h, d, d, p + "self_attn.q_proj.weight"), heads))
+        k = rotary(heads_of(proj(h, d, kv_heads * dh, p + "self_attn.k_proj.weight"), kv_heads))
+        v = heads_of(proj(h, d, kv_heads * dh, p + "self_attn.v_proj.weight"), kv_heads)
+        k, v = repeat_kv(k), repeat_kv(v)
+        s = g.node("MatMul", [q, g.node("Transpose", [k], perm=[0, 1, 3, 2])])
+        s = g.node("Mul", [s, g.constant(1 / np.sqrt(dh))])
+        causal = g.node("Slice", [mask, g.init([0], use="Slice"), g.unsq(g.dim(k, -2)),
+                                  g.init([3], use="Slice"), g.init([1], use="Slice")])
+        s = g.node("Add", [s, causal])
+        a = g.node("Cast", [g.node("Softmax", [s], axis=-1)], to=TensorProto.FLOAT)
+        a = g.node("Transpose", [g.node("MatMul", [a, v])], perm=[0, 2, 1, 3])
+        a = g.node("Reshape", [a, g.shape_of(g.dim(a, 0), g.dim(a, 1), -1)])
+        x = g.node("Add", [x, proj(a, d, d, p + "self_attn.o_proj.weight")])
+        h = rms(x, p + "post_attention_layernorm.weight")
+        gate = proj(h, d, ffn, p + "mlp.gate_proj.weight")
+        act = g.node("Mul", [gate, g.node("Sigmoid", [gate])])
+        h = g.node("Mul", [act, proj(h, d, ffn, p + "mlp.up_proj.weight")])
+        x = g.node("Add", [x, proj(h, ffn, d, p + "mlp.down_proj.weight")])
+        layer += 1
+    logits = proj(rms(x, "model.norm.weight"), d, vocab, "lm_head.weight")
+    g.save(path, f"llama_sym_{n_nodes}", [ids, am], logits, opset=18)
+
+
+def sym_of(name):
+    """(kind, N) for a name gpt_sym_<N> or llama_sym_<N>; else None."""
+    parts = name.split("_")
+    if len(parts) == 3 and parts[0] in ("gpt", "llama") and parts[1] == "sym" and parts[2].isdigit():
+        return parts[0], int(parts[2])
+    return None
+
+
 def external(src, path):
     """`src` saved again with every tensor of over 1 KB as external data,
     in one file named after `path`."""
@@ -228,6 +467,9 @@ def main():
             gpt(p, int(name))
         elif name == "convnet_100000":
             convnet(p)
+        elif sym_of(name):
+            kind, n = sym_of(name)
+            (gpt_sym if kind == "gpt" else llama_sym)(p, n)
         elif ext_of(name):
             external(os.path.join(out, f"gpt_{ext_of(name)}.onnx"), p)
         else:

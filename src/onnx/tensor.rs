@@ -359,7 +359,11 @@ fn le_chunks<const N: usize>(b: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
 
 /// Decodes raw little-endian bytes of `dtype` into a value.
 fn from_raw(dtype: DType, b: &[u8], n: usize) -> Result<TensorValue, String> {
-    let ints = |v: Vec<i64>| TensorValue::ints(v.into_iter().map(SymInt::Int).collect());
+    // Collected once, as the values' own list (a decoder's thousands of
+    // shape constants were each collected twice).
+    fn ints(v: impl Iterator<Item = i64>) -> TensorValue {
+        TensorValue::ints(v.map(SymInt::Int).collect())
+    }
     Ok(match dtype {
         DType::Float32 => TensorValue::floats(
             le_chunks::<4>(b)
@@ -377,34 +381,14 @@ fn from_raw(dtype: DType, b: &[u8], n: usize) -> Result<TensorValue, String> {
                 .map(|c| f32::from_bits(u32::from(u16::from_le_bytes(c)) << 16) as f64)
                 .collect(),
         ),
-        DType::Int8 => ints(b.iter().map(|&x| x as i8 as i64).collect()),
-        DType::Uint8 | DType::Bool => ints(b.iter().map(|&x| x as i64).collect()),
-        DType::Int16 => ints(
-            le_chunks::<2>(b)
-                .map(|c| i16::from_le_bytes(c) as i64)
-                .collect(),
-        ),
-        DType::Uint16 => ints(
-            le_chunks::<2>(b)
-                .map(|c| u16::from_le_bytes(c) as i64)
-                .collect(),
-        ),
-        DType::Int32 => ints(
-            le_chunks::<4>(b)
-                .map(|c| i32::from_le_bytes(c) as i64)
-                .collect(),
-        ),
-        DType::Uint32 => ints(
-            le_chunks::<4>(b)
-                .map(|c| u32::from_le_bytes(c) as i64)
-                .collect(),
-        ),
-        DType::Int64 => ints(le_chunks::<8>(b).map(i64::from_le_bytes).collect()),
-        DType::Uint64 => ints(
-            le_chunks::<8>(b)
-                .map(|c| u64::from_le_bytes(c) as i64)
-                .collect(),
-        ),
+        DType::Int8 => ints(b.iter().map(|&x| x as i8 as i64)),
+        DType::Uint8 | DType::Bool => ints(b.iter().map(|&x| x as i64)),
+        DType::Int16 => ints(le_chunks::<2>(b).map(|c| i16::from_le_bytes(c) as i64)),
+        DType::Uint16 => ints(le_chunks::<2>(b).map(|c| u16::from_le_bytes(c) as i64)),
+        DType::Int32 => ints(le_chunks::<4>(b).map(|c| i32::from_le_bytes(c) as i64)),
+        DType::Uint32 => ints(le_chunks::<4>(b).map(|c| u32::from_le_bytes(c) as i64)),
+        DType::Int64 => ints(le_chunks::<8>(b).map(i64::from_le_bytes)),
+        DType::Uint64 => ints(le_chunks::<8>(b).map(|c| u64::from_le_bytes(c) as i64)),
         DType::Int4 | DType::Uint4 => {
             let signed = dtype == DType::Int4;
             let nib = |x: u8| {
@@ -414,12 +398,7 @@ fn from_raw(dtype: DType, b: &[u8], n: usize) -> Result<TensorValue, String> {
                     x as i64
                 }
             };
-            ints(
-                b.iter()
-                    .flat_map(|&x| [nib(x & 0xf), nib(x >> 4)])
-                    .take(n)
-                    .collect(),
-            )
+            ints(b.iter().flat_map(|&x| [nib(x & 0xf), nib(x >> 4)]).take(n))
         }
         other => return Err(format!("values of type {other} are not decoded")),
     })

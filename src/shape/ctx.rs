@@ -596,6 +596,21 @@ pub fn run_op(
 ) -> Result<Vec<Fact>> {
     let f = super::registry(domain, op)
         .ok_or_else(|| ShapeError(format!("no shape function for {op}")))?;
+    run_fn(f, domain, op, opset, attrs, inputs, n_outputs)
+}
+
+/// Runs shape function `f` as `op` of `domain` on the given inputs (unit
+/// tests: a family's own functions, registered or not).
+#[cfg(test)]
+pub fn run_fn(
+    f: super::InferFn,
+    domain: &str,
+    op: &str,
+    opset: i64,
+    attrs: &[AttributeProto],
+    inputs: Vec<Option<Fact>>,
+    n_outputs: usize,
+) -> Result<Vec<Fact>> {
     let symbols = Symbols::default();
     let mut ctx = InferCtx::new(
         op,

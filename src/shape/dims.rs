@@ -124,6 +124,14 @@ pub(super) fn ints_param(
 
 /// Like [`ints_param`] but every entry must be a known number.
 pub(super) fn known_param(ctx: &InferCtx, attr: &str, input: usize, since: i64) -> Param<Vec<i64>> {
+    // From an input: its value read straight as known numbers, not copied
+    // as [`ints_param`]'s list first (Unsqueeze's axes, Slice's bounds).
+    if ctx.opset >= since && ctx.input(input).is_some() {
+        return match ctx.value(input).and_then(|v| v.as_known_ints()) {
+            Some(k) => Param::Known(k),
+            None => Param::Unknown,
+        };
+    }
     match ints_param(ctx, attr, input, since) {
         Param::Absent => Param::Absent,
         Param::Unknown => Param::Unknown,

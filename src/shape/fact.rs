@@ -66,9 +66,14 @@ impl TensorValue {
         }
     }
 
-    /// The values as known integers, if none is symbolic.
+    /// The values as known integers, if none is symbolic: those of
+    /// [`TensorValue::as_ints`], read without copying them first.
     pub fn as_known_ints(&self) -> Option<Vec<i64>> {
-        self.as_ints()?.iter().map(SymInt::as_int).collect()
+        match self {
+            TensorValue::Ints(v) => v.iter().map(SymInt::as_int).collect(),
+            TensorValue::Floats(v) => Some(v.iter().map(|f| *f as i64).collect()),
+            TensorValue::Strings(_) => None,
+        }
     }
 
     pub fn as_floats(&self) -> Option<Vec<f64>> {

@@ -608,6 +608,15 @@ fn non_max_suppression(ctx: &mut InferCtx) -> Result<()> {
 
 /// Gather: the indexed axis is replaced by the indices' shape.
 fn gather(ctx: &mut InferCtx) -> Result<()> {
+    let Some(f) = gather_of_sizes(ctx)? else {
+        return gather_any(ctx);
+    };
+    ctx.set(0, f);
+    Ok(())
+}
+
+/// Gather, whatever its inputs ([`gather`]).
+fn gather_any(ctx: &mut InferCtx) -> Result<()> {
     let data = ctx.require(0)?.clone();
     let idx_shape = ctx.shape(1).cloned();
     let (Some(s), Some(q)) = (data.shape.clone(), idx_shape) else {
@@ -657,6 +666,56 @@ fn gather(ctx: &mut InferCtx) -> Result<()> {
     });
     ctx.set(0, out_fact(data.dtype, Some(shape), value));
     Ok(())
+}
+
+/// Gather from a 1-D integer vector whose entries are known, at indices
+/// of known shape: `x.shape[1]` as exports write it (Shape, then Gather
+/// of a constant), thousands of times in a decoder's shape arithmetic.
+/// The fact [`gather_any`] makes (the indices resolved and checked
+/// alike, the value where it folds one), without its copies of
+/// the input's fact, of both shapes and of the index list; `None` where
+/// that path is needed.
+fn gather_of_sizes(ctx: &InferCtx) -> Result<Option<Fact>> {
+    let Some(data) = ctx.input(0) else {
+        return Ok(None);
+    };
+    let (Some(s), Some(TensorValue::Ints(v)), Some(q)) = (&data.shape, &data.value, ctx.shape(1))
+    else {
+        return Ok(None);
+    };
+    let [Dim::Known(n)] = s[..] else {
+        return Ok(None);
+    };
+    if v.len() as u64 != n {
+        return Ok(None);
+    }
+    // The output's shape: the indices' (the data is 1-D, so axis 0).
+    axis(ctx.attr_int_or("axis", 0), 1)?;
+    let unfolded = || Ok(Some(out_fact(data.dtype, Some(q.clone()), None)));
+    let Some(ix) = ctx.known_ints(1) else {
+        return unfolded();
+    };
+    let mut resolved = Vec::with_capacity(ix.len());
+    for &i in &ix {
+        let j = if i < 0 {
+            i as i128 + n as i128
+        } else {
+            i as i128
+        };
+        let j = usize::try_from(j)
+            .ok()
+            .filter(|&j| (j as u64) < n)
+            .ok_or_else(|| ShapeError(format!("Gather index {i} is out of range for size {n}")))?;
+        resolved.push(j);
+    }
+    // One output entry per index, in order, as far as the indices' shape
+    // is known and holds few enough (the general path's `fold_map`).
+    let count = known_usize(q).and_then(|d| d.iter().try_fold(1usize, |a, &d| a.checked_mul(d)));
+    let Some(count) = count.filter(|&c| c <= MAX_VALUE_ELEMENTS && c <= resolved.len()) else {
+        return unfolded();
+    };
+    let value = TensorValue::ints(resolved[..count].iter().map(|&j| v[j].clone()).collect());
+    Ok(Some(out_fact(data.dtype, Some(q.clone()), Some(value))))
 }
 
 /// This family's operators.
@@ -973,10 +1032,80 @@ pub(super) mod tests {
 #[cfg(test)]
 mod gather_tests {
     use super::super::tensor::tests::*;
+    use super::{gather, gather_any};
     use crate::dim::SymInt;
-    use crate::ir::DType;
+    use crate::ir::{DType, Dim};
 
     use crate::shape::{Fact, TensorValue};
+
+    #[test]
+    fn gather_of_sizes_is_the_general_gather() {
+        // A shape's sizes, one of them symbolic.
+        let sizes = Some(Fact::ints_1d(vec![
+            Dim::symbol("batch").to_symint(),
+            SymInt::Int(7),
+            SymInt::Int(64),
+        ]));
+        let grid = Some(Fact::with_value(
+            DType::Int64,
+            vec![k(2), k(2)],
+            TensorValue::ints([0, -1, 2, 1].map(SymInt::Int).to_vec()),
+        ));
+        let floats = Some(Fact::with_value(
+            DType::Float32,
+            vec![k(1)],
+            TensorValue::floats(vec![1.0]),
+        ));
+        let indices = [
+            scalar_i(-1),
+            scalar_i(0),
+            vec_i(&[2, 0, 1]),
+            grid,
+            scalar_i(3),
+            scalar_i(-4),
+            Some(Fact::new(DType::Int64, vec![])),
+            Some(Fact::new(DType::Int64, vec![Dim::symbol("n")])),
+            Some(Fact::with_value(
+                DType::Int64,
+                vec![Dim::symbol("n")],
+                TensorValue::ints(vec![SymInt::Int(1)]),
+            )),
+            Some(Fact::with_value(
+                DType::Int64,
+                vec![k(3)],
+                TensorValue::ints(vec![SymInt::Int(1)]),
+            )),
+            floats,
+            vec_i(&[]),
+            None,
+        ];
+        for ix in indices {
+            for attrs in [vec![], vec![int("axis", -1)], vec![int("axis", 1)]] {
+                same_as(
+                    gather,
+                    gather_any,
+                    "Gather",
+                    13,
+                    &attrs,
+                    vec![sizes.clone(), ix.clone()],
+                );
+            }
+        }
+        // Entries that disagree with the vector's length take the general way.
+        let short = Some(Fact::with_value(
+            DType::Int64,
+            vec![k(3)],
+            TensorValue::ints(vec![SymInt::Int(1)]),
+        ));
+        same_as(
+            gather,
+            gather_any,
+            "Gather",
+            13,
+            &[],
+            vec![short, scalar_i(0)],
+        );
+    }
 
     #[test]
     fn gather_folds_and_checks_indices() {

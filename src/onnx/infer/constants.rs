@@ -1,7 +1,7 @@
 //! The walk's constants: initializers and Constant tensors whose data is
 //! read only when a shape function asks for it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -25,9 +25,10 @@ enum Kept {
     /// (a slice of the file, not a copy), every other field unset. A third
     /// of the whole record's size: a model of a hundred thousand small
     /// weights holds them all at once (convnet_100000: 38 MB of copied
-    /// records before).
+    /// records before). The name is not kept: decoding reads none, and
+    /// only data in an external file fails to load in a way that names
+    /// its tensor (a decoder export's 70k initializers: 70k copies).
     Raw {
-        name: Option<String>,
         dims: Vec<i64>,
         data_type: Option<i32>,
         raw_data: Option<bytes::Bytes>,
@@ -38,8 +39,8 @@ enum Kept {
 
 impl Kept {
     fn of(t: &TensorProto) -> Kept {
-        // Every field but these four is unset, so the record they make
-        // again ([`Kept::record`]) is the one copied.
+        // Every field but these three and the name is unset, so the record
+        // they make again ([`Kept::record`]) is the one copied, unnamed.
         let TensorProto {
             dims,
             data_type,
@@ -47,13 +48,13 @@ impl Kept {
             int32_data: None,
             string_data,
             int64_data: None,
-            name,
             raw_data,
             external_data,
             data_location: None,
             double_data: None,
             uint64_data: None,
             stored,
+            name: _,
         } = t
         else {
             return Kept::Whole(Box::new(t.clone()));
@@ -62,24 +63,57 @@ impl Kept {
             return Kept::Whole(Box::new(t.clone()));
         }
         Kept::Raw {
-            name: name.clone(),
             dims: dims.clone(),
             data_type: *data_type,
             raw_data: raw_data.clone(),
         }
     }
 
-    /// The record as it was: borrowed, or made again from its four fields.
+    /// Its name, for a message of data that cannot be read: only data in
+    /// an external file, never one kept [`Kept::Raw`].
+    fn name(&self) -> &str {
+        match self {
+            Kept::Whole(t) => t.name.as_deref().unwrap_or(""),
+            Kept::Raw { .. } => "",
+        }
+    }
+
+    /// Decodes the record's data as [`tensor::decode`] does the record.
+    fn decode(&self, dir: &Path) -> std::result::Result<TensorValue, tensor::DecodeError> {
+        match self {
+            Kept::Whole(t) => tensor::decode(t, dir),
+            // The record made again in a scratch one of this thread's, its
+            // dimensions copied into room kept from the last load: a load
+            // (one a shape constant read, 54k in a decoder export of 70k
+            // initializers) copies neither name nor dimensions into fresh
+            // memory.
+            Kept::Raw {
+                dims,
+                data_type,
+                raw_data,
+            } => SCRATCH.with_borrow_mut(|t| {
+                t.dims.clear();
+                t.dims.extend_from_slice(dims);
+                t.data_type = *data_type;
+                t.raw_data.clone_from(raw_data);
+                let decoded = tensor::decode(t, dir);
+                t.raw_data = None;
+                decoded
+            }),
+        }
+    }
+
+    /// The record as it was, but for a [`Kept::Raw`] one's name: borrowed,
+    /// or made again from its three fields.
+    #[cfg(test)]
     fn record(&self) -> std::borrow::Cow<'_, TensorProto> {
         match self {
             Kept::Whole(t) => std::borrow::Cow::Borrowed(&**t),
             Kept::Raw {
-                name,
                 dims,
                 data_type,
                 raw_data,
             } => std::borrow::Cow::Owned(TensorProto {
-                name: name.clone(),
                 dims: dims.clone(),
                 data_type: *data_type,
                 raw_data: raw_data.clone(),
@@ -123,13 +157,17 @@ impl Loads {
     }
 }
 
+thread_local! {
+    /// The record a [`Kept::Raw`] constant is decoded from ([`Kept::decode`]).
+    static SCRATCH: std::cell::RefCell<TensorProto> = std::cell::RefCell::default();
+}
+
 impl ConstantData for LazyTensor {
     fn load(&self) -> std::result::Result<TensorValue, String> {
-        let t = self.tensor.record();
-        tensor::decode(&t, &self.loads.dir).map_err(|e| match e {
+        self.tensor.decode(&self.loads.dir).map_err(|e| match e {
             tensor::DecodeError::NotCarried(m) => m,
             tensor::DecodeError::Unreadable(m) => {
-                let m = format!("tensor '{}': {m}", t.name.as_deref().unwrap_or(""));
+                let m = format!("tensor '{}': {m}", self.tensor.name());
                 if let Ok(mut slot) = self.loads.unreadable.lock() {
                     slot.get_or_insert_with(|| m.clone());
                     self.loads.any_unreadable.store(true, Ordering::Release);
@@ -169,10 +207,10 @@ mod tests {
     use crate::proto::{StoredPayload, StringStringEntryProto};
     use bytes::Bytes;
 
-    /// A constant kept in four fields is made again as it was, and one
-    /// with any other field set is kept whole: loading reads the same
-    /// record either way. A field the slim form dropped fails the first
-    /// assertion.
+    /// A constant kept in three fields is made again as it was, its name
+    /// aside, and one with any other field set is kept whole: loading reads
+    /// the same record either way. A field the slim form dropped fails the
+    /// first assertion.
     #[test]
     fn a_kept_constant_is_its_record() {
         let raw = TensorProto {
@@ -211,15 +249,32 @@ mod tests {
                 }]
             }),
         ];
-        for t in [&raw, &bare] {
+        // Decoding a kept constant is decoding its record, whichever form
+        // keeps it, and twice in a row (the scratch record reused) too; a
+        // wrong length is refused as in the record.
+        let short = TensorProto {
+            raw_data: Some(Bytes::from(vec![0u8; 20])),
+            ..raw.clone()
+        };
+        let dir = std::path::Path::new(".");
+        for t in [&raw, &bare, &short] {
             let kept = Kept::of(t);
             assert!(matches!(kept, Kept::Raw { .. }));
-            assert_eq!(&*kept.record(), t);
+            let unnamed = TensorProto {
+                name: None,
+                ..t.clone()
+            };
+            assert_eq!(&*kept.record(), &unnamed);
+            for _ in 0..2 {
+                assert_eq!(kept.decode(dir), tensor::decode(t, dir));
+            }
         }
+        assert!(Kept::of(&short).decode(dir).is_err());
         for t in &whole {
             let kept = Kept::of(t);
             assert!(matches!(kept, Kept::Whole(_)), "{t:?}");
             assert_eq!(&*kept.record(), t);
+            assert_eq!(kept.decode(dir), tensor::decode(t, dir));
         }
         // The value loaded is the record's: six zeros.
         let loads = Arc::new(Loads::new(PathBuf::from(".")));
