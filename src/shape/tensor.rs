@@ -286,7 +286,7 @@ fn concat(ctx: &mut InferCtx) -> Result<()> {
     Ok(())
 }
 
-/// Concat, whatever its inputs ([`concat`]).
+/// Concat, whatever its inputs ([`concat()`]).
 fn concat_any(ctx: &mut InferCtx) -> Result<()> {
     let present: Vec<usize> = (0..ctx.n_inputs())
         .filter(|&i| ctx.input(i).is_some())
