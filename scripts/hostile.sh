@@ -74,8 +74,9 @@ for cmdfile in "$dir"/*/cmd; do
   judge "$(basename "$case_dir")" "$(cat "$case_dir/expect")" "$case_dir/release" "${args[@]}"
 done
 limit=""
-# `c3 shapes` reads a model as `estimate` does: each estimate case's model
-# is listed too, and must give the listing or a one-line refusal.
+# `c3 shapes` and `c3 annotate` read a model as `estimate` does: each
+# estimate case's model is listed, and annotated into its own folder, and
+# each must give its output or a one-line refusal.
 for cmdfile in "$dir"/*/cmd; do
   case_dir=$(dirname "$cmdfile")
   mapfile -t args <"$cmdfile"
@@ -86,19 +87,6 @@ for cmdfile in "$dir"/*/cmd; do
   done
   [ -n "$model" ] || continue
   judge "shapes:$(basename "$case_dir")" "0|2" "$case_dir/shapes" shapes "$model"
-done
-# `c3 annotate` reads a model as `estimate` does, then copies it: each
-# estimate case's model is annotated too, into its own folder, and must
-# give the copy or a one-line refusal.
-for cmdfile in "$dir"/*/cmd; do
-  case_dir=$(dirname "$cmdfile")
-  mapfile -t args <"$cmdfile"
-  [ "${args[0]}" = estimate ] || continue
-  model=""
-  for a in "${args[@]:1}"; do
-    case "$a" in *.onnx) model=$a ;; esac
-  done
-  [ -n "$model" ] || continue
   judge "annotate:$(basename "$case_dir")" "0|2" "$case_dir/annotate" \
     annotate "$model" -o "$case_dir/annotated.onnx"
 done
