@@ -21,9 +21,7 @@ fn scratch(name: &str) -> PathBuf {
 
 /// A pack folder holding one rule file with the given text.
 fn pack(name: &str, yaml: &str) -> PathBuf {
-    let dir = scratch(name);
-    std::fs::write(dir.join("pack.yaml"), yaml).unwrap();
-    dir
+    crate::common::cli::pack_folder("cli", name, &[("pack.yaml", yaml)])
 }
 
 const RELU_HEAD: &str =

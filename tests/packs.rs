@@ -2,12 +2,12 @@
 //! changes, keys that must name operators, and the nearest name suggested
 //! for every unknown one.
 
-use crate::common::cli::{C3, ROOT, scratch};
+use crate::common::cli::{C3, ROOT, pack_folder, scratch};
 
 fn pack(name: &str, yaml: &str) -> String {
-    let dir = scratch("packs", name);
-    std::fs::write(dir.join("rules.yaml"), yaml).unwrap();
-    dir.display().to_string()
+    pack_folder("packs", name, &[("rules.yaml", yaml)])
+        .display()
+        .to_string()
 }
 
 fn resnet50() -> String {

@@ -3,16 +3,12 @@
 //! model; reports mark what predicted each layer, errors point into the
 //! pack, and `c3 explain` and `c3 docs` show the formula.
 
-use crate::common::cli::{C3, ROOT, scratch};
+use crate::common::cli::{C3, ROOT, pack_folder};
 use crate::common::schema;
 
 /// A pack folder `NAME` with these files.
 fn pack(name: &str, files: &[(&str, &str)]) -> String {
-    let dir = scratch("rule_time", name);
-    for (f, text) in files {
-        std::fs::write(dir.join(f), text).unwrap();
-    }
-    dir.display().to_string()
+    pack_folder("rule_time", name, files).display().to_string()
 }
 
 /// An uncalibrated device: 100 GFLOP/s at fp32 and 10 GB/s.

@@ -20,6 +20,16 @@ pub fn scratch(area: &str, name: &str) -> PathBuf {
     dir
 }
 
+/// A pack folder `AREA/NAME` (a fresh [`scratch`] folder) holding these
+/// files, each `(file name, text)`.
+pub fn pack_folder(area: &str, name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = scratch(area, name);
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    dir
+}
+
 /// One run of `c3` to be made.
 #[derive(Debug, Clone)]
 pub struct C3 {
