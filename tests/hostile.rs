@@ -133,6 +133,28 @@ fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> NodeProto {
     }
 }
 
+/// `n` as a call of a model-local function (domain `local`).
+fn local_call(n: NodeProto) -> NodeProto {
+    NodeProto {
+        domain: Some("local".into()),
+        ..n
+    }
+}
+
+/// The model-local function `name` (domain `local`, opsets 17 and
+/// `local` 1): input `a`, output `b`, these nodes.
+fn local_function(name: String, body: Vec<NodeProto>) -> FunctionProto {
+    FunctionProto {
+        name: Some(name),
+        domain: Some("local".into()),
+        input: vec!["a".into()],
+        output: vec!["b".into()],
+        node: body,
+        opset_import: vec![opset("", 17), opset("local", 1)],
+        ..Default::default()
+    }
+}
+
 fn with_attr(mut n: NodeProto, a: AttributeProto) -> NodeProto {
     n.attribute.push(a);
     n
@@ -464,32 +486,15 @@ fn functions_that_double_at_every_level() {
         let callee = format!("f{}", i + 1);
         let body = if i + 1 < levels {
             vec![
-                NodeProto {
-                    domain: Some("local".into()),
-                    ..node(&callee, &["a"], &["t"])
-                },
-                NodeProto {
-                    domain: Some("local".into()),
-                    ..node(&callee, &["t"], &["b"])
-                },
+                local_call(node(&callee, &["a"], &["t"])),
+                local_call(node(&callee, &["t"], &["b"])),
             ]
         } else {
             vec![node("Relu", &["a"], &["b"])]
         };
-        m.functions.push(FunctionProto {
-            name: Some(format!("f{i}")),
-            domain: Some("local".into()),
-            input: vec!["a".into()],
-            output: vec!["b".into()],
-            node: body,
-            opset_import: vec![opset("", 17), opset("local", 1)],
-            ..Default::default()
-        });
+        m.functions.push(local_function(format!("f{i}"), body));
     }
-    m.graph.as_mut().unwrap().node = vec![NodeProto {
-        domain: Some("local".into()),
-        ..node("f0", &["x"], &["y"])
-    }];
+    m.graph.as_mut().unwrap().node = vec![local_call(node("f0", &["x"], &["y"]))];
     let file = c.file("m.onnx", &m.encode_to_vec());
     c.rejects(
         &file,

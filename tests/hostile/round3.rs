@@ -15,10 +15,11 @@ fn chain_of_calls(depth: usize, out: &str, extra: usize) -> ModelProto {
     for i in 0..depth {
         let mut body = Vec::new();
         if i + 1 < depth {
-            body.push(NodeProto {
-                domain: Some("local".into()),
-                ..build::node(&format!("f{}", i + 1), &["a"], &[out])
-            });
+            body.push(local_call(build::node(
+                &format!("f{}", i + 1),
+                &["a"],
+                &[out],
+            )));
             let mut last = out.to_string();
             for k in 0..extra {
                 let next = format!("r{k}");
@@ -29,20 +30,9 @@ fn chain_of_calls(depth: usize, out: &str, extra: usize) -> ModelProto {
         } else {
             body.push(build::node("Relu", &["a"], &["b"]));
         }
-        m.functions.push(FunctionProto {
-            name: Some(format!("f{i}")),
-            domain: Some("local".into()),
-            input: vec!["a".into()],
-            output: vec!["b".into()],
-            node: body,
-            opset_import: vec![opset("", 17), opset("local", 1)],
-            ..Default::default()
-        });
+        m.functions.push(local_function(format!("f{i}"), body));
     }
-    m.graph.as_mut().unwrap().node = vec![NodeProto {
-        domain: Some("local".into()),
-        ..build::node("f0", &["x"], &["y"])
-    }];
+    m.graph.as_mut().unwrap().node = vec![local_call(build::node("f0", &["x"], &["y"]))];
     m
 }
 
@@ -102,28 +92,14 @@ fn functions_that_double_19_times_are_refused_under_the_node_limit() {
     let levels = 19;
     for i in 0..levels {
         let callee = format!("f{}", i + 1);
-        let call = |from: &str, to: &str| NodeProto {
-            domain: Some("local".into()),
-            ..build::node(&callee, &[from], &[to])
-        };
+        let call = |from: &str, to: &str| local_call(build::node(&callee, &[from], &[to]));
         let body = match i + 1 < levels {
             true => vec![call("a", "t"), call("t", "b")],
             false => vec![build::node("Relu", &["a"], &["b"])],
         };
-        m.functions.push(FunctionProto {
-            name: Some(format!("f{i}")),
-            domain: Some("local".into()),
-            input: vec!["a".into()],
-            output: vec!["b".into()],
-            node: body,
-            opset_import: vec![opset("", 17), opset("local", 1)],
-            ..Default::default()
-        });
+        m.functions.push(local_function(format!("f{i}"), body));
     }
-    m.graph.as_mut().unwrap().node = vec![NodeProto {
-        domain: Some("local".into()),
-        ..build::node("f0", &["x"], &["y"])
-    }];
+    m.graph.as_mut().unwrap().node = vec![local_call(build::node("f0", &["x"], &["y"]))];
     let f = c.file("m.onnx", &m.encode_to_vec());
     c.rejects(
         &f,
