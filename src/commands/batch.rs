@@ -9,6 +9,7 @@
 use std::io::Read;
 use std::process::{Command, Stdio};
 
+use serde::Deserialize;
 use serde_json::json;
 
 use crate::cost::Totals;
@@ -48,10 +49,8 @@ pub(super) fn in_children(models: &[String]) -> bool {
 pub(super) fn child(outcome: Result<BatchFigures>) -> Result<String> {
     let (header, report) = match outcome {
         Ok(f) => {
-            let t = &f.total.totals;
             let header = json!({
-                "totals": [t.layers, t.flops, t.work, t.mread, t.mwrite, t.mrw, t.iops,
-                           t.params, t.weight_bytes],
+                "totals": f.total.totals,
                 "live": f.total.live,
                 "bound_s": f.total.bound_s,
                 "unsupported": f.unsupported,
@@ -144,39 +143,12 @@ pub(super) fn run_child(model: &str) -> Option<Outcome> {
         return Some(Err((e.to_string(), code)));
     }
     let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
-    let t: Vec<u64> = header["totals"]
-        .as_array()
-        .map(|a| a.iter().map(n).collect())
-        .unwrap_or_default();
-    let Ok(
-        [
-            layers,
-            flops,
-            work,
-            mread,
-            mwrite,
-            mrw,
-            iops,
-            params,
-            weight_bytes,
-        ],
-    ) = <[u64; 9]>::try_from(t)
-    else {
+    let Ok(totals) = Totals::deserialize(&header["totals"]) else {
         return Some(ended("no outcome written".into()));
     };
     Some(Ok(BatchFigures {
         total: Side {
-            totals: Totals {
-                layers,
-                flops,
-                work,
-                mread,
-                mwrite,
-                mrw,
-                iops,
-                params,
-                weight_bytes,
-            },
+            totals,
             live: n(&header["live"]),
             bound_s: header["bound_s"].as_f64(),
         },

@@ -99,7 +99,7 @@ pub struct Unsupported {
 pub const NO_RULE: &str = "no cost rule";
 
 /// Sums over a set of layers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
     pub layers: u64,
     pub flops: u64,
