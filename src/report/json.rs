@@ -597,14 +597,7 @@ fn doc<'a>(
     let predicted = roofline.and_then(|r| r.predicted_s);
     let training = report.training.as_ref();
     let mut meta = opts.meta.clone().unwrap_or_default();
-    meta.set(
-        "parts",
-        match opts.parts {
-            Parts::Both => "both",
-            Parts::Layers => "layers",
-            Parts::Summary => "summary",
-        },
-    );
+    meta.set("parts", opts.parts.name());
     meta.set("sort", opts.sort.map(SortKey::name));
     meta.set("top", opts.top);
     Doc {

@@ -256,6 +256,17 @@ pub enum Parts {
     Summary,
 }
 
+impl Parts {
+    /// The name reports' `meta.parts` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Parts::Both => "both",
+            Parts::Layers => "layers",
+            Parts::Summary => "summary",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct ReportOptions {
     pub format: Format,

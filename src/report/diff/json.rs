@@ -17,14 +17,7 @@ use crate::report::{Meta, Parts};
 /// Writes the diff as pretty JSON text ending in a line break.
 pub(super) fn write(d: &Diff, sides: &Sides, parts: Parts, w: &mut dyn Write) -> io::Result<()> {
     let mut meta = Meta::default();
-    meta.set(
-        "parts",
-        match parts {
-            Parts::Both => "both",
-            Parts::Layers => "layers",
-            Parts::Summary => "summary",
-        },
-    );
+    meta.set("parts", parts.name());
     // A meta as a value: its keys, and its options', sorted.
     let to_value = |m: &Meta| serde_json::to_value(m).unwrap_or(Value::Null);
     pretty::stream(w, |c| {
@@ -254,14 +247,7 @@ mod tests {
             m
         };
         let mut meta = Meta::default();
-        meta.set(
-            "parts",
-            match parts {
-                Parts::Both => "both",
-                Parts::Layers => "layers",
-                Parts::Summary => "summary",
-            },
-        );
+        meta.set("parts", parts.name());
         let mut doc = Map::new();
         let to_value = |m: &Meta| serde_json::to_value(m).unwrap();
         doc.insert("meta".into(), to_value(&meta));
