@@ -51,6 +51,18 @@ pub(super) fn check_dims(
     )))
 }
 
+/// The symbols inference listed: its inputs', and those it bounded.
+pub(super) fn listed<V>(
+    input_symbols: &[String],
+    bounds: &BTreeMap<String, V>,
+    bound_symbols: &[String],
+) -> std::collections::BTreeSet<String> {
+    let mut known: std::collections::BTreeSet<String> = input_symbols.iter().cloned().collect();
+    known.extend(bounds.keys().cloned());
+    known.extend(bound_symbols.iter().cloned());
+    known
+}
+
 /// The symbols a graph's inputs, outputs and value_info declare, and the
 /// names inference gives an input's unnamed dimensions (`x_dim0`).
 fn declared_symbols(g: &crate::proto::GraphProto, out: &mut std::collections::BTreeSet<String>) {

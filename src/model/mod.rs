@@ -285,13 +285,7 @@ impl Model {
         dims::check_dims(
             dims,
             declared,
-            || {
-                let mut known: std::collections::BTreeSet<String> =
-                    graph.input_symbols.iter().cloned().collect();
-                known.extend(graph.bounds.keys().cloned());
-                known.extend(graph.bound_symbols.iter().cloned());
-                known
-            },
+            || dims::listed(&graph.input_symbols, &graph.bounds, &graph.bound_symbols),
             |known| known.extend(graph.symbols()),
         )?;
         graph.bind(dims);
@@ -591,11 +585,11 @@ impl Model {
             dims,
             model.model.graph.as_ref(),
             || {
-                let mut known: std::collections::BTreeSet<String> =
-                    inferred.input_symbols.iter().cloned().collect();
-                known.extend(inferred.bounds.keys().cloned());
-                known.extend(inferred.bound_symbols.iter().cloned());
-                known
+                dims::listed(
+                    &inferred.input_symbols,
+                    &inferred.bounds,
+                    &inferred.bound_symbols,
+                )
             },
             |known| {
                 for (_, fact) in &inferred.values {
