@@ -23,6 +23,8 @@ pub(super) struct LazyGrid<'a> {
     pub numeric: Vec<bool>,
     /// The number of rows.
     pub len: usize,
+    /// The last row is a total (bold in a coloured table).
+    pub total_row: bool,
     pub row: Box<dyn Fn(usize) -> Vec<String> + 'a>,
 }
 
@@ -91,7 +93,8 @@ impl LazyGrid<'_> {
         let fit = Fit::new(&self.header, &self.numeric, widths, width, false);
         let Some(fixed) = self.column_widths(&fit, width) else {
             // Widths comfy-table's layout did not show: the table whole.
-            let (t, _) = super::fit::fitted(&self.to_grid(), width, color);
+            let (t, _) =
+                super::fit::fitted_rows(&self.to_grid(), width, color, self.total_row, false);
             writeln!(w, "{t}")?;
             return Ok(fit.note);
         };
@@ -101,7 +104,7 @@ impl LazyGrid<'_> {
             let at = p * PIECE;
             let mut t = fit.table(color, (p == 0).then_some(self.header.as_slice()));
             for i in at..(at + PIECE).min(self.len) {
-                t.add_row(fit.cells(&(self.row)(i), color && i == last));
+                t.add_row(fit.cells(&(self.row)(i), color && self.total_row && i == last));
             }
             fit.arrange(&mut t, &self.numeric, width, Some(&fixed));
             let lines: Vec<String> = t.lines().collect();
@@ -228,6 +231,7 @@ mod tests {
             keys: g.keys.clone(),
             numeric: g.numeric.clone(),
             len: g.rows.len(),
+            total_row: true,
             row: Box::new(|i| g.rows[i].clone()),
         }
     }

@@ -190,6 +190,8 @@ fn grid<'g>(d: &'g Diff, rows: Rows, s: &'g Scaler) -> LazyGrid<'g> {
         header,
         keys,
         len,
+        // The types' grid ends in the total; the layers' in a layer.
+        total_row: rows == Rows::Summary,
         row: Box::new(row),
     }
 }
@@ -227,11 +229,7 @@ fn cells(d: &Diff, rows: Rows, s: &Scaler, r: &DiffRow) -> Vec<String> {
             cells.push(t.and_then(|t| t.bound_s).map_or("-".into(), us));
         }
         let delta = r.delta_s().unwrap_or(0.0);
-        cells.push(if delta > 0.0 {
-            format!("+{}", us(delta))
-        } else {
-            us(delta)
-        });
+        cells.push(signed(delta * 1e6, s.digits));
         let a = r.a.and_then(|t| t.bound_s).unwrap_or(0.0);
         cells.push(percent(a, delta, s.digits));
     }
@@ -240,12 +238,24 @@ fn cells(d: &Diff, rows: Rows, s: &Scaler, r: &DiffRow) -> Vec<String> {
 
 /// A change in percent of `a`: `new` when `a` is zero and something came.
 fn percent(a: f64, delta: f64, digits: usize) -> String {
-    if delta == 0.0 {
-        format!("{:.*}", digits, 0.0)
-    } else if a == 0.0 {
+    if delta != 0.0 && a == 0.0 {
         "new".into()
     } else {
-        format!("{:+.*}", digits, 100.0 * delta / a)
+        signed(if delta == 0.0 { 0.0 } else { 100.0 * delta / a }, digits)
+    }
+}
+
+/// A change at `digits` decimals with its sign, and none on a change that
+/// rounds to zero (a difference of sums in floating point is seldom exactly
+/// zero; `-0.000` would say something shrank).
+fn signed(v: f64, digits: usize) -> String {
+    let magnitude = format!("{:.*}", digits, v.abs());
+    if magnitude.bytes().all(|b| b == b'0' || b == b'.') {
+        magnitude
+    } else if v < 0.0 {
+        format!("-{magnitude}")
+    } else {
+        format!("+{magnitude}")
     }
 }
 
@@ -274,13 +284,13 @@ mod tests {
         let s = scaler(d, opts);
         let mut grids = Vec::new();
         if opts.parts != Parts::Summary {
-            grids.push(grid(d, Rows::Layers, &s).to_grid());
+            grids.push((grid(d, Rows::Layers, &s).to_grid(), false));
         }
         if opts.parts != Parts::Layers {
-            grids.push(grid(d, Rows::Summary, &s).to_grid());
+            grids.push((grid(d, Rows::Summary, &s).to_grid(), true));
         }
         if opts.format == Format::Table {
-            for g in &mut grids {
+            for (g, _) in &mut grids {
                 for h in &mut g.header {
                     if let Some((name, rest)) = h.split_once(" (")
                         && let Some((unit, side)) = rest.split_once(") ")
@@ -297,13 +307,13 @@ mod tests {
             let _ = writeln!(out, "{bullet}{}", text::shown(&line));
         }
         out.push('\n');
-        for g in &grids {
+        for (g, total_row) in &grids {
             if md {
                 let _ = writeln!(out, "### {}\n\n{}", g.title, crate::report::markdown(g));
                 continue;
             }
             let _ = writeln!(out, "{}", fit::title(&g.title, opts.color));
-            let (t, dropped) = fit::fitted(g, opts.width, opts.color);
+            let (t, dropped) = fit::fitted_rows(g, opts.width, opts.color, *total_row, false);
             let _ = writeln!(out, "{t}");
             if let Some(note) = dropped {
                 let _ = writeln!(out, "{note}");
@@ -315,6 +325,22 @@ mod tests {
         } else {
             fit::wrap_prose(&out, opts.width)
         }
+    }
+
+    /// A change that rounds to zero has no sign; others keep theirs.
+    #[test]
+    fn changes_that_round_to_zero_are_unsigned() {
+        // -2e-10 µs, as a difference of two sums of layer times may be.
+        assert_eq!(signed(-2e-10, 3), "0.000");
+        assert_eq!(signed(4e-4, 3), "0.000");
+        assert_eq!(signed(-6e-4, 3), "-0.001");
+        assert_eq!(signed(1.25, 1), "+1.2");
+        assert_eq!(signed(0.0, 2), "0.00");
+        // 100 × -1e-9 / 2 = -5e-8 %.
+        assert_eq!(percent(2.0, -1e-9, 3), "0.000");
+        assert_eq!(percent(2.0, -1.0, 1), "-50.0");
+        assert_eq!(percent(0.0, 3.0, 1), "new");
+        assert_eq!(percent(0.0, 0.0, 1), "0.0");
     }
 
     /// Tables (at several widths, coloured or not), Markdown and CSV of
