@@ -505,3 +505,69 @@ fn diff_compares_the_peak_of_live_activation_bytes() {
     // total: 3 KiB -> 6 KiB, +3 KiB, +100%.
     assert!(md.contains("| 3.000 | 6.000 | +3.000 | +100.000 |"), "{md}");
 }
+
+/// A weight given by a Constant node, transposed at load time, then read
+/// by a MatMul: x [2, 8] · Wᵀ, W a Constant [4, 8].
+fn constant_weight() -> ModelProto {
+    let mut constant = node("Constant", &[], &["W"]);
+    constant.name = Some("c".into());
+    constant
+        .attribute
+        .push(build::tensor_attr("value", weights("W", &[4, 8])));
+    let mut transpose = node("Transpose", &["W"], &["Wt"]);
+    transpose.name = Some("t".into());
+    transpose.attribute.push(build::ints("perm", &[1, 0]));
+    let mut matmul = node("MatMul", &["x", "Wt"], &["y"]);
+    matmul.name = Some("mm".into());
+    model(GraphProto {
+        node: vec![constant, transpose, matmul],
+        input: vec![float("x", &[2, 8])],
+        output: vec![untyped("y")],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn a_constant_node_is_a_weight_not_a_folded_layer() {
+    // Folded: the Constant is data, as an initializer is, so only the
+    // Transpose made of it is listed as folded away; the MatMul's weight is
+    // the 4 × 8 = 32 values (128 bytes) the Constant holds.
+    let (code, out, err) = c3_on(
+        &constant_weight(),
+        "constant",
+        &["estimate", "--format", "json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let names = |key: &str| -> Vec<String> {
+        j[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names("layers"), ["mm"]);
+    assert_eq!(names("folded"), ["t"]);
+    assert_eq!(j["layers"][0]["params"], 32);
+    assert_eq!(j["total"]["weight_bytes"], 32 * F32);
+    // 2 × 8 × 4 = 64 multiply-adds.
+    assert_eq!(j["total"]["flops"], 64);
+    // Not folded, every node runs as an eager framework runs it, the
+    // Constant included (at no cost).
+    let (_, out, _) = c3_on(
+        &constant_weight(),
+        "constant-nofold",
+        &["estimate", "--no-fold", "--format", "json"],
+    );
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ops: Vec<&str> = j["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["Constant", "Transpose", "MatMul"]);
+    assert_eq!(j["layers"][0]["flops"], 0);
+    assert_eq!(j["layers"][2]["flops"], 64);
+}
