@@ -210,10 +210,12 @@ pub struct EstimateArgs {
     /// A measured latency (`2.4ms`, `850us`) to compare with the roofline bounds.
     #[arg(long, value_name = "TIME", requires = "device", value_parser = parse_measured)]
     pub measured: Option<f64>,
-    /// A runtime's profile of the model (onnxruntime's JSON, or a trace
-    /// from c3.torch.profile): each layer gets the time its kernel took.
-    #[arg(long, value_name = "FILE")]
-    pub profile: Option<String>,
+    /// A runtime's profile of the model (onnxruntime's JSON, a trace from
+    /// c3.torch.profile, or TensorRT's layer profile): each layer gets the
+    /// time its kernel took. Given twice: a TensorRT profile and its
+    /// engine's layer information (trtexec --exportLayerInfo), either order.
+    #[arg(long, value_name = "FILE", action = clap::ArgAction::Append)]
+    pub profile: Vec<String>,
     #[command(flatten)]
     pub training: TrainingArgs,
     /// Write the report to a file instead of standard output (`-`: standard

@@ -249,8 +249,8 @@ fn bad_profiles_get_one_line_and_exit_2() {
         ),
         (
             "tensorrt.json",
-            r#"[{"count": 10}, {"name": "conv1", "timeMs": 1.5}]"#.to_string(),
-            "not an onnxruntime profile",
+            r#"{"Layers": ["conv1"], "Bindings": []}"#.to_string(),
+            "TensorRT's layer information",
         ),
         (
             "trace.json",

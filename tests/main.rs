@@ -18,6 +18,7 @@ mod hostile;
 mod hostile_packs;
 mod io;
 mod latency;
+mod latency_trt;
 mod layout;
 mod ml_models;
 mod networks;

@@ -200,7 +200,7 @@ def _options(
         rules=_paths("rules", rules),
         device=_text("device", device),
         measured=_text("measured", measured),
-        profile=None if profile is None else _path("profile", profile),
+        profile=[] if profile is None else _paths("profile", profile),
         fma=_flag("fma", fma),
         attention=_text("attention", attention, ATTENTION),
         if_branch=_text("if_branch", if_branch, IF_BRANCHES),
@@ -224,7 +224,7 @@ def estimate(
     rules: Union[str, Iterable[str]] = (),
     device: Optional[str] = None,
     measured: Optional[str] = None,
-    profile: Optional[Union[str, "os.PathLike[str]"]] = None,
+    profile: Optional[Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]] = None,
     fma: bool = True,
     attention: str = "masked",
     if_branch: str = "larger",
@@ -251,10 +251,11 @@ def estimate(
             later ones override earlier ones (``--rules``).
         device: a device of :func:`devices` for roofline times (``--device``).
         measured: a measured latency (``"2.4ms"``) to compare with the bounds.
-        profile: a runtime's profile of the model (onnxruntime's JSON, or a
-            trace ``c3.torch.profile`` wrote): each layer gets the time its
-            kernel took, ``report.total["measured_s"]`` the run's
-            (``--profile``).
+        profile: a runtime's profile of the model (onnxruntime's JSON, a
+            trace ``c3.torch.profile`` wrote, or TensorRT's layer profile):
+            each layer gets the time its kernel took,
+            ``report.total["measured_s"]`` the run's (``--profile``); a list
+            of two for a TensorRT profile and its engine's layer information.
         fma: count a multiply-add as one FLOP (``False``: two, ``--no-fma``).
         attention: ``"masked"`` counts the (query, key) pairs a causal mask
             leaves, ``"full"`` the whole square.

@@ -255,7 +255,7 @@ fn estimate(
     rules: Vec<String>,
     device: Option<String>,
     measured: Option<String>,
-    profile: Option<String>,
+    profile: Vec<String>,
     fma: bool,
     attention: &str,
     if_branch: &str,

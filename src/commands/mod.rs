@@ -146,7 +146,7 @@ pub fn estimate(
     target: &Target,
 ) -> Result<String> {
     let out = target.check(Kind::Report, &[model])?;
-    let mut report_opts = req.options(&out, opts.device.is_some(), opts.profile.is_some())?;
+    let mut report_opts = req.options(&out, opts.device.is_some(), !opts.profile.is_empty())?;
     opts.check()?;
     report_opts.about = opts.about(model);
     let fit = opts.training.as_ref().and_then(|t| t.fit.as_deref());
@@ -454,7 +454,7 @@ pub fn diff(
             ("--sort", req.sort.is_some()),
             ("--top", req.top.is_some()),
             ("--measured", opts_a.measured_s.is_some()),
-            ("--profile", opts_a.profile.is_some()),
+            ("--profile", !opts_a.profile.is_empty()),
             ("--training", opts_a.training.is_some()),
         ],
     )?;
@@ -563,7 +563,7 @@ pub fn estimate_many(
             ("--metric", req.metric.is_some()),
             ("--sort", req.sort.is_some()),
             ("--top", req.top.is_some()),
-            ("--profile", opts.profile.is_some()),
+            ("--profile", !opts.profile.is_empty()),
             ("--training", opts.training.is_some()),
         ],
     )?;

@@ -21,6 +21,12 @@
 //! last of those of its producers (an activation fused after a
 //! convolution). Of a group's layers the one with the most work shows the
 //! group's time; the others are marked as fused into it.
+//!
+//! A kernel that says which nodes it ran (TensorRT's layers, named after
+//! their ONNX nodes) is joined to those layers first (the `members` module), and a
+//! kernel inserted to serve one (a reformat) goes with the one it serves.
+
+mod members;
 
 use rustc_hash::FxHashMap;
 
@@ -311,21 +317,34 @@ pub fn join(report: &CostReport, profile: &Profile, ids: &[NodeIdentity]) -> Res
     let names = Names::new(report, ids);
     let n = report.layers.len();
     let kernels = &profile.kernels;
-    let mut anchors: Vec<Option<Anchor>> = kernels.iter().map(|k| names.anchor(k)).collect();
+    let ran = members::Ran::new(report, &names, kernels);
+    let serves = |k: usize| kernels[k].members.serves.is_some();
+    let mut anchors: Vec<Option<Anchor>> = (0..kernels.len())
+        .map(|k| {
+            if serves(k) {
+                None
+            } else {
+                ran.anchor(k).or_else(|| names.anchor(&kernels[k]))
+            }
+        })
+        .collect();
     let named = anchors.iter().filter(|a| a.is_some()).count();
-    if (named as f64) < MIN_NAMED_SHARE * kernels.len() as f64 {
+    // Kernels that serve another are not counted (they are named after it).
+    let counted = (0..kernels.len()).filter(|&k| !serves(k)).count();
+    if (named as f64) < MIN_NAMED_SHARE * counted as f64 {
         let strangers: Vec<String> = kernels
             .iter()
             .zip(&anchors)
-            .filter(|(k, a)| a.is_none() && !generated(&k.name, &k.op))
+            .filter(|(k, a)| {
+                a.is_none() && !generated(&k.name, &k.op) && k.members.serves.is_none()
+            })
             .take(3)
             .map(|(k, _)| cut(&k.name, 60))
             .collect();
         return Err(Error::Input {
             path: profile.path.clone(),
             message: format!(
-                "the profile is not of this model: {named} of its {} kernels are named after a layer of it (kernels such as {})",
-                kernels.len(),
+                "the profile is not of this model: {named} of its {counted} kernels are named after a layer of it (kernels such as {})",
                 strangers.join(", ")
             ),
         });
@@ -340,7 +359,7 @@ pub fn join(report: &CostReport, profile: &Profile, ids: &[NodeIdentity]) -> Res
         owned[a] = true;
     }
     for k in 0..kernels.len() {
-        if anchors[k].is_some() || inserted_side(&kernels[k].op).is_some() {
+        if anchors[k].is_some() || inserted_side(&kernels[k].op).is_some() || serves(k) {
             continue;
         }
         let before = anchors[..k]
@@ -408,7 +427,7 @@ pub fn join(report: &CostReport, profile: &Profile, ids: &[NodeIdentity]) -> Res
                     None => {
                         groups.push(KernelGroup {
                             kernels: vec![kernel.name.clone()],
-                            op: kernel.op.clone(),
+                            op: members::op_of(report, kernel, &ran.layers[k]),
                             seconds: kernel.seconds,
                             layers: vec![*i],
                             lead: *i,
@@ -422,22 +441,41 @@ pub fn join(report: &CostReport, profile: &Profile, ids: &[NodeIdentity]) -> Res
             None => unjoined_at.push(k),
         }
     }
+    // The other layers a kernel names are its group's (a layer two
+    // kernels name stays with the first).
+    for (k, layers) in ran.layers.iter().enumerate() {
+        if let Some(g) = kernel_group[k] {
+            for &i in layers.iter().skip(1) {
+                owner[i].get_or_insert(g as u32);
+            }
+        }
+    }
+    let served = members::served(kernels);
     // Inserted kernels go with a neighbour; the rest stay unjoined.
     let mut inserted = Vec::new();
     let mut unjoined = Vec::new();
     for k in unjoined_at {
         let kernel = &kernels[k];
-        let side =
-            inserted_side(&kernel.op).or_else(|| generated(&kernel.name, &kernel.op).then_some(-1));
-        let neighbour = side.and_then(|s| {
-            let found = if s > 0 {
-                kernel_group[k + 1..].iter().flatten().next()
-            } else {
-                kernel_group[..k].iter().rev().flatten().next()
-            };
-            found
-                .or_else(|| kernel_group.iter().flatten().next())
-                .copied()
+        // A kernel serving another goes with it, else with its side's
+        // neighbour.
+        let target = served[k].and_then(|t| kernel_group[t].map(|g| (t, g)));
+        let side = match (&kernel.members.serves, target) {
+            (Some(_), Some((t, _))) => Some(if t > k { 1 } else { -1 }),
+            (Some(_), None) => Some(-1),
+            (None, _) => inserted_side(&kernel.op)
+                .or_else(|| generated(&kernel.name, &kernel.op).then_some(-1)),
+        };
+        let neighbour = target.map(|(_, g)| g).or_else(|| {
+            side.and_then(|s| {
+                let found = if s > 0 {
+                    kernel_group[k + 1..].iter().flatten().next()
+                } else {
+                    kernel_group[..k].iter().rev().flatten().next()
+                };
+                found
+                    .or_else(|| kernel_group.iter().flatten().next())
+                    .copied()
+            })
         });
         match neighbour {
             Some(g) => {
@@ -615,6 +653,7 @@ mod tests {
             seconds: us * 1e-6,
             inputs: Vec::new(),
             outputs: vec![out.to_vec()],
+            members: Default::default(),
         }
     }
 

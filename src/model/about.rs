@@ -31,7 +31,12 @@ impl EstimateOptions {
         m.set("inputs", json!(self.inputs));
         m.set("device", self.device.clone());
         m.set("measured_s", self.measured_s);
-        m.set("profile", self.profile.clone());
+        // One file as a string; TensorRT's pair as a list.
+        match self.profile.as_slice() {
+            [] => m.set("profile", Value::Null),
+            [one] => m.set("profile", one.clone()),
+            more => m.set("profile", json!(more)),
+        }
         let name = |t: Option<DType>| t.map_or(Value::Null, |t| Value::from(t.name()));
         m.set("weights", name(self.weights));
         m.set("activations", name(self.activations));
@@ -102,8 +107,8 @@ impl EstimateOptions {
         if let Some(m) = self.measured_s {
             add("measured", crate::report::human_time(m, 3));
         }
-        if let Some(p) = &self.profile {
-            add("profile", p.clone());
+        if !self.profile.is_empty() {
+            add("profile", self.profile.join(", "));
         }
         if let Some(t) = &self.training {
             let mut what = vec!["forward and backward".to_string()];

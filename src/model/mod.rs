@@ -69,8 +69,9 @@ pub struct EstimateOptions {
     /// A measured latency in seconds, compared with the roofline bounds.
     pub measured_s: Option<f64>,
     /// A runtime's profile of this model, joined to its layers (each layer
-    /// gets the time its kernel took).
-    pub profile: Option<String>,
+    /// gets the time its kernel took): one file, or a TensorRT profile and
+    /// its engine's layer information (either order, told apart by content).
+    pub profile: Vec<String>,
     /// An operator with no rule is an error ([`Error::Unsupported`]), not
     /// a layer left out of the totals.
     pub strict: bool,
@@ -348,7 +349,7 @@ impl Model {
     /// nodes are never all decoded at once).
     pub fn estimate_file(path: &str, opts: &EstimateOptions) -> Result<Estimate> {
         // A profile's join needs the nodes as the file lists them: decoded.
-        if path == STDIN || opts.profile.is_some() || crate::trace::is_trace_file(path)? {
+        if path == STDIN || !opts.profile.is_empty() || crate::trace::is_trace_file(path)? {
             return Model::open(path)?.into_estimate(opts);
         }
         let (model, taken) = Model::open_encoded(path).map_err(neither)?;
@@ -408,7 +409,7 @@ impl Model {
 
     /// [`Model::identities`] when a profile is to be joined, else none.
     fn identities_for(&self, opts: &EstimateOptions) -> Vec<crate::ir::NodeIdentity> {
-        if opts.profile.is_some() {
+        if !opts.profile.is_empty() {
             self.identities()
         } else {
             Vec::new()
@@ -759,12 +760,12 @@ fn costed(
 ) -> Result<Estimate> {
     // Times need each layer's work as a peak counts it, and its class.
     let count = CountOptions {
-        timing: opts.count.timing || opts.device.is_some() || opts.profile.is_some(),
+        timing: opts.count.timing || opts.device.is_some() || !opts.profile.is_empty(),
         ..opts.count
     };
     let mut report = cost::estimate(&graph, rules, count)?;
-    if let Some(path) = &opts.profile {
-        let profile = crate::profile::read(path)?;
+    if !opts.profile.is_empty() {
+        let profile = crate::profile::read_all(&opts.profile)?;
         report.measured = Some(cost::measured::join(&report, &profile, ids)?);
     }
     if opts.strict

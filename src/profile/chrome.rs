@@ -168,6 +168,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Profile, String> {
                     seconds: dur / 1e6,
                     inputs: Vec::new(),
                     outputs: Vec::new(),
+                    members: Default::default(),
                 },
             );
         }

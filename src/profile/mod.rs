@@ -1,7 +1,9 @@
 //! Measured time, the front end: a runtime's profile read into the kernels
 //! it ran and how long each took, per run of the model. Each format has its
 //! reader (`ort`: onnxruntime's JSON, `chrome`: a PyTorch profiler
-//! trace); what it is is decided from the content. Joining the kernels to
+//! trace, `trt`: TensorRT's layer profile, with the engine's layer
+//! information beside it where given); what it is is decided from the
+//! content. Joining the kernels to
 //! a report's layers is [`crate::cost::measured`].
 //!
 //! Only what a join needs is kept of each event (name, operator, duration,
@@ -10,6 +12,8 @@
 
 mod chrome;
 mod ort;
+mod trt;
+mod trt_name;
 
 use std::io::Read;
 
@@ -28,7 +32,7 @@ pub const MAX_PROFILE_NAME: usize = 4096;
 pub struct Profile {
     /// The file, as given.
     pub path: String,
-    /// `onnxruntime`, `pytorch`.
+    /// `onnxruntime`, `pytorch`, `tensorrt`.
     pub runtime: String,
     /// The execution provider, where the profile names one.
     pub provider: Option<String>,
@@ -67,6 +71,25 @@ pub struct Kernel {
     /// Shapes of its inputs and outputs, where the profile records them.
     pub inputs: Vec<Vec<i64>>,
     pub outputs: Vec<Vec<i64>>,
+    /// What the runtime says the kernel ran, where it says (TensorRT).
+    pub members: Members,
+}
+
+/// The nodes a kernel ran as its runtime names them: empty for runtimes
+/// that do not tell (onnxruntime, PyTorch), whose kernels are joined by
+/// their names alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Members {
+    /// Node, tensor or weight names; those that are no layer of the model
+    /// (weights, the runtime's own) are passed over.
+    pub names: Vec<String>,
+    /// A region from one node to another (both named), the nodes between
+    /// them in the graph's order included: TensorRT's Myelin regions.
+    pub range: Option<(String, String)>,
+    /// For a kernel the runtime inserted beside another (a reformat, a
+    /// shuffle): the kernel it serves, by name or by a member's name;
+    /// empty: the kernel before it.
+    pub serves: Option<String>,
 }
 
 /// What a profile is, from its content.
@@ -76,10 +99,72 @@ enum Kind {
     Ort,
     /// A JSON object with `traceEvents` (Chrome trace: PyTorch's profiler).
     Chrome,
+    /// A JSON list whose first record is `{"count": N}` (TensorRT's
+    /// `trtexec --exportProfile`).
+    Trt,
+    /// A JSON object with `Layers` (TensorRT's `trtexec --exportLayerInfo`):
+    /// read only beside a TensorRT profile.
+    TrtLayers,
+}
+
+/// What a file's bytes are, or why they are no profile.
+fn kind(bytes: &[u8]) -> std::result::Result<Kind, String> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => Err("the profile is empty".into()),
+        Some(b'[') if trt::is_profile(bytes) => Ok(Kind::Trt),
+        Some(b'[') => Ok(Kind::Ort),
+        Some(b'{') if trt::is_layer_info(bytes) => Ok(Kind::TrtLayers),
+        Some(b'{') => Ok(Kind::Chrome),
+        Some(_) => Err(
+            "not a profile c3 reads: expected onnxruntime's JSON list of events, a Chrome trace (a JSON object with traceEvents) or TensorRT's layer profile"
+                .into(),
+        ),
+    }
+}
+
+/// Reads the profile files of one `--profile` (given once, or twice: a
+/// TensorRT profile and its engine's layer information, in either order).
+pub fn read_all(paths: &[String]) -> Result<Profile> {
+    match paths {
+        [one] => read(one),
+        [a, b] => {
+            let (a_bytes, b_bytes) = (read_bytes(a)?, read_bytes(b)?);
+            let kind_of = |bytes: &[u8], path: &str| {
+                kind(bytes).map_err(|message| Error::Input {
+                    path: path.to_string(),
+                    message,
+                })
+            };
+            match (kind_of(&a_bytes, a)?, kind_of(&b_bytes, b)?) {
+                (Kind::Trt, Kind::TrtLayers) => parse_with(&a_bytes, a, Some((&b_bytes, b))),
+                (Kind::TrtLayers, Kind::Trt) => parse_with(&b_bytes, b, Some((&a_bytes, a))),
+                (ka, _) => {
+                    let odd = if matches!(ka, Kind::Trt | Kind::TrtLayers) {
+                        b
+                    } else {
+                        a
+                    };
+                    Err(Error::Input {
+                        path: odd.clone(),
+                        message: "a second --profile is TensorRT's layer information beside its profile (--exportProfile and --exportLayerInfo); this file is neither of the pair".into(),
+                    })
+                }
+            }
+        }
+        _ => Err(Error::Usage(format!(
+            "--profile is given once, or twice for a TensorRT profile and its layer information, not {} times",
+            paths.len()
+        ))),
+    }
 }
 
 /// Reads a profile file.
 pub fn read(path: &str) -> Result<Profile> {
+    parse(&read_bytes(path)?, path)
+}
+
+/// A profile file's bytes, under [`MAX_PROFILE_BYTES`].
+fn read_bytes(path: &str) -> Result<Vec<u8>> {
     let bad = |message: String| Error::Input {
         path: path.to_string(),
         message,
@@ -105,29 +190,29 @@ pub fn read(path: &str) -> Result<Profile> {
             "the profile is past the limit of {MAX_PROFILE_BYTES} bytes (MAX_PROFILE_BYTES)"
         )));
     }
-    parse(&bytes, path)
+    Ok(bytes)
 }
 
 /// Reads a profile from its bytes; `path` names it in errors.
 pub fn parse(bytes: &[u8], path: &str) -> Result<Profile> {
+    parse_with(bytes, path, None)
+}
+
+/// Reads a profile from its bytes, with TensorRT's layer information
+/// (its bytes and path) where given.
+fn parse_with(bytes: &[u8], path: &str, layers: Option<(&[u8], &str)>) -> Result<Profile> {
     let bad = |message: String| Error::Input {
         path: path.to_string(),
         message,
     };
-    let kind = match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
-        None => return Err(bad("the profile is empty".into())),
-        Some(b'[') => Kind::Ort,
-        Some(b'{') => Kind::Chrome,
-        Some(_) => {
-            return Err(bad(
-                "not a profile c3 reads: expected onnxruntime's JSON list of events or a Chrome trace (a JSON object with traceEvents)"
-                    .into(),
-            ));
-        }
-    };
-    let profile = match kind {
+    let mut profile = match kind(bytes).map_err(bad)? {
         Kind::Ort => ort::parse(bytes),
         Kind::Chrome => chrome::parse(bytes),
+        Kind::Trt => trt::parse(bytes),
+        Kind::TrtLayers => Err(
+            "this is TensorRT's layer information (--exportLayerInfo), not a profile: give it beside the profile trtexec wrote with --exportProfile (--profile P.json --profile L.json)"
+                .into(),
+        ),
     }
     .map_err(bad)?;
     if profile.kernels.is_empty() {
@@ -137,10 +222,27 @@ pub fn parse(bytes: &[u8], path: &str) -> Result<Profile> {
             if profile.runs == 0 { " and no run" } else { "" }
         )));
     }
+    if let Some((info, info_path)) = layers {
+        trt::describe(&mut profile, info).map_err(|message| Error::Input {
+            path: info_path.to_string(),
+            message,
+        })?;
+    }
     Ok(Profile {
         path: path.to_string(),
         ..profile
     })
+}
+
+/// At most `n` characters of `s`, `…` marking a cut (a name quoted in an
+/// error).
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(n - 1).collect();
+    out.push('…');
+    out
 }
 
 /// A JSON error from serde_json as a profile reader says it: where, what.

@@ -127,6 +127,7 @@ impl<'de> Visitor<'de> for Events<'_> {
                             seconds: dur / 1e6,
                             inputs: shapes(args.input_type_shape),
                             outputs: shapes(args.output_type_shape),
+                            members: Default::default(),
                         },
                     ));
                 }
@@ -248,9 +249,14 @@ mod tests {
         let p = read_profile(one.as_bytes(), "p.json").unwrap();
         assert_eq!((p.runs, p.dropped, p.kernels.len()), (1, 0, 1));
         assert_eq!(p.threads, None);
-        // TensorRT's layer profile is a list too, of other records.
+        // TensorRT's layer profile is a list too, of other records: told
+        // apart by its first, and read by its own reader.
         let trt = r#"[{"count": 10}, {"name": "conv1", "timeMs": 1.5, "averageMs": 0.15}]"#;
-        let e = read_profile(trt.as_bytes(), "t.json")
+        let p = read_profile(trt.as_bytes(), "t.json").unwrap();
+        assert_eq!(p.runtime, "tensorrt");
+        // A list of other records is still refused.
+        let other = r#"[{"name": "conv1", "timeMs": 1.5}]"#;
+        let e = read_profile(other.as_bytes(), "t.json")
             .unwrap_err()
             .to_string();
         assert!(e.contains("not an onnxruntime profile"), "{e}");

@@ -312,6 +312,16 @@ fn totals(out: &mut String, report: &CostReport, roofline: Option<&Roofline>, d:
             &time_text(run, d),
             &format!("kernels {}", time_text(m.kernels_s, d)),
         );
+    } else if let Some(m) = &report.measured
+        && m.runtime == "tensorrt"
+    {
+        // TensorRT times layers only: their sum stands for the run.
+        card(
+            out,
+            "Measured",
+            &time_text(m.kernels_s, d),
+            "layers summed (TensorRT times no whole run)",
+        );
     }
     if let Some(m) = &report.measured {
         card(

@@ -207,9 +207,13 @@ pub(super) fn profile_lines(report: &CostReport, digits: usize) -> Vec<String> {
         0 => format!("{} run{}", m.runs, if m.runs == 1 { "" } else { "s" }),
         d => format!("{} runs, the first {d} dropped as warm-up", m.runs),
     };
+    // TensorRT times layers, never a whole run: said so, not "not recorded".
+    let run = match m.run_s {
+        None if m.runtime == "tensorrt" => "no time of a whole run (TensorRT times layers)".into(),
+        s => format!("the run {} (median)", s.map_or("not recorded".into(), t)),
+    };
     lines.push(format!(
-        "  {runs}; the run {} (median), its {} kernels {}",
-        m.run_s.map_or("not recorded".into(), t),
+        "  {runs}; {run}, its {} kernels {}",
         m.kernels,
         t(m.kernels_s)
     ));
