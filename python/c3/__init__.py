@@ -301,7 +301,11 @@ def estimate(
     # The report's own meta (version, model, input kind, options in force),
     # with what only Python knows: where the model came from.
     # (prune as the number given, not the text handed to the extension)
-    shown = {**options, "prune": _prune(prune)}
+    # (a profile as the command line's meta gives it: one file's path, or
+    # the list of a TensorRT profile and its layer information)
+    profiles = options["profile"]
+    shown = {**options, "prune": _prune(prune),
+             "profile": profiles[0] if len(profiles) == 1 else (profiles or None)}
     meta = {**data.pop("meta", {}), "source": name, "kind": kind, **shown}
     meta.setdefault("c3_version", __version__)
     return Report(data, meta, (payload, kind, name, options))

@@ -40,6 +40,21 @@ def test_a_profile_joins_from_python_as_from_the_command_line(tmp_path):
     assert [l["measured_s"] for l in r.layers] == [l["measured_s"] for l in cli["layers"]]
 
 
+def test_a_tensorrt_profile_and_its_layer_information_are_given_as_a_list():
+    resnet = os.path.join(ROOT, "examples", "onnx", "light_resnet50.onnx")
+    files = [os.path.join(PROFILES, f"light_resnet50.trt.{k}.json") for k in ("layers", "profile")]
+    r = c3.estimate(resnet, profile=files)
+    with open(files[1], encoding="utf-8") as f:
+        layers = json.load(f)[1:]
+    # Each engine layer's medianMs (ms to s), summed; TensorRT has no run time.
+    assert r.total["kernels_s"] == pytest.approx(sum(l["medianMs"] for l in layers) / 1e3, rel=1e-9)
+    assert "measured_s" not in r.total
+    assert r.meta["profile"] == files
+    assert sum(l.get("measured_s") or 0.0 for l in r.layers) <= r.total["kernels_s"] * (1 + 1e-9)
+    with pytest.raises(c3.InputError, match="layer information"):
+        c3.estimate(resnet, profile=files[:1])
+
+
 def test_a_calibrated_pack_predicts_the_total(tmp_path):
     pack = tmp_path / "pack"
     pack.mkdir()
