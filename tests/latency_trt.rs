@@ -312,3 +312,47 @@ fn bad_tensorrt_files_are_one_line_and_exit_2() {
         .run()
         .one_line_error(1);
 }
+
+/// Reports of TensorRT profiles calibrate a device: TensorRT records no
+/// run, so a run's time is its engine layers' sum (`kernels_s`), and the
+/// pack says the runtime it was fitted on.
+#[test]
+fn tensorrt_reports_calibrate_a_device() {
+    let dir = scratch("latency_trt", "calibrate");
+    let mut reports = Vec::new();
+    for (m, p) in [
+        ("light_resnet50", "light_resnet50.trt.profile.json"),
+        ("calib_vit_b1", "calib_vit_b1.trt.profile.json"),
+    ] {
+        let path = dir.join(format!("{m}.json"));
+        let j = joined(m, &[&profile(p)]);
+        assert!(j["profile"]["run_s"].is_null());
+        assert!(j["profile"]["kernels_s"].as_f64().unwrap() > 0.0);
+        std::fs::write(&path, j.to_string()).unwrap();
+        reports.push(path.display().to_string());
+    }
+    let pack = dir.join("pack");
+    C3::new()
+        .args(["calibrate", "-o", pack.to_str().unwrap(), "--name", "trt"])
+        .args(&reports)
+        .run()
+        .ok();
+    let yaml = std::fs::read_to_string(pack.join("devices.yaml")).unwrap();
+    assert!(yaml.contains("runtime: \"tensorrt\""), "{yaml}");
+    assert!(yaml.contains("reports: 2"), "{yaml}");
+    // The pack predicts: a total of the model it was fitted on.
+    let j = C3::new()
+        .args([
+            "estimate",
+            &model("light_resnet50"),
+            "--rules",
+            pack.to_str().unwrap(),
+            "--device",
+            "trt",
+            "--format",
+            "json",
+        ])
+        .run()
+        .json();
+    assert!(j["total"]["predicted_s"].as_f64().unwrap() > 0.0);
+}

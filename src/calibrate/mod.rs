@@ -117,6 +117,8 @@ struct ProfileJ {
     threads: Option<u64>,
     #[serde(default)]
     run_s: Option<f64>,
+    #[serde(default)]
+    kernels_s: Option<f64>,
     groups: Vec<GroupJ>,
 }
 
@@ -286,10 +288,14 @@ fn read_run(path: &str) -> Result<Run> {
             }
         }
     }
-    let run_s = profile
-        .run_s
-        .filter(|t| t.is_finite() && *t > 0.0)
-        .ok_or_else(|| bad("the profile records no run time".into()))?;
+    // TensorRT times the engine's layers and no whole run: the layers' sum
+    // is the run it gives (the GPU runs them one after another).
+    let run_s = match profile.runtime.as_str() {
+        "tensorrt" => profile.run_s.or(profile.kernels_s),
+        _ => profile.run_s,
+    }
+    .filter(|t| t.is_finite() && *t > 0.0)
+    .ok_or_else(|| bad("the profile records no run time".into()))?;
     let model = report.meta.model.unwrap_or_else(|| path.to_string());
     let file = std::path::Path::new(&model)
         .file_name()
