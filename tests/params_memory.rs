@@ -570,4 +570,42 @@ fn a_constant_node_is_a_weight_not_a_folded_layer() {
     assert_eq!(ops, ["Constant", "Transpose", "MatMul"]);
     assert_eq!(j["layers"][0]["flops"], 0);
     assert_eq!(j["layers"][2]["flops"], 64);
+    // The Transpose reads the 32 weights; what it makes is an activation
+    // the MatMul reads, though its value is known at load time.
+    let params: Vec<u64> = j["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["params"].as_u64().unwrap())
+        .collect();
+    assert_eq!(params, [0, 32, 0]);
+    assert_eq!(j["total"]["params"], 32);
+}
+
+/// `--no-fold` counts a weight once whatever its size: a transposed
+/// initializer of 4 × 8 values (its transpose worked out at load time) as
+/// one of 2000 × 8 (too large to be).
+#[test]
+fn unfolded_weights_count_once_whatever_their_size() {
+    for rows in [4, 2000] {
+        let mut transpose = node("Transpose", &["W"], &["Wt"]);
+        transpose.attribute.push(build::ints("perm", &[1, 0]));
+        let m = model(GraphProto {
+            node: vec![transpose, node("MatMul", &["x", "Wt"], &["y"])],
+            initializer: vec![weights("W", &[rows, 8])],
+            input: vec![float("x", &[2, 8])],
+            output: vec![untyped("y")],
+            ..Default::default()
+        });
+        for fold in [true, false] {
+            let args: &[&str] = match fold {
+                true => &["estimate", "--format", "json"],
+                false => &["estimate", "--no-fold", "--format", "json"],
+            };
+            let (code, out, err) = c3_on(&m, &format!("unfolded-{rows}-{fold}"), args);
+            assert_eq!(code, 0, "{err}");
+            let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(j["total"]["params"], rows * 8, "{rows} rows, fold {fold}");
+        }
+    }
 }

@@ -47,7 +47,11 @@ fn tensors_of(
             let (name, f) = t.as_ref()?;
             let (dtype, shape) = described(f)?;
             let slot = slot_at(slots, k);
-            let constant = f.constant.is_some() || f.value.is_some() || known.folded(name, slot);
+            // Unfolded (`--no-fold`), a value worked out at load time is
+            // still made by its node when the model runs: an activation.
+            let constant = f.constant.is_some()
+                || (known.fold && f.value.is_some())
+                || known.folded(name, slot);
             if let Some(t) = known
                 .made(name, slot)
                 .filter(|t| t.dtype == dtype && t.constant == constant && *t.shape == *shape)
@@ -73,6 +77,8 @@ struct Known<'a> {
     folded_slots: &'a [u64],
     made: Option<(&'a Made, &'a MadeBySlot)>,
     shapes: &'a Shapes,
+    /// Nodes on constants fold away (not `--no-fold`).
+    fold: bool,
 }
 
 /// The level's tensor sizes, each distinct list once: a graph has few
@@ -383,6 +389,7 @@ impl Level {
             folded_slots: &self.folded_slots,
             made: made.then_some((&self.made, &self.made_by_slot)),
             shapes: &self.shapes,
+            fold: self.fold,
         }
     }
 
