@@ -116,6 +116,17 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Errors are printed at most this many characters long.
 pub const MAX_ERROR_CHARS: usize = 480;
 
+/// At most `n` characters of `s`, `…` marking a cut (a name quoted in an
+/// error or shown in a chart).
+pub fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(n.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 /// The candidate closest to `name` in edits (case aside), if one is close
 /// enough to be a typo: at most a third of the name's letters (so a name
 /// of one or two letters only matches in another case).

@@ -339,7 +339,7 @@ pub fn join(report: &CostReport, profile: &Profile, ids: &[NodeIdentity]) -> Res
                 a.is_none() && !generated(&k.name, &k.op) && k.members.serves.is_none()
             })
             .take(3)
-            .map(|(k, _)| cut(&k.name, 60))
+            .map(|(k, _)| crate::error::cut(&k.name, 60))
             .collect();
         return Err(Error::Input {
             path: profile.path.clone(),
@@ -539,16 +539,6 @@ pub fn join(report: &CostReport, profile: &Profile, ids: &[NodeIdentity]) -> Res
         unjoined,
         without_kernel,
     })
-}
-
-/// At most `n` characters of `s`, `…` marking a cut.
-fn cut(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(n - 1).collect();
-    out.push('…');
-    out
 }
 
 /// Gives the layers no kernel is named after to the group along the graph:

@@ -234,17 +234,6 @@ fn parse_with(bytes: &[u8], path: &str, layers: Option<(&[u8], &str)>) -> Result
     })
 }
 
-/// At most `n` characters of `s`, `…` marking a cut (a name quoted in an
-/// error).
-fn cut(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(n - 1).collect();
-    out.push('…');
-    out
-}
-
 /// A JSON error from serde_json as a profile reader says it: where, what.
 fn json_error(e: &serde_json::Error) -> String {
     let what = match e.classify() {

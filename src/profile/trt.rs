@@ -123,14 +123,14 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Profile, String> {
             (None, None, None) => {
                 return Err(format!(
                     "layer {}: no time (medianMs, averageMs or timeMs)",
-                    super::cut(&name, 60)
+                    crate::error::cut(&name, 60)
                 ));
             }
         };
         if !(ms.1.is_finite() && (0.0..=MAX_LAYER_MS).contains(&ms.1)) {
             return Err(format!(
                 "layer {}: {} of {} is not a time in milliseconds",
-                super::cut(&name, 60),
+                crate::error::cut(&name, 60),
                 ms.0,
                 if ms.1.abs() < 1e15 {
                     ms.1.to_string()

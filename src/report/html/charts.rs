@@ -231,18 +231,8 @@ fn legend(out: &mut String, y0: f64, entries: &[(&str, &str)]) {
             "<rect x=\"{x:.0}\" y=\"{y:.0}\" width=\"12\" height=\"12\" fill=\"{colour}\"/><text x=\"{:.0}\" y=\"{:.0}\" class=\"lbl\">{}</text>",
             x + 17.0,
             y + 11.0,
-            esc(&truncate(op, 20))
+            esc(&crate::error::cut(op, 20))
         );
-    }
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n - 1).collect();
-        t.push('…');
-        t
     }
 }
 
