@@ -212,6 +212,62 @@ fn every_format_shows_measured_time_beside_the_bound() {
     assert!(html.contains("\"measured\":true"));
 }
 
+/// A fused kernel's bound is its layers' roofline as one kernel: their
+/// compute summed, against the bytes crossing its edge. onnxruntime runs
+/// light_resnet50's n0 (Conv), n1 (BatchNormalization) and n2 (Relu) as
+/// one kernel, `r2_nchwc`; n0's and n1's outputs (1x64x112x112 float32,
+/// 3,211,264 bytes each) never leave it, so of the three layers' 19.7 MB
+/// only n0's reads, n1's parameters and n2's write cross:
+/// 639,744 + (3,211,776 - 3,211,264) + (3,211,264 - 3,211,264) + 3,211,264
+/// = 3,851,520 bytes, 1.15 µs on h100 (3.35 TB/s), under the 3.55 µs of
+/// compute (n0 3.511, n1 0.024, n2 0.012). The layers' own bounds summed
+/// are 7.35 µs.
+#[test]
+fn a_fused_kernels_bound_counts_only_the_bytes_crossing_its_edge() {
+    let j = joined(
+        "light_resnet50",
+        "light_resnet50.all.json",
+        &["--device", "h100"],
+    );
+    let layers = j["layers"].as_array().unwrap();
+    let f = |i: usize, k: &str| layers[i][k].as_f64().unwrap();
+    let group = &j["profile"]["groups"][0];
+    assert_eq!(group["kernels"][0], "r2_nchwc");
+    assert_eq!(group["layers"], serde_json::json!([0, 1, 2]));
+    let internal = 3_211_264.0;
+    assert_eq!((f(0, "mwrite"), f(1, "mwrite")), (internal, internal));
+    let crossing =
+        f(0, "mread") + (f(1, "mread") - internal) + (f(2, "mread") - internal) + f(2, "mwrite");
+    assert_eq!(crossing, 3_851_520.0);
+    let compute = f(0, "compute_s") + f(1, "compute_s") + f(2, "compute_s");
+    let bound = group["bound_s"].as_f64().unwrap();
+    assert!(compute > crossing / 3.35e12);
+    assert!((bound - compute).abs() < 1e-15, "{bound} {compute}");
+    let own: f64 = (0..3).map(|i| f(i, "bound_s")).sum();
+    assert!((own - 7.346e-6).abs() < 1e-9 && bound < own / 2.0, "{own}");
+    // A kernel of one layer is bounded by that layer: r3_nchwc is n3's.
+    assert_eq!(j["profile"]["groups"][1]["bound_s"], layers[3]["bound_s"]);
+    // The table's share is the kernel's bound over its measured time:
+    // 100 * 3.547 µs / 2118 µs = 0.17%.
+    let md = C3::new()
+        .args([
+            "estimate",
+            &model("light_resnet50"),
+            "--profile",
+            &profile("light_resnet50.all.json"),
+            "--device",
+            "h100",
+            "--format",
+            "md",
+        ])
+        .run()
+        .ok()
+        .stdout
+        .clone();
+    let row = md.lines().find(|l| l.starts_with("| n0 |")).unwrap();
+    assert!(row.ends_with("| 2118.000 | 0.2 |"), "{row}");
+}
+
 #[test]
 fn a_profile_of_another_model_is_refused() {
     let line = C3::new()

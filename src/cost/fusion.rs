@@ -24,7 +24,8 @@ pub struct FusedGroup {
     pub saved_bytes: u64,
 }
 
-fn bytes_of(t: &TensorFact) -> u64 {
+/// The bytes a tensor holds (none for a size not known).
+pub(crate) fn bytes_of(t: &TensorFact) -> u64 {
     let mut n: u64 = 1;
     for d in t.shape.iter() {
         n = n.saturating_mul(d.known().unwrap_or(0));

@@ -158,6 +158,91 @@ impl Measured {
     }
 }
 
+impl Measured {
+    /// Each kernel group's roofline bound on `r`'s device, as the one
+    /// kernel the runtime ran it as: its layers' compute times summed,
+    /// against the time of the bytes that cross the kernel's edge. A tensor
+    /// one of its layers writes and only others of them read stays inside
+    /// the kernel, so its write and those reads are no traffic (taken off
+    /// the layers' own counts, never below zero, as a fusion pack does).
+    /// Summing the layers' own bounds instead held a fused kernel to the
+    /// traffic of the tensors it never writes: up to twice its measured
+    /// time on a TensorRT profile of ResNet-50. A graph output read inside
+    /// the group is taken as staying there too, which only lowers a bound.
+    pub fn group_bounds(&self, report: &CostReport, r: &super::Roofline) -> Vec<f64> {
+        // Who reads each tensor that a layer of a group of several writes.
+        let mut written: FxHashMap<&str, Vec<u32>> = FxHashMap::default();
+        for g in self.groups.iter().filter(|g| g.layers.len() > 1) {
+            for &i in &g.layers {
+                for t in report.layers[i].outputs.iter().flatten() {
+                    if let Some(name) = t.name.as_deref().filter(|_| !t.constant) {
+                        written.insert(name, Vec::new());
+                    }
+                }
+            }
+        }
+        for (j, l) in report.layers.iter().enumerate() {
+            for t in l.inputs.iter().flatten() {
+                if let Some(readers) = t.name.as_deref().and_then(|n| written.get_mut(n)) {
+                    readers.push(j as u32);
+                }
+            }
+        }
+        let bandwidth = r.device.bandwidth;
+        self.groups
+            .iter()
+            .enumerate()
+            .map(|(k, g)| match g.layers[..] {
+                [i] => r.layers[i].bound_s,
+                _ => self.fused_bound(report, r, k, g, &written, bandwidth),
+            })
+            .collect()
+    }
+
+    /// [`Measured::group_bounds`] of group `k`, `g`, of several layers.
+    fn fused_bound(
+        &self,
+        report: &CostReport,
+        r: &super::Roofline,
+        k: usize,
+        g: &KernelGroup,
+        readers: &FxHashMap<&str, Vec<u32>>,
+        bandwidth: f64,
+    ) -> f64 {
+        let inside = |j: u32| self.layer_group.get(j as usize).copied().flatten() == Some(k as u32);
+        // What is left of each layer's reads and writes, by its place in `g`.
+        let mut left: Vec<(u64, u64)> = g
+            .layers
+            .iter()
+            .map(|&i| (report.layers[i].mread, report.layers[i].mwrite))
+            .collect();
+        let at = |j: u32| g.layers.binary_search(&(j as usize)).ok();
+        for (w, &i) in g.layers.iter().enumerate() {
+            let l = &report.layers[i];
+            for t in l.outputs.iter().flatten() {
+                let Some(list) = t.name.as_deref().and_then(|n| readers.get(n)) else {
+                    continue;
+                };
+                if t.constant || list.is_empty() || !list.iter().all(|&j| inside(j)) {
+                    continue;
+                }
+                let bytes = super::fusion::bytes_of(t);
+                let runs = |i: usize| report.layers[i].runs.max(1);
+                left[w].1 = left[w].1.saturating_sub(bytes.saturating_mul(runs(i)));
+                for &j in list {
+                    if let Some(m) = at(j) {
+                        let taken = bytes.saturating_mul(runs(j as usize));
+                        left[m].0 = left[m].0.saturating_sub(taken);
+                    }
+                }
+            }
+        }
+        let compute: f64 = g.layers.iter().map(|&i| r.layers[i].compute_s).sum();
+        let moved = left.iter().map(|&(a, b)| a as f64 + b as f64).sum::<f64>();
+        compute.max(moved / bandwidth)
+    }
+}
+
 /// Below this share of kernels joined by name, the profile is taken to be
 /// of another model and refused.
 pub const MIN_NAMED_SHARE: f64 = 0.3;

@@ -343,6 +343,10 @@ struct GroupJ<'a> {
     kernels: &'a [String],
     op: &'a str,
     measured_s: Option<f64>,
+    /// With a device: the kernel's roofline bound, its layers as one
+    /// kernel ([`crate::cost::measured::Measured::group_bounds`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bound_s: Option<f64>,
     /// Indices into `layers` (all of them, whatever rows are shown).
     layers: &'a [usize],
     lead: &'a str,
@@ -370,7 +374,12 @@ struct UnjoinedJ<'a> {
     measured_s: Option<f64>,
 }
 
-fn profile_j<'a>(report: &'a CostReport, m: &'a crate::cost::measured::Measured) -> ProfileJ<'a> {
+fn profile_j<'a>(
+    report: &'a CostReport,
+    m: &'a crate::cost::measured::Measured,
+    roofline: Option<&Roofline>,
+) -> ProfileJ<'a> {
+    let bounds = roofline.map(|r| m.group_bounds(report, r));
     ProfileJ {
         file: &m.path,
         runtime: &m.runtime,
@@ -387,10 +396,12 @@ fn profile_j<'a>(report: &'a CostReport, m: &'a crate::cost::measured::Measured)
         groups: m
             .groups
             .iter()
-            .map(|g| GroupJ {
+            .enumerate()
+            .map(|(k, g)| GroupJ {
                 kernels: &g.kernels,
                 op: &g.op,
                 measured_s: num(g.seconds),
+                bound_s: bounds.as_ref().and_then(|b| num(b[k])),
                 layers: &g.layers,
                 lead: &report.layers[g.lead].name,
             })
@@ -745,7 +756,10 @@ fn doc<'a>(
                 backward: None,
             })
             .collect(),
-        profile: report.measured.as_ref().map(|m| profile_j(report, m)),
+        profile: report
+            .measured
+            .as_ref()
+            .map(|m| profile_j(report, m, roofline)),
         training: training.map(super::training::training_j),
         tree: opts.depth.map(|d| super::tree::tree(report, d)),
     }

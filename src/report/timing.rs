@@ -55,10 +55,12 @@ pub(super) fn columns(
             add("Measured in", "measured_in", false, cells, String::new());
         }
         if let Some(r) = roofline {
+            // Each kernel's own bound, as the one kernel it ran as.
+            let bounds = m.group_bounds(report, r);
             let group_bound = |i: usize| -> Option<f64> {
-                let g = m.group_of(i).filter(|g| g.lead == i)?;
-                let b: f64 = g.layers.iter().map(|&j| r.layers[j].bound_s).sum();
-                (g.seconds > 0.0).then(|| 100.0 * b / g.seconds)
+                let k = m.layer_group.get(i).copied().flatten()? as usize;
+                let g = &m.groups[k];
+                (g.lead == i && g.seconds > 0.0).then(|| 100.0 * bounds[k] / g.seconds)
             };
             let pct = |v: f64| format!("{v:.1}");
             let cells = shown

@@ -632,12 +632,13 @@ pub(super) fn measured_chart(
         return;
     };
     // (bound, measured, predicted, group) of every plottable group.
+    let bounds = m.group_bounds(report, r);
     let points: Vec<(f64, f64, Option<f64>, usize)> = m
         .groups
         .iter()
         .enumerate()
         .filter_map(|(g, grp)| {
-            let bound: f64 = grp.layers.iter().map(|&i| r.layers[i].bound_s).sum();
+            let bound = bounds[g];
             let predicted: Option<f64> = grp
                 .layers
                 .iter()
@@ -649,7 +650,7 @@ pub(super) fn measured_chart(
     out.push_str("<section id=\"measured\">\n<h2>Measured against the bound</h2>\n");
     let _ = writeln!(
         out,
-        "<p class=\"note\">Each point is a kernel of the profile ({}): its layers' roofline bound on {} across, its measured time up; the line is measured = bound.{}</p>",
+        "<p class=\"note\">Each point is a kernel of the profile ({}): its roofline bound on {} across (its layers as one kernel: what it computes, and the bytes that cross its edge), its measured time up; the line is measured = bound.{}</p>",
         esc(&m.runtime),
         esc(&r.device.name),
         if r.predicts() {
@@ -704,7 +705,7 @@ pub(super) fn measured_chart(
     let _ = writeln!(
         out,
         "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" class=\"roof\"><title>measured = bound</title></line>\
-         <text x=\"{:.0}\" y=\"{:.0}\" class=\"tick\" text-anchor=\"middle\">roofline bound of the kernel's layers</text>\
+         <text x=\"{:.0}\" y=\"{:.0}\" class=\"tick\" text-anchor=\"middle\">the kernel's roofline bound</text>\
          <text transform=\"translate(16 {:.0}) rotate(-90)\" class=\"tick\" text-anchor=\"middle\">measured time</text>",
         px(lo_v),
         py(lo_v),
