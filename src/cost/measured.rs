@@ -774,6 +774,46 @@ mod tests {
         assert!((m.joined_share() - 1.0).abs() < 1e-12);
     }
 
+    /// TensorRT names the layer of a node without a name `node_of_` and
+    /// its first output: such members join the layer writing that tensor.
+    #[test]
+    fn members_named_after_their_output_join_the_layer_writing_it() {
+        let r = report();
+        let with = |name: &str, members: &[&str], range: Option<(&str, &str)>| Kernel {
+            members: crate::profile::Members {
+                names: members.iter().map(|m| m.to_string()).collect(),
+                range: range.map(|(a, b)| (a.to_string(), b.to_string())),
+                serves: None,
+            },
+            ..kernel(name, "", 10.0, &[1, 4, 8, 8])
+        };
+        let p = Profile {
+            runtime: "tensorrt".into(),
+            run_s: None,
+            ..profile(vec![
+                with(
+                    "node_of_c1 + node_of_b1 + PWN(node_of_r1)",
+                    &["node_of_c1", "node_of_b1", "node_of_r1"],
+                    None,
+                ),
+                with(
+                    "{ForeignNode[node_of_c2...node_of_r2]}",
+                    &[],
+                    Some(("node_of_c2", "node_of_r2")),
+                ),
+            ])
+        };
+        let m = join(&r, &p, &[]).unwrap();
+        assert_eq!(m.groups.len(), 2);
+        assert_eq!(m.groups[0].layers, [0, 1, 2]);
+        assert_eq!(m.groups[1].layers, [3, 4]);
+        assert!(m.unjoined.is_empty() && m.without_kernel.is_empty());
+        // A name that is neither a layer's nor `node_of_` an output's
+        // joins nothing by its members.
+        let stranger = profile(vec![with("node_of_q", &["node_of_q"], None)]);
+        assert!(join(&r, &stranger, &[]).is_err());
+    }
+
     #[test]
     fn generated_names_join_by_shape_and_strangers_are_listed() {
         let r = report();

@@ -26,7 +26,7 @@ impl Ran {
         let mut named = vec![false; n];
         for (k, kernel) in kernels.iter().enumerate() {
             for m in &kernel.members.names {
-                match names.exact(m) {
+                match member(names, m) {
                     Some(Anchor::Main(i) | Anchor::End(i)) if !layers[k].contains(&i) => {
                         layers[k].push(i);
                         named[i] = true;
@@ -42,7 +42,7 @@ impl Ran {
             let Some((a, b)) = &kernel.members.range else {
                 continue;
             };
-            let at = |s: &str| match names.exact(s) {
+            let at = |s: &str| match member(names, s) {
                 Some(Anchor::Main(i) | Anchor::End(i)) => Some(i),
                 _ => None,
             };
@@ -71,6 +71,19 @@ impl Ran {
             None => self.folded[k].map(Anchor::Folded),
         }
     }
+}
+
+/// The layer (or folded layer) a member names: by its name, or, for
+/// `node_of_<tensor>`, the name TensorRT's ONNX parser gives a node that
+/// has none (after its first output), by the layer that writes the tensor.
+fn member(names: &Names, m: &str) -> Option<Anchor> {
+    names.exact(m).or_else(|| {
+        let output = m.strip_prefix("node_of_")?;
+        match names.outputs.get(output) {
+            Some(&i) => Some(Anchor::Main(i)),
+            None => names.folded.get(output).map(|&f| Anchor::Folded(f)),
+        }
+    })
 }
 
 /// The kernel an inserted kernel serves (by the served one's name, or a
