@@ -3,15 +3,7 @@
 //! The profiles are trimmed onnxruntime profiles of shipped models
 //! (tests/fixtures/profiles, made by scripts/profile_fixtures.py).
 
-use crate::common::cli::{C3, ROOT, scratch};
-
-fn profile(name: &str) -> String {
-    format!("{ROOT}/tests/fixtures/profiles/{name}")
-}
-
-fn model(name: &str) -> String {
-    format!("{ROOT}/examples/onnx/{name}.onnx")
-}
+use crate::common::cli::{C3, profile_fixture as profile, scratch, shipped as model};
 
 /// `c3 estimate MODEL --profile FILE --format json [extra]`.
 fn joined(m: &str, file: &str, extra: &[&str]) -> serde_json::Value {

@@ -4,15 +4,7 @@
 //! format by scripts/trt_fixtures.py (no TensorRT here), from the models'
 //! own node names.
 
-use crate::common::cli::{C3, ROOT, scratch};
-
-fn profile(name: &str) -> String {
-    format!("{ROOT}/tests/fixtures/profiles/{name}")
-}
-
-fn model(name: &str) -> String {
-    format!("{ROOT}/examples/onnx/{name}.onnx")
-}
+use crate::common::cli::{C3, profile_fixture as profile, scratch, shipped as model};
 
 /// `c3 estimate MODEL --profile F1 [--profile F2] --format json`.
 fn joined(m: &str, files: &[&str]) -> serde_json::Value {

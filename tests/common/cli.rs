@@ -12,6 +12,16 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_c3");
 /// The repository: examples, rules and fixtures are found from here.
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// A model the repository ships: `examples/onnx/NAME.onnx`.
+pub fn shipped(name: &str) -> String {
+    format!("{ROOT}/examples/onnx/{name}.onnx")
+}
+
+/// A committed profile: `tests/fixtures/profiles/NAME`.
+pub fn profile_fixture(name: &str) -> String {
+    format!("{ROOT}/tests/fixtures/profiles/{name}")
+}
+
 /// A fresh, empty folder `AREA/NAME` under cargo's scratch folder for tests.
 pub fn scratch(area: &str, name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(area).join(name);
