@@ -782,3 +782,81 @@ fn a_batched_product_of_activations_calls_its_kernel_once_a_matrix() {
         "{p:?}"
     );
 }
+
+/// `c3 explain OP --in ... --device D` times the evaluation as `estimate`
+/// times a layer. The pack's device: 1e11 op/s, 1e10 B/s; Conv's time
+/// group at half the peak plus 10 µs a kernel; MatMul timed by the pack's
+/// `time:` formula, `max(compute_s, memory_s) * 5 / 4`.
+#[test]
+fn explain_times_an_evaluation_on_a_device() {
+    let pack = crate::common::cli::pack_folder(
+        "latency",
+        "explain",
+        &[
+            (
+                "devices.yaml",
+                "cpu:\n  name: test cpu\n  peak: {fp32: 1.0e11}\n  bandwidth: 1.0e10\n  source: made by hand\n  time:\n    groups:\n      \"Conv\": {compute: 0.5, kernel_s: 1.0e-5}\n      \"*\": {memory: 1.0, kernel_s: 1.0e-6}\n",
+            ),
+            (
+                "mm.yaml",
+                "MatMul:\n  time: \"max(compute_s, memory_s) * 5 / 4\"\n",
+            ),
+        ],
+    );
+    let explain = |args: &[&str]| {
+        C3::new()
+            .args([
+                "explain",
+                "--rules",
+                pack.to_str().unwrap(),
+                "--device",
+                "cpu",
+            ])
+            .args(args)
+            .run()
+    };
+    // Conv 3 -> 64 channels, 7x7, stride 2 on 224x224: |Y| = 64 * 112 *
+    // 112 = 802,816 outputs of a 147-long window; without a bias each is
+    // 147 multiplies and 146 adds, so work = 802,816 * 293 = 235,225,088:
+    // 2.352 ms at 1e11 op/s. Bytes: 639,744 read, 3,211,264 written,
+    // 385.101 µs at 1e10 B/s. Predicted: 2.35225 ms / 0.5 + 10 µs.
+    let conv = explain(&[
+        "Conv",
+        "--in",
+        "X=1x3x224x224",
+        "--in",
+        "W=64x3x7x7",
+        "--attr",
+        "strides=2,2",
+        "--attr",
+        "pads=3,3,3,3",
+    ]);
+    let out = &conv.ok().stdout;
+    assert!(
+        out.contains("On test cpu: fp32 peak 100.0 GFLOP/s (a multiply-add as 2), 10.0 GB/s"),
+        "{out}"
+    );
+    for line in [
+        "work      = 235225088 ",
+        "compute_s = 2.352 ms ",
+        "memory_s  = 385.101 µs ",
+        "bound     = 2.352 ms       (compute-bound)",
+        "predicted = 4.715 ms       (time group Conv: compute_s / 0.500 + 10.000 µs a kernel)",
+    ] {
+        assert!(out.contains(line), "{line} in {out}");
+    }
+    // MatMul 64x256 by 256x128: work 64 * 128 * 511 = 4,186,112, 41.861
+    // µs; (65,536 + 131,072 + 32,768) bytes, 22.938 µs; the formula gives
+    // 41.861 * 5 / 4 = 52.326 µs.
+    let mm = explain(&["MatMul", "--in", "A=64x256", "--in", "B=256x128"]);
+    let out = &mm.ok().stdout;
+    assert!(out.contains("bound     = 41.861 µs"), "{out}");
+    assert!(
+        out.contains("predicted = 52.326 µs      (the rule's time formula, "),
+        "{out}"
+    );
+    assert!(out.contains("mm.yaml:2:"), "{out}");
+    // Without shapes there is nothing to time: a usage error.
+    let line = explain(&["Conv"]).one_line_error(1).to_string();
+    assert!(line.contains("--device times an evaluation"), "{line}");
+}

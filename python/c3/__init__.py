@@ -320,6 +320,7 @@ def explain(
     opset: Optional[int] = None,
     fma: bool = True,
     attention: str = "masked",
+    device: Optional[str] = None,
 ) -> str:
     """How ``op`` is counted, as ``c3 explain`` prints it.
 
@@ -327,7 +328,9 @@ def explain(
     ``{"X": [1, 3, 224, 224], "W": [64, 3, 7, 7], "Y": [1, 64, 112, 112]}``;
     a string ``"1x3x224x224:float16"`` sets the dtype, a list of shapes gives
     a variadic input) and ``attrs`` (``{"strides": [2, 2]}``), the rule is
-    evaluated step by step.
+    evaluated step by step; with ``device`` too (a name ``devices()``
+    lists, or a device of a pack in ``rules``), timed on it: the roofline's
+    terms and bound, and the predicted time on a calibrated device.
     """
     args = ["explain", op]
     for pack in [rules] if isinstance(rules, str) else rules:
@@ -352,6 +355,8 @@ def explain(
     if not fma:
         args.append("--no-fma")
     args += ["--attention", attention]
+    if device is not None:
+        args += ["--device", str(device)]
     return _c3.cli(args)
 
 

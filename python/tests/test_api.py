@@ -163,6 +163,12 @@ def test_explain_devices_rules():
     assert "64" in ev
     with pytest.raises(c3.UsageError):
         c3.explain("NoSuchOp")
+    # Relu on 1x64 float32 timed on the GTX 1080 Ti (484 GB/s): 256 bytes
+    # read and 256 written, 1.058 ns of memory; 64 maxes at 10.6 TFLOP/s.
+    timed = c3.explain("Relu", inputs={"X": [1, 64]}, device="gtx1080ti")
+    assert "memory_s  = 1.058 ns" in timed and "(memory-bound)" in timed
+    with pytest.raises(c3.UsageError, match="--device times an evaluation"):
+        c3.explain("Relu", device="gtx1080ti")
     devices = c3.devices()
     assert len(devices) >= 17
     gtx = next(d for d in devices if "1080" in d["name"])

@@ -34,6 +34,11 @@ pub struct ExplainArgs {
     /// Attention: `masked` (the default) or `full`, as for `c3 estimate`.
     #[arg(long, value_enum, default_value_t = Attention::Masked)]
     pub attention: Attention,
+    /// Time the evaluation on a device of the catalog or of a pack
+    /// (`c3 devices`): its roofline and, on a calibrated device or with
+    /// the rule's `time:` formula, its predicted time. Needs `--in`.
+    #[arg(long)]
+    pub device: Option<String>,
 }
 
 pub(super) fn explain(a: &ExplainArgs) -> Result<String> {
@@ -44,8 +49,9 @@ pub(super) fn explain(a: &ExplainArgs) -> Result<String> {
         attrs: a.attrs.clone(),
         opset: a.opset,
         count: count_options(a.no_fma, a.attention, BranchChoice::Larger),
+        device: a.device.clone(),
     };
-    report::explain::explain(rule, &input)
+    report::explain::explain(&rules, rule, &input)
 }
 
 /// A completion script for `shell`.

@@ -186,7 +186,7 @@ pub fn calibrate(
     opts.name = name.clone();
     if let Some(b) = base {
         let rules = RuleSet::builtin()?;
-        opts.base = Some(crate::model::find_device(&rules, b)?.clone());
+        opts.base = Some(rules.device(b)?.clone());
     }
     let folder = target.path.clone().unwrap_or_default();
     if folder.is_empty() || folder == output::STDOUT {

@@ -98,7 +98,7 @@ impl EstimateOptions {
         }
         let rules = self.rules()?;
         if let Some(name) = &self.device {
-            find_device(&rules, name)?;
+            rules.device(name)?;
         }
         self.check_prune(&rules)
     }
@@ -115,27 +115,6 @@ impl EstimateOptions {
         }
         Ok(())
     }
-}
-
-/// A device of the catalog by name or alias; an unknown one is a usage
-/// error listing the known ones.
-pub(crate) fn find_device<'a>(
-    rules: &'a RuleSet,
-    name: &str,
-) -> Result<&'a crate::rules::devices::Device> {
-    rules.devices.find(name).ok_or_else(|| {
-        let names: Vec<&str> = rules.devices.iter().map(|d| d.key.as_str()).collect();
-        let hint = crate::error::did_you_mean(
-            name,
-            rules.devices.iter().flat_map(|d| {
-                std::iter::once(d.key.as_str()).chain(d.aliases.iter().map(String::as_str))
-            }),
-        );
-        Error::Usage(format!(
-            "--device {name}: unknown device{hint} (known: {})",
-            names.join(", ")
-        ))
-    })
 }
 
 /// The costs of a model, and its roofline times when a device was given.
@@ -780,7 +759,7 @@ fn costed(
     let roofline = match &opts.device {
         None => None,
         Some(name) => {
-            let device = find_device(rules, name)?;
+            let device = rules.device(name)?;
             let measured = opts
                 .measured_s
                 .or_else(|| report.measured.as_ref().and_then(|m| m.run_s));

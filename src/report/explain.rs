@@ -22,13 +22,17 @@ pub struct ExplainInput {
     pub attrs: Vec<(String, AttrValue)>,
     pub opset: i64,
     pub count: CountOptions,
+    /// Times the evaluation on this device of the rule set too
+    /// (`--device`): its roofline and, on a calibrated device or with the
+    /// rule's `time:` formula, its predicted time.
+    pub device: Option<String>,
 }
 
 /// The rule's text; evaluated too when `input` gives any tensor or attribute.
 /// Every line passes through [`super::text::shown`]: a pack's names and doc
 /// text reach the terminal as text.
-pub fn explain(rule: &CostRule, input: &ExplainInput) -> Result<String> {
-    let out = explain_raw(rule, input)?;
+pub fn explain(rules: &RuleSet, rule: &CostRule, input: &ExplainInput) -> Result<String> {
+    let out = explain_raw(rules, rule, input)?;
     let mut safe = String::with_capacity(out.len());
     for line in out.split_inclusive('\n') {
         let (body, end) = match line.strip_suffix('\n') {
@@ -41,9 +45,19 @@ pub fn explain(rule: &CostRule, input: &ExplainInput) -> Result<String> {
     Ok(safe)
 }
 
-fn explain_raw(rule: &CostRule, input: &ExplainInput) -> Result<String> {
+fn explain_raw(rules: &RuleSet, rule: &CostRule, input: &ExplainInput) -> Result<String> {
     let mut out = describe(rule);
-    if rule.unsupported.is_some() || (input.tensors.is_empty() && input.attrs.is_empty()) {
+    let given = !(input.tensors.is_empty() && input.attrs.is_empty());
+    if input.device.is_some() && (!given || rule.unsupported.is_some()) {
+        return Err(Error::Usage(match &rule.unsupported {
+            Some(_) => format!("--device: {} is not counted, so not timed", rule.op),
+            None => format!(
+                "--device times an evaluation: give {}'s tensors with --in (inputs: {})",
+                rule.op, rule.inputs_text
+            ),
+        }));
+    }
+    if rule.unsupported.is_some() || !given {
         return Ok(out);
     }
     let node = node_of(rule, input)?;
@@ -75,6 +89,98 @@ fn explain_raw(rule: &CostRule, input: &ExplainInput) -> Result<String> {
     ));
     for (n, v) in ev.params.iter() {
         out.push_str(&format!("  attr {n} = {}\n", show_value(v)));
+    }
+    if let Some(name) = &input.device {
+        out.push_str(&timed(rules, node, rules.device(name)?, input.count)?);
+    }
+    Ok(out)
+}
+
+/// The evaluated layer's times on `device`, costed and timed as `c3
+/// estimate --device` costs and times a model's layer: the roofline's
+/// terms, its bound, and the predicted time where the device's time model
+/// or the rule's `time:` formula gives one.
+fn timed(
+    rules: &RuleSet,
+    node: Node,
+    device: &crate::rules::devices::Device,
+    count: CountOptions,
+) -> Result<String> {
+    let graph = crate::ir::Graph {
+        nodes: vec![node],
+        ..crate::ir::Graph::default()
+    };
+    let count = CountOptions {
+        timing: true,
+        ..count
+    };
+    let report = crate::cost::estimate(&graph, rules, count)?;
+    let r = crate::cost::roofline(&report, device, None)?;
+    let (Some(l), Some(t)) = (report.layers.first(), r.layers.first()) else {
+        return Err(Error::Usage(
+            "--device: the layer was not costed (every input a constant folds it away)".into(),
+        ));
+    };
+    let us = |s: f64| super::human_time(s, 3);
+    let counts = match device.peak_counts {
+        crate::rules::devices::PeakCounts::MultiplyAddAsTwo => "a multiply-add as 2",
+        crate::rules::devices::PeakCounts::Reported => "as the FLOPs above",
+    };
+    let fell_back = match t.precision == t.asked {
+        true => String::new(),
+        false => format!(", for want of a {} peak", t.asked),
+    };
+    let peak = match t.peak >= 1e12 {
+        true => format!("{:.1} TFLOP/s", t.peak / 1e12),
+        false => format!("{:.1} GFLOP/s", t.peak / 1e9),
+    };
+    let mut out = format!(
+        "\nOn {}: {} peak {peak}{fell_back} ({counts}), {:.1} GB/s\n",
+        device.name,
+        t.precision,
+        device.bandwidth / 1e9
+    );
+    let mut line = |name: &str, value: String, why: &str| {
+        out.push_str(&format!("  {name:<9} = {value:<14} ({why})\n"));
+    };
+    line(
+        "work",
+        t.work(l).to_string(),
+        "FLOPs as the peak counts them, plus IOPs",
+    );
+    line("compute_s", us(t.compute_s), "work / peak");
+    line("memory_s", us(t.memory_s), "(mread + mwrite) / bandwidth");
+    line(
+        "bound",
+        us(t.bound_s),
+        &format!("{}-bound", t.bound.as_str()),
+    );
+    let model = device.time.as_deref();
+    let term = |t: &str, e: Option<f64>| e.map(|e| format!("{t} / {e:.3}"));
+    match (
+        t.predicted_s,
+        &t.by_rule,
+        t.group.and_then(|g| model?.groups.get(g)),
+    ) {
+        (Some(p), Some(origin), _) => line(
+            "predicted",
+            us(p),
+            &format!("the rule's time formula, {origin}"),
+        ),
+        (Some(p), None, Some(g)) => {
+            let mut terms: Vec<String> = [term("compute_s", g.compute), term("memory_s", g.memory)]
+                .into_iter()
+                .flatten()
+                .collect();
+            terms.push(format!("{} a kernel", us(g.kernel_s)));
+            line(
+                "predicted",
+                us(p),
+                &format!("time group {}: {}", g.key, terms.join(" + ")),
+            );
+        }
+        (Some(p), None, None) => line("predicted", us(p), "the device's time model"),
+        (None, ..) => {}
     }
     Ok(out)
 }

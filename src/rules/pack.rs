@@ -285,6 +285,24 @@ fn compile_builtin(builtin: Builtin) -> Result<CostRule, RuleError> {
 }
 
 impl RuleSet {
+    /// A device of the catalog (or of a pack) by name or alias; an unknown
+    /// one is a usage error listing the known ones.
+    pub fn device(&self, name: &str) -> crate::error::Result<&crate::rules::devices::Device> {
+        self.devices.find(name).ok_or_else(|| {
+            let names: Vec<&str> = self.devices.iter().map(|d| d.key.as_str()).collect();
+            let hint = crate::error::did_you_mean(
+                name,
+                self.devices.iter().flat_map(|d| {
+                    std::iter::once(d.key.as_str()).chain(d.aliases.iter().map(String::as_str))
+                }),
+            );
+            crate::error::Error::Usage(format!(
+                "--device {name}: unknown device{hint} (known: {})",
+                names.join(", ")
+            ))
+        })
+    }
+
     /// An empty set (no rules at all).
     pub fn empty() -> Self {
         Self::default()
