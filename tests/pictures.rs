@@ -218,6 +218,69 @@ fn small_model() -> crate::common::onnx::ModelProto {
     })
 }
 
+/// On a calibrated device with a pack whose Relu rule has a `time:`
+/// formula, each node says what predicted its time: the Convs the device's
+/// time model (`c3.predicted_by: model`), the Relus the formula, with
+/// where it is written.
+#[test]
+fn annotate_says_what_predicted_each_nodes_time() {
+    let d = scratch("pictures-predicted");
+    let pack = d.join("pack");
+    std::fs::create_dir_all(&pack).unwrap();
+    std::fs::write(
+        pack.join("devices.yaml"),
+        "cpu:\n  name: test cpu\n  peak: {fp32: 1.0e11}\n  bandwidth: 1.0e10\n  source: made by hand\n  time:\n    groups:\n      \"*\": {compute: 0.5, memory: 1.0, kernel_s: 1.0e-6}\n",
+    )
+    .unwrap();
+    // Every Relu takes 2 µs.
+    std::fs::write(pack.join("relu.yaml"), "Relu:\n  time: \"2 / 1000000\"\n").unwrap();
+    let out = d.join("annotated.onnx");
+    let src = example("light_squeezenet.onnx");
+    let pack = pack.to_str().unwrap();
+    c3(&[
+        "annotate",
+        &src,
+        "--rules",
+        pack,
+        "--device",
+        "cpu",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let report = json_report(&src, &["--rules", pack, "--device", "cpu"]);
+    let meta = ModelMeta::decode(std::fs::read(&out).unwrap().as_slice()).unwrap();
+    let nodes: HashMap<String, HashMap<String, String>> = meta
+        .graph
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| (n.name.clone().unwrap_or_default(), props(&n.metadata_props)))
+        .collect();
+    let (mut rule, mut model) = (0, 0);
+    for l in report["layers"].as_array().unwrap() {
+        let p = &nodes[l["name"].as_str().unwrap()];
+        let by = l["predicted_by"].as_str().unwrap();
+        assert_eq!(p["c3.predicted_by"], by);
+        let predicted: f64 = p["c3.predicted_s"].parse().unwrap();
+        assert_close(predicted, l["predicted_s"].as_f64().unwrap(), "predicted");
+        match l["op"].as_str().unwrap() {
+            "Relu" => {
+                rule += 1;
+                assert_eq!(by, "rule");
+                assert_close(predicted, 2e-6, "a Relu's formula");
+                assert!(p["c3.time_formula"].ends_with("relu.yaml:2:10"), "{p:?}");
+            }
+            _ => {
+                model += 1;
+                assert_eq!(by, "model");
+                assert!(!p.contains_key("c3.time_formula"));
+            }
+        }
+    }
+    // SqueezeNet 1.1: 26 Relus of 66 layers.
+    assert_eq!((rule, model), (26, 40));
+}
+
 #[test]
 fn unnamed_nodes_are_annotated_and_keyed_as_model_explorer_names_them() {
     let d = scratch("pictures-small");

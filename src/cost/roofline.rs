@@ -99,6 +99,17 @@ pub struct PeakGroup {
 }
 
 impl LayerTime {
+    /// What predicted the layer's time: `rule` (its rule's `time:`
+    /// formula) or `model` (the device's time model); `None` when nothing
+    /// did.
+    pub fn predicted_by(&self) -> Option<&'static str> {
+        match (&self.by_rule, self.predicted_s) {
+            (Some(_), _) => Some("rule"),
+            (None, Some(_)) => Some("model"),
+            (None, None) => None,
+        }
+    }
+
     /// The operations the layer's compute time divides by the peak: its
     /// work (or its FLOPs, on a device whose peaks count them so) and IOPs.
     pub fn work(&self, l: &crate::cost::LayerCost) -> u64 {

@@ -2,7 +2,9 @@
 //!
 //! Every costed node, in the main graph or in a body, gets `metadata_props` entries
 //! (`c3.flops`, `c3.mread`, `c3.mwrite`; with a profile `c3.measured_s`,
-//! on a calibrated device `c3.predicted_s`; and with a device `c3.bound_s`,
+//! on a calibrated device or by a rule's `time:` formula `c3.predicted_s`
+//! with `c3.predicted_by`, `rule` or `model`, and for a formula's
+//! `c3.time_formula`, where it is written; and with a device `c3.bound_s`,
 //! `c3.bound`); the model gets the totals; the graph gets the inferred shapes
 //! in `value_info`. The file is rewritten on the protobuf wire format, not
 //! re-encoded: protobuf merges repeated fields by concatenation, so each
@@ -298,8 +300,13 @@ struct NodeCost {
     bound_s: f64,
     /// With a profile: the time of the kernel groups its layers show.
     measured_s: Option<f64>,
-    /// On a calibrated device.
+    /// On a calibrated device, or by a rule's `time:` formula.
     predicted_s: Option<f64>,
+    /// What predicted it ([`crate::cost::LayerTime::predicted_by`]; both,
+    /// `rule, model`, for a node whose layers differ), and where the
+    /// formulas that did are written.
+    predicted_by: Vec<&'static str>,
+    time_formulas: Vec<String>,
 }
 
 /// The costs of each ONNX node, by where it sits.
@@ -334,6 +341,14 @@ fn node_costs(
             c.bound_s += t.bound_s;
             if let Some(p) = t.predicted_s {
                 *c.predicted_s.get_or_insert(0.0) += p;
+            }
+            if let Some(by) = t.predicted_by().filter(|b| !c.predicted_by.contains(b)) {
+                c.predicted_by.push(by);
+            }
+            if let Some(o) = t.by_rule.as_ref().map(ToString::to_string)
+                && !c.time_formulas.contains(&o)
+            {
+                c.time_formulas.push(o);
             }
         }
         if let Some(m) = report.measured.as_ref().and_then(|m| m.layer_s(i)) {
@@ -373,6 +388,14 @@ fn node_entries(c: &NodeCost, device: bool) -> Vec<(String, String)> {
     for (name, v) in [("measured_s", c.measured_s), ("predicted_s", c.predicted_s)] {
         if let Some(v) = v {
             e.push((format!("{PREFIX}{name}"), seconds(v)));
+        }
+    }
+    for (name, list) in [
+        ("predicted_by", c.predicted_by.join(", ")),
+        ("time_formula", c.time_formulas.join(", ")),
+    ] {
+        if !list.is_empty() {
+            e.push((format!("{PREFIX}{name}"), list));
         }
     }
     e

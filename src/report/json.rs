@@ -152,11 +152,6 @@ fn extras<'a>(
         && r.predicts()
     {
         let model = r.device.time.as_ref();
-        let by = match (&t.by_rule, t.predicted_s) {
-            (Some(_), _) => Some("rule"),
-            (None, Some(_)) => Some("model"),
-            (None, None) => None,
-        };
         v.extend([
             ("predicted_s", Scalar::Num(t.predicted_s)),
             (
@@ -168,7 +163,7 @@ fn extras<'a>(
                         .map(|g| g.key.as_str()),
                 ),
             ),
-            ("predicted_by", Scalar::Text(by)),
+            ("predicted_by", Scalar::Text(t.predicted_by())),
             (
                 "time_formula",
                 Scalar::Owned(t.by_rule.as_ref().map(|o| o.to_string())),

@@ -98,7 +98,7 @@ pub(super) fn columns(
         if csv && r.by_rules() > 0 {
             let cells = shown
                 .iter()
-                .map(|&i| predicted_by(&r.layers[i]).unwrap_or("").to_string())
+                .map(|&i| r.layers[i].predicted_by().unwrap_or("").to_string())
                 .collect();
             add("Predicted by", "predicted_by", false, cells, String::new());
         }
@@ -107,16 +107,6 @@ pub(super) fn columns(
 
 /// The mark of a predicted time a rule's `time:` formula gave.
 pub(crate) const BY_RULE: &str = "†";
-
-/// What predicted a layer's time: `rule` (its rule's `time:` formula) or
-/// `model` (the device's time model).
-pub(crate) fn predicted_by(t: &crate::cost::LayerTime) -> Option<&'static str> {
-    match (&t.by_rule, t.predicted_s) {
-        (Some(_), _) => Some("rule"),
-        (None, Some(_)) => Some("model"),
-        (None, None) => None,
-    }
-}
 
 /// The line under the roofline paragraph that says which layers a rule's
 /// `time:` formula predicted: each formula (op and place) with its count.
