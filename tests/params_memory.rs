@@ -609,3 +609,50 @@ fn unfolded_weights_count_once_whatever_their_size() {
         }
     }
 }
+
+/// A Constant holds a weight whichever attribute writes its value: 64
+/// values as `value_floats` and 64 as a `value` tensor are 128 parameters,
+/// folded or run (`--no-fold`), where a run counted the first as an
+/// activation and only the second as a weight.
+#[test]
+fn a_constants_values_are_weights_however_written() {
+    let mut floats = node("Constant", &[], &["a"]);
+    floats
+        .attribute
+        .push(build::floats("value_floats", &[1.0; 64]));
+    let mut tensor = node("Constant", &[], &["b"]);
+    tensor
+        .attribute
+        .push(build::tensor_attr("value", weights("B", &[64])));
+    let m = model(GraphProto {
+        node: vec![
+            floats,
+            tensor,
+            node("Mul", &["x", "a"], &["t"]),
+            node("Add", &["t", "b"], &["y"]),
+        ],
+        input: vec![float("x", &[1, 64])],
+        output: vec![untyped("y")],
+        ..Default::default()
+    });
+    for fold in [true, false] {
+        let args: &[&str] = match fold {
+            true => &["estimate", "--format", "json"],
+            false => &["estimate", "--no-fold", "--format", "json"],
+        };
+        let (code, out, err) = c3_on(&m, &format!("constant-attrs-{fold}"), args);
+        assert_eq!(code, 0, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j["total"]["params"], 128, "fold {fold}");
+        // Each reader reads its 64 weights (256 bytes) and the 64 values of
+        // x or t: 512 bytes.
+        for l in j["layers"].as_array().unwrap() {
+            if l["op"] != "Constant" {
+                assert_eq!(
+                    (l["params"].as_u64(), l["mread"].as_u64()),
+                    (Some(64), Some(512))
+                );
+            }
+        }
+    }
+}

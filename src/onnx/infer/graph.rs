@@ -414,7 +414,11 @@ impl Level {
                 known.folded(name, slot_at(in_slots, k))
             })
         };
-        if folds_away {
+        // A Constant is a weight written as a node, whichever attribute
+        // holds its value (`value`, `value_floats`...): run unfolded too,
+        // what reads it reads a weight.
+        let constant_node = n.op == "Constant" && n.domain.is_empty();
+        if folds_away || constant_node {
             for (k, o) in n.outputs.iter().enumerate() {
                 let Some((name, _)) = o else { continue };
                 match slot_at(out_slots, k) {
