@@ -833,7 +833,7 @@ fn explain_times_an_evaluation_on_a_device() {
     ]);
     let out = &conv.ok().stdout;
     assert!(
-        out.contains("On test cpu: fp32 peak 100.0 GFLOP/s (a multiply-add as 2), 10.0 GB/s"),
+        out.contains("On test cpu:\n  fp32 peak 100.0 GFLOP/s (a multiply-add as 2), 10.0 GB/s\n"),
         "{out}"
     );
     for line in [
@@ -841,7 +841,7 @@ fn explain_times_an_evaluation_on_a_device() {
         "compute_s = 2.352 ms ",
         "memory_s  = 385.101 µs ",
         "bound     = 2.352 ms       (compute-bound)",
-        "predicted = 4.715 ms       (time group Conv: compute_s / 0.500 + 10.000 µs a kernel)",
+        "predicted = 4.715 ms       (time group Conv)\n              = compute_s / 0.500 + 10.000 µs a kernel\n",
     ] {
         assert!(out.contains(line), "{line} in {out}");
     }

@@ -130,12 +130,17 @@ fn timed(
         true => String::new(),
         false => format!(", for want of a {} peak", t.asked),
     };
+    // Integer peaks are operations, as `c3 devices` gives them (TOPS).
+    let unit = match t.precision.starts_with("int") {
+        true => "OPS",
+        false => "FLOP/s",
+    };
     let peak = match t.peak >= 1e12 {
-        true => format!("{:.1} TFLOP/s", t.peak / 1e12),
-        false => format!("{:.1} GFLOP/s", t.peak / 1e9),
+        true => format!("{:.1} T{unit}", t.peak / 1e12),
+        false => format!("{:.1} G{unit}", t.peak / 1e9),
     };
     let mut out = format!(
-        "\nOn {}: {} peak {peak}{fell_back} ({counts}), {:.1} GB/s\n",
+        "\nOn {}:\n  {} peak {peak}{fell_back} ({counts}), {:.1} GB/s\n",
         device.name,
         t.precision,
         device.bandwidth / 1e9
@@ -150,11 +155,11 @@ fn timed(
     );
     line("compute_s", us(t.compute_s), "work / peak");
     line("memory_s", us(t.memory_s), "(mread + mwrite) / bandwidth");
-    line(
-        "bound",
-        us(t.bound_s),
-        &format!("{}-bound", t.bound.as_str()),
-    );
+    let bound = match t.bound {
+        crate::cost::Bound::None => "no work and no traffic".to_string(),
+        b => format!("{}-bound", b.as_str()),
+    };
+    line("bound", us(t.bound_s), &bound);
     let model = device.time.as_deref();
     let term = |t: &str, e: Option<f64>| e.map(|e| format!("{t} / {e:.3}"));
     match (
@@ -173,11 +178,8 @@ fn timed(
                 .flatten()
                 .collect();
             terms.push(format!("{} a kernel", us(g.kernel_s)));
-            line(
-                "predicted",
-                us(p),
-                &format!("time group {}: {}", g.key, terms.join(" + ")),
-            );
+            line("predicted", us(p), &format!("time group {}", g.key));
+            out.push_str(&format!("              = {}\n", terms.join(" + ")));
         }
         (Some(p), None, None) => line("predicted", us(p), "the device's time model"),
         (None, ..) => {}
