@@ -94,13 +94,14 @@ pub(super) fn run_child(model: &str) -> Option<Outcome> {
     // after standard output: a child writes little there).
     let err_pipe = child.stderr.take();
     let (stdout, stderr) = std::thread::scope(|threads| {
-        let reader = crate::spawn_with(std::thread::Builder::new(), threads, err_pipe, read_err);
+        let reader =
+            crate::threads::spawn_with(std::thread::Builder::new(), threads, err_pipe, read_err);
         let mut stdout = Vec::new();
         if let Some(mut out) = child.stdout.take() {
             let _ = out.read_to_end(&mut stdout);
         }
         let stderr = match reader {
-            Ok(thread) => crate::joined(thread),
+            Ok(thread) => crate::threads::joined(thread),
             Err(pipe) => read_err(pipe),
         };
         (stdout, stderr)

@@ -247,7 +247,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
     let many = |nodes: &[crate::ir::Node]| nodes.len() >= SHARED_FROM;
     // The core count is read last: asking it costs a dozen system calls
     // (the cgroup's quota), which a small model does not need.
-    if (many(&graph.folded_nodes) || many(&graph.nodes) && flat()) && crate::two_cores() {
+    if (many(&graph.folded_nodes) || many(&graph.nodes) && flat()) && crate::threads::two_cores() {
         let flat = flat();
         // A large flat level with no pattern to fuse is costed from both
         // ends: the second thread takes nodes from the back once its folded
@@ -256,7 +256,7 @@ pub fn estimate(graph: &Graph, rules: &RuleSet, opts: CountOptions) -> Result<Co
             .then(|| ends::Ends::new(graph.nodes.len()))
             .flatten();
         let (to_front, back) = std::sync::mpsc::channel();
-        let (main, (folded, rows)) = crate::both(
+        let (main, (folded, rows)) = crate::threads::both(
             || {
                 match &ends {
                     Some(ends) => ends::from_front(graph, rules, opts, ends, &back),

@@ -332,7 +332,7 @@ pub(super) fn tally(
     report: &mut CostReport,
     rows: &[u32],
 ) -> Result<()> {
-    let shared = report.layers.len() >= SHARED_FROM && crate::two_cores();
+    let shared = report.layers.len() >= SHARED_FROM && crate::threads::two_cores();
     tally_with(producers, report, rows, shared)
 }
 
@@ -351,7 +351,7 @@ fn tally_with(
     let (front, back) = match shared {
         true => {
             let (front, back) = layers.split_at(layers.len() / 2);
-            crate::both(
+            crate::threads::both(
                 || Sources::of(front, producers),
                 || Sources::of(back, producers),
             )
@@ -385,7 +385,7 @@ fn tally_with(
         (tally.total, tally.rows)
     };
     let ((total, mut sums), (total_b, sums_b)) = match shared {
-        true => crate::both(|| count(Some(0)), || count(Some(1))),
+        true => crate::threads::both(|| count(Some(0)), || count(Some(1))),
         false => (count(None), Default::default()),
     };
     let total = plus(total, total_b);

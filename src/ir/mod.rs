@@ -897,9 +897,9 @@ impl Graph {
         // A large graph's nodes are looked through in two halves on two
         // threads: the walk is most of the time between inference and
         // costing, when nothing else runs (111k nodes: 3.4 ms).
-        let own = if crate::second_thread(self.nodes.len()) {
+        let own = if crate::threads::second_thread(self.nodes.len()) {
             let (a, b) = self.nodes.split_at(self.nodes.len() / 2);
-            let (mut own, more) = crate::both(|| own_of(a), || own_of(b));
+            let (mut own, more) = crate::threads::both(|| own_of(a), || own_of(b));
             own.extend(more);
             own
         } else {
@@ -1062,8 +1062,8 @@ mod tests {
         };
         for n in [
             10,
-            crate::SECOND_THREAD_FROM - 1,
-            crate::SECOND_THREAD_FROM,
+            crate::threads::SECOND_THREAD_FROM - 1,
+            crate::threads::SECOND_THREAD_FROM,
             5_000,
         ] {
             let graph = Graph {

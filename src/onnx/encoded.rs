@@ -365,11 +365,12 @@ impl Encoded {
             return Ok(Some(o));
         }
         let n = self.ranges.len();
-        if !crate::second_thread(n) {
+        if !crate::threads::second_thread(n) {
             return self.outline_of(0..n);
         }
         let mid = n / 2;
-        let (first, second) = crate::both(|| self.outline_of(0..mid), || self.outline_of(mid..n));
+        let (first, second) =
+            crate::threads::both(|| self.outline_of(0..mid), || self.outline_of(mid..n));
         let Some(mut o) = first? else {
             return Ok(None);
         };

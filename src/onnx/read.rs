@@ -465,7 +465,7 @@ pub(super) fn skim_aside_then<S: Source + ?Sized, R>(
 ) -> io::Result<(Bytes, Option<Blocks>, Option<R>)> {
     skim_aside_meanwhile(
         src,
-        src.size() >= LOOK_FROM && crate::two_cores(),
+        src.size() >= LOOK_FROM && crate::threads::two_cores(),
         meanwhile,
     )
 }
@@ -473,7 +473,7 @@ pub(super) fn skim_aside_then<S: Source + ?Sized, R>(
 /// [`skim_aside_then`] with nothing to do meanwhile.
 #[cfg(test)]
 pub(super) fn skim_aside<S: Source + ?Sized>(src: &S) -> io::Result<(Bytes, Option<Blocks>)> {
-    skim_aside_looking(src, src.size() >= LOOK_FROM && crate::two_cores())
+    skim_aside_looking(src, src.size() >= LOOK_FROM && crate::threads::two_cores())
 }
 
 /// Files smaller than this are skimmed on one thread: a second one would
@@ -515,9 +515,12 @@ fn skim_aside_meanwhile<S: Source + ?Sized, R>(
     let (out, aside, made) = if look {
         std::thread::scope(|threads| {
             let (sender, filled) = std::sync::mpsc::channel();
-            let Ok(looker) =
-                crate::spawn_with(crate::helper(), threads, filled, super::encoded::look)
-            else {
+            let Ok(looker) = crate::threads::spawn_with(
+                crate::threads::helper(),
+                threads,
+                filled,
+                super::encoded::look,
+            ) else {
                 let (out, aside, made, _) = then(skimmed(src, Some(alone()))?);
                 return Ok((out, aside, made));
             };
@@ -531,7 +534,7 @@ fn skim_aside_meanwhile<S: Source + ?Sized, R>(
             if let Some(a) = &mut aside
                 && looking
             {
-                a.blocks.looked_at(|| crate::joined(looker));
+                a.blocks.looked_at(|| crate::threads::joined(looker));
             }
             Ok::<_, io::Error>((out, aside, made))
         })?
@@ -1202,9 +1205,9 @@ mod tests {
         // stack) leaves the skim as it is alone.
         if cfg!(target_os = "linux") {
             let m = chain(n, 40_000).encode_to_vec();
-            crate::refuse_threads(true);
+            crate::threads::refuse_threads(true);
             let refused = skim_aside_looking(&m[..], true);
-            crate::refuse_threads(false);
+            crate::threads::refuse_threads(false);
             let (rest, blocks) = refused.unwrap();
             let blocks = blocks.unwrap();
             assert!(blocks.counted().is_none());

@@ -431,9 +431,9 @@ fn layer_grid(
     let shown = layer_rows(report, roofline, opts.sort, opts.top);
     // A long table's second half is formatted on a second thread, with a
     // Scaler of its own (same numbers: its cache only saves work).
-    let mut rows = if shown.len() >= SHARED_ROWS && crate::two_cores() {
+    let mut rows = if shown.len() >= SHARED_ROWS && crate::threads::two_cores() {
         let (first, second) = shown.split_at(shown.len() / 2);
-        let (mut rows, more) = crate::both(
+        let (mut rows, more) = crate::threads::both(
             || rows_of(s, first),
             || rows_of(&Scaler::new(opts, &report.total), second),
         );

@@ -308,7 +308,7 @@ impl Chunked<'_> {
             Ok(())
         };
         let blocks = items.len().div_ceil(BLOCK);
-        if items.len() < SHARED_FROM || !crate::two_cores() {
+        if items.len() < SHARED_FROM || !crate::threads::two_cores() {
             return (0..blocks).try_for_each(|b| block(self, b));
         }
         std::thread::scope(|scope| {

@@ -41,12 +41,12 @@ fn by_name(values: &[(String, Fact)]) -> Vec<(&str, u32)> {
         .map(|(k, (n, _))| (n.as_str(), k as u32))
         .collect();
     let sort = |part: &mut [(&str, u32)]| part.sort_by(|a, b| a.0.cmp(b.0));
-    if !crate::second_thread(all.len()) {
+    if !crate::threads::second_thread(all.len()) {
         sort(&mut all);
         return all;
     }
     let (left, right) = all.split_at_mut(values.len() / 2);
-    crate::both(|| sort(left), || sort(right));
+    crate::threads::both(|| sort(left), || sort(right));
     let mut merged = Vec::with_capacity(values.len());
     let (mut i, mut j) = (0, 0);
     while i < left.len() && j < right.len() {

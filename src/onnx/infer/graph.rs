@@ -639,14 +639,17 @@ impl<'r> Recorder<'r> {
         'r: 's,
     {
         let records = match records {
-            Some(r) if crate::second_thread(nodes) => r,
+            Some(r) if crate::threads::second_thread(nodes) => r,
             records => return Recorder::Here(records),
         };
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Batch>(4);
         let (spent, given_back) = std::sync::mpsc::channel();
         // A thread the system refuses leaves the records to this one.
-        let started =
-            crate::spawn_with(crate::helper(), threads, records, move |records| {
+        let started = crate::threads::spawn_with(
+            crate::threads::helper(),
+            threads,
+            records,
+            move |records| {
                 for batch in receiver {
                     let mut left: Vec<Spent> = Vec::with_capacity(batch.nodes.len());
                     let slots = &batch.slots;
@@ -664,7 +667,8 @@ impl<'r> Recorder<'r> {
                     // The walk has ended when nobody takes them: freed here.
                     let _ = spent.send(left);
                 }
-            });
+            },
+        );
         if let Err(records) = started {
             return Recorder::Here(Some(records));
         }

@@ -298,13 +298,13 @@ impl<'m> Walker<'m> {
         // A large graph's producers are listed on a second thread while
         // its initializers' facts are made (5 and 4.5 ms on a 111k-node
         // graph, one after the other before).
-        let (inits, made) = if crate::second_thread(nodes.count()) {
+        let (inits, made) = if crate::threads::second_thread(nodes.count()) {
             // The names the scope will hold once the initializers are in
             // it, for the producers' thread to look up (100k on a convnet
             // of 100k weights): those it has now (the graph's inputs),
             // copied, as this thread adds to it meanwhile.
             let before: Vec<String> = scope.vars.names().map(str::to_owned).collect();
-            crate::both(
+            crate::threads::both(
                 || initializers(scope, &mut order_names),
                 || {
                     let mut made = producers(&nodes);
@@ -1114,7 +1114,7 @@ mod tests {
     /// scope's or a repeated output, as when one thread does both.
     #[test]
     fn a_large_graph_names_the_first_value_defined_twice() {
-        let n = crate::SECOND_THREAD_FROM + 100;
+        let n = crate::threads::SECOND_THREAD_FROM + 100;
         // A chain of Relus from `x`; node k also makes `extra[k]`.
         let refused = |extra: &[(usize, &str)]| {
             let nodes = (0..n)

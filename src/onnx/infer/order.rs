@@ -60,7 +60,7 @@ impl Nodes {
             Nodes::Encoded(mut nodes, o) => {
                 nodes.keep_room(&o);
                 let whole = o.whole;
-                if !crate::second_thread(order.len()) {
+                if !crate::threads::second_thread(order.len()) {
                     return Queue::Encoded { nodes, whole };
                 }
                 let (batches, receiver) = std::sync::mpsc::sync_channel(4);
@@ -83,9 +83,12 @@ impl Nodes {
                 };
                 // A thread the system refuses leaves each node to be
                 // decoded in its turn.
-                if let Err((nodes, whole)) =
-                    crate::spawn_with(crate::helper(), threads, (nodes, whole), ahead)
-                {
+                if let Err((nodes, whole)) = crate::threads::spawn_with(
+                    crate::threads::helper(),
+                    threads,
+                    (nodes, whole),
+                    ahead,
+                ) {
                     return Queue::Encoded { nodes, whole };
                 }
                 Queue::Ahead {
@@ -557,7 +560,7 @@ pub(super) fn order_of<'n>(
     // without building the dependency lists.
     let work_before = work.get();
     // A large graph's nodes are read in two halves.
-    let halves = crate::second_thread(len).then_some(len / 2);
+    let halves = crate::threads::second_thread(len).then_some(len / 2);
     let reads = count_reads(
         nodes,
         &producer,
@@ -659,7 +662,7 @@ fn count_reads(
         return count(0..len, counts, work);
     };
     let slots = counts.len();
-    let (first, (second, second_counts, second_work)) = crate::both(
+    let (first, (second, second_counts, second_work)) = crate::threads::both(
         || count(0..mid, counts, work),
         || {
             let work = Cell::new(0);
