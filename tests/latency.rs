@@ -221,6 +221,7 @@ fn a_fused_kernels_bound_counts_only_the_bytes_crossing_its_edge() {
         "light_resnet50.all.json",
         &["--device", "h100"],
     );
+    crate::common::schema::assert_valid("estimate.schema.json", &j);
     let layers = j["layers"].as_array().unwrap();
     let f = |i: usize, k: &str| layers[i][k].as_f64().unwrap();
     let group = &j["profile"]["groups"][0];
