@@ -308,6 +308,21 @@ fn bad_profiles_get_one_line_and_exit_2() {
         ),
         ("norun.json", "[]".to_string(), "records no kernel time"),
         ("long.json", long, "MAX_PROFILE_NAME"),
+        // A kernel or run whose time is no time: negative, or past an hour
+        // (3.6e9 µs).
+        (
+            "negative.json",
+            r#"[{"cat": "Node", "name": "n0_kernel_time", "ts": 1, "dur": -5, "args": {}}]"#
+                .to_string(),
+            "event 1 ('n0_kernel_time'): dur -5 µs is not a time",
+        ),
+        (
+            "forever.json",
+            r#"[{"cat": "Node", "name": "n0_kernel_time", "ts": 1, "dur": 2, "args": {}},
+                {"cat": "Session", "name": "model_run", "ts": 0, "dur": 3.7e9}]"#
+                .to_string(),
+            "event 2 ('model_run'): dur 3700000000 µs is not a time",
+        ),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();

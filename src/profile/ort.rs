@@ -59,6 +59,9 @@ enum Stats {
     Other(IgnoredAny),
 }
 
+/// The longest event read as a time, in µs (an hour): longer is damage.
+const MAX_EVENT_US: f64 = 3.6e9;
+
 /// What the events give, kept as they stream by.
 #[derive(Default)]
 struct Seen {
@@ -93,8 +96,19 @@ impl<'de> Visitor<'de> for Events<'_> {
             else {
                 continue;
             };
-            if !(ts.is_finite() && dur.is_finite() && dur >= 0.0) {
-                continue;
+            let timed = match cat.as_str() {
+                "Session" => name == "model_run",
+                "Node" => name.ends_with("_kernel_time"),
+                _ => false,
+            };
+            // A run or kernel whose time is no time is a damaged profile,
+            // not one to join without it.
+            if timed && !(ts.is_finite() && (0.0..=MAX_EVENT_US).contains(&dur)) {
+                return Err(A::Error::custom(format!(
+                    "event {} ('{}'): dur {dur} µs is not a time (negative, or past an hour)",
+                    seen.events,
+                    crate::error::cut(name, 80)
+                )));
             }
             match cat.as_str() {
                 "Session" if name == "model_run" => seen.runs.push((ts, dur)),
