@@ -314,14 +314,21 @@ fn bad_profiles_get_one_line_and_exit_2() {
             "negative.json",
             r#"[{"cat": "Node", "name": "n0_kernel_time", "ts": 1, "dur": -5, "args": {}}]"#
                 .to_string(),
-            "event 1 ('n0_kernel_time'): dur -5 µs is not a time",
+            "event 1 ('n0_kernel_time'): dur -5 µs at ts 1 is not a time",
         ),
         (
             "forever.json",
             r#"[{"cat": "Node", "name": "n0_kernel_time", "ts": 1, "dur": 2, "args": {}},
                 {"cat": "Session", "name": "model_run", "ts": 0, "dur": 3.7e9}]"#
                 .to_string(),
-            "event 2 ('model_run'): dur 3700000000 µs is not a time",
+            "event 2 ('model_run'): dur 3700000000 µs at ts 0 is not a time",
+        ),
+        // The same in a PyTorch trace from c3.torch.profile.
+        (
+            "torch_negative.json",
+            r#"{"traceEvents": [{"ph": "X", "name": "c3.layer conv1", "ts": 5, "dur": -1}]}"#
+                .to_string(),
+            "event 1 ('c3.layer conv1'): dur -1 µs at ts 5 is not a time",
         ),
     ] {
         let path = dir.join(name);

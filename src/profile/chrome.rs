@@ -78,8 +78,8 @@ impl<'de> Visitor<'de> for EventList<'_> {
             else {
                 continue;
             };
-            if !(ts.is_finite() && dur.is_finite() && dur >= 0.0) {
-                continue;
+            if name == RUN || name == PASS || name.starts_with(LAYER) {
+                super::timed_event(seen.events, &name, ts, dur).map_err(A::Error::custom)?;
             }
             if name == RUN {
                 seen.runs.push((ts, dur));

@@ -338,6 +338,23 @@ impl Runs {
     }
 }
 
+/// The longest event read as a time, in µs (an hour): longer is damage.
+const MAX_EVENT_US: f64 = 3.6e9;
+
+/// Checks the time of event `k`, `name`, one the profile times a kernel,
+/// layer or run by: a start and a `dur` in µs that are no time (negative,
+/// past an hour, not finite) make the profile a damaged one, not one to
+/// join without the event.
+pub(super) fn timed_event(k: usize, name: &str, ts: f64, dur: f64) -> Result<(), String> {
+    match ts.is_finite() && (0.0..=MAX_EVENT_US).contains(&dur) {
+        true => Ok(()),
+        false => Err(format!(
+            "event {k} ('{}'): dur {dur} µs at ts {ts} is not a time (negative, or past an hour)",
+            crate::error::cut(name, 80)
+        )),
+    }
+}
+
 /// Cuts a string kept from a profile to [`MAX_PROFILE_NAME`] characters.
 pub(crate) fn bounded(s: &str) -> Result<String, String> {
     if s.len() > MAX_PROFILE_NAME {

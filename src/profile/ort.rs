@@ -59,9 +59,6 @@ enum Stats {
     Other(IgnoredAny),
 }
 
-/// The longest event read as a time, in µs (an hour): longer is damage.
-const MAX_EVENT_US: f64 = 3.6e9;
-
 /// What the events give, kept as they stream by.
 #[derive(Default)]
 struct Seen {
@@ -101,14 +98,8 @@ impl<'de> Visitor<'de> for Events<'_> {
                 "Node" => name.ends_with("_kernel_time"),
                 _ => false,
             };
-            // A run or kernel whose time is no time is a damaged profile,
-            // not one to join without it.
-            if timed && !(ts.is_finite() && (0.0..=MAX_EVENT_US).contains(&dur)) {
-                return Err(A::Error::custom(format!(
-                    "event {} ('{}'): dur {dur} µs is not a time (negative, or past an hour)",
-                    seen.events,
-                    crate::error::cut(name, 80)
-                )));
+            if timed {
+                super::timed_event(seen.events, name, ts, dur).map_err(A::Error::custom)?;
             }
             match cat.as_str() {
                 "Session" if name == "model_run" => seen.runs.push((ts, dur)),
