@@ -58,7 +58,7 @@ except ImportError as e:
 
 import c3 as _c3pkg
 
-from . import _aten
+from . import _aten, _aten_grad
 
 __all__ = ["CostHook", "estimate", "profile", "trace"]
 
@@ -506,7 +506,7 @@ class CostHook:
                 self._stack.pop()
             return
         fwd = self.layers[target]
-        grad = _aten.GRADIENTS.get(name) if namespace == "aten" else None
+        grad = _aten_grad.GRADIENTS.get(name) if namespace == "aten" else None
         for t in tree_flatten((args, kwargs))[0]:
             if isinstance(t, torch.Tensor):
                 self._tensor_name(t)
