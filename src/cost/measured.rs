@@ -156,9 +156,7 @@ impl Measured {
             1.0
         }
     }
-}
 
-impl Measured {
     /// Each kernel group's roofline bound on `r`'s device, as the one
     /// kernel the runtime ran it as: its layers' compute times summed,
     /// against the time of the bytes that cross the kernel's edge. A tensor
@@ -166,8 +164,8 @@ impl Measured {
     /// the kernel, so its write and those reads are no traffic (taken off
     /// the layers' own counts, never below zero, as a fusion pack does).
     /// Summing the layers' own bounds instead held a fused kernel to the
-    /// traffic of the tensors it never writes: up to twice its measured
-    /// time on a TensorRT profile of ResNet-50. A graph output read inside
+    /// traffic of the tensors it never writes (twice its measured time, on
+    /// the committed TensorRT sample of ResNet-50). A graph output read inside
     /// the group is taken as staying there too, which only lowers a bound.
     pub fn group_bounds(&self, report: &CostReport, r: &super::Roofline) -> Vec<f64> {
         // Who reads each tensor that a layer of a group of several writes.
