@@ -355,7 +355,8 @@ pub(super) fn timed_event(k: usize, name: &str, ts: f64, dur: f64) -> Result<(),
     }
 }
 
-/// Cuts a string kept from a profile to [`MAX_PROFILE_NAME`] characters.
+/// A name kept from a profile, refused past [`MAX_PROFILE_NAME`] bytes (a
+/// damaged or hostile file, not a runtime's name).
 pub(crate) fn bounded(s: &str) -> Result<String, String> {
     if s.len() > MAX_PROFILE_NAME {
         return Err(format!(
