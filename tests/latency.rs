@@ -168,38 +168,46 @@ fn a_pytorch_trace_joins_the_hooks_layers_by_name() {
     );
 }
 
+/// What `c3 estimate` prints of light_resnet50 with its committed
+/// onnxruntime profile (default optimizations) on `--device h100`, in
+/// `format`; it must succeed.
+fn resnet50_profiled_on_h100(format: &str) -> String {
+    C3::new()
+        .args([
+            "estimate",
+            &model("light_resnet50"),
+            "--profile",
+            &profile("light_resnet50.all.json"),
+            "--device",
+            "h100",
+            "--format",
+            format,
+        ])
+        .run()
+        .ok()
+        .stdout
+        .clone()
+}
+
 #[test]
 fn every_format_shows_measured_time_beside_the_bound() {
-    let args = |format: &str| {
-        C3::new()
-            .args([
-                "estimate",
-                &model("light_resnet50"),
-                "--profile",
-                &profile("light_resnet50.all.json"),
-                "--device",
-                "h100",
-                "--format",
-                format,
-            ])
-            .run()
-    };
-    let md = args("md").ok().stdout.clone();
+    let args = resnet50_profiled_on_h100;
+    let md = args("md");
     assert!(md.contains("| Measured (µs) | Bound/Meas % |"), "{md}");
     assert!(md.contains("| Measured (µs) | Time % |"), "{md}");
     assert!(md.contains("### Measured ("), "{md}");
     assert!(md.contains("100.0% of kernel time joined"), "{md}");
     // A layer fused into another's kernel says whose time holds its own.
     assert!(md.contains("| in n0 |"), "{md}");
-    let csv = args("csv").ok().stdout.clone();
+    let csv = args("csv");
     let header = csv.lines().next().unwrap();
     assert!(
         header.ends_with("measured_us,measured_in,bound_of_measured_pct"),
         "{header}"
     );
-    let table = args("table").ok().stdout.clone();
+    let table = args("table");
     assert!(table.contains("Measured (µs)"), "{table}");
-    let html = args("html").ok().stdout.clone();
+    let html = args("html");
     assert!(html.contains("<h2>Measured against the bound</h2>"));
     assert!(html.contains("\"measured\":true"));
 }
@@ -216,11 +224,7 @@ fn every_format_shows_measured_time_beside_the_bound() {
 /// are 7.35 µs.
 #[test]
 fn a_fused_kernels_bound_counts_only_the_bytes_crossing_its_edge() {
-    let j = joined(
-        "light_resnet50",
-        "light_resnet50.all.json",
-        &["--device", "h100"],
-    );
+    let j: serde_json::Value = serde_json::from_str(&resnet50_profiled_on_h100("json")).unwrap();
     crate::common::schema::assert_valid("estimate.schema.json", &j);
     let layers = j["layers"].as_array().unwrap();
     let f = |i: usize, k: &str| layers[i][k].as_f64().unwrap();
@@ -242,21 +246,7 @@ fn a_fused_kernels_bound_counts_only_the_bytes_crossing_its_edge() {
     assert_eq!(j["profile"]["groups"][1]["bound_s"], layers[3]["bound_s"]);
     // The table's share is the kernel's bound over its measured time:
     // 100 * 3.547 µs / 2118 µs = 0.17%.
-    let md = C3::new()
-        .args([
-            "estimate",
-            &model("light_resnet50"),
-            "--profile",
-            &profile("light_resnet50.all.json"),
-            "--device",
-            "h100",
-            "--format",
-            "md",
-        ])
-        .run()
-        .ok()
-        .stdout
-        .clone();
+    let md = resnet50_profiled_on_h100("md");
     let row = md.lines().find(|l| l.starts_with("| n0 |")).unwrap();
     assert!(row.ends_with("| 2118.000 | 0.2 |"), "{row}");
 }

@@ -582,6 +582,18 @@ fn a_constant_node_is_a_weight_not_a_folded_layer() {
     assert_eq!(j["total"]["params"], 32);
 }
 
+/// `c3 estimate --format json` of `m`, folded or not (`--no-fold`), in a
+/// scratch folder named after `name` and `fold`; it must succeed.
+fn estimated(m: &ModelProto, name: &str, fold: bool) -> serde_json::Value {
+    let args: &[&str] = match fold {
+        true => &["estimate", "--format", "json"],
+        false => &["estimate", "--no-fold", "--format", "json"],
+    };
+    let (code, out, err) = c3_on(m, &format!("{name}-{fold}"), args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 /// `--no-fold` counts a weight once whatever its size: a transposed
 /// initializer of 4 × 8 values (its transpose worked out at load time) as
 /// one of 2000 × 8 (too large to be).
@@ -598,13 +610,7 @@ fn unfolded_weights_count_once_whatever_their_size() {
             ..Default::default()
         });
         for fold in [true, false] {
-            let args: &[&str] = match fold {
-                true => &["estimate", "--format", "json"],
-                false => &["estimate", "--no-fold", "--format", "json"],
-            };
-            let (code, out, err) = c3_on(&m, &format!("unfolded-{rows}-{fold}"), args);
-            assert_eq!(code, 0, "{err}");
-            let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+            let j = estimated(&m, &format!("unfolded-{rows}"), fold);
             assert_eq!(j["total"]["params"], rows * 8, "{rows} rows, fold {fold}");
         }
     }
@@ -636,13 +642,7 @@ fn a_constants_values_are_weights_however_written() {
         ..Default::default()
     });
     for fold in [true, false] {
-        let args: &[&str] = match fold {
-            true => &["estimate", "--format", "json"],
-            false => &["estimate", "--no-fold", "--format", "json"],
-        };
-        let (code, out, err) = c3_on(&m, &format!("constant-attrs-{fold}"), args);
-        assert_eq!(code, 0, "{err}");
-        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let j = estimated(&m, "constant-attrs", fold);
         assert_eq!(j["total"]["params"], 128, "fold {fold}");
         // Each reader reads its 64 weights (256 bytes) and the 64 values of
         // x or t: 512 bytes.

@@ -86,6 +86,15 @@ fn props(entries: &[Entry]) -> HashMap<String, String> {
         .collect()
 }
 
+/// Each main-graph node's c3 entries (all its metadata), by node name.
+fn node_props(meta: &ModelMeta) -> HashMap<String, HashMap<String, String>> {
+    meta.graph
+        .iter()
+        .flat_map(|g| &g.node)
+        .map(|n| (n.name.clone().unwrap_or_default(), props(&n.metadata_props)))
+        .collect()
+}
+
 /// Times agree to the last bit or two: serde_json's default float parser
 /// (no `float_roundtrip`) may read a number one unit off in the last place.
 fn assert_close(a: f64, b: f64, what: &str) {
@@ -144,13 +153,7 @@ fn annotate_puts_the_json_report_s_figures_on_the_nodes_and_keeps_every_original
 
     // Every layer's figures, on the node of the same name.
     let meta = ModelMeta::decode(bytes.as_slice()).unwrap();
-    let nodes: HashMap<String, HashMap<String, String>> = meta
-        .graph
-        .unwrap()
-        .node
-        .iter()
-        .map(|n| (n.name.clone().unwrap_or_default(), props(&n.metadata_props)))
-        .collect();
+    let nodes = node_props(&meta);
     let layers = report["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 66);
     for l in layers {
@@ -249,13 +252,7 @@ fn annotate_says_what_predicted_each_nodes_time() {
     ]);
     let report = json_report(&src, &["--rules", pack, "--device", "cpu"]);
     let meta = ModelMeta::decode(std::fs::read(&out).unwrap().as_slice()).unwrap();
-    let nodes: HashMap<String, HashMap<String, String>> = meta
-        .graph
-        .unwrap()
-        .node
-        .iter()
-        .map(|n| (n.name.clone().unwrap_or_default(), props(&n.metadata_props)))
-        .collect();
+    let nodes = node_props(&meta);
     let (mut rule, mut model) = (0, 0);
     for l in report["layers"].as_array().unwrap() {
         let p = &nodes[l["name"].as_str().unwrap()];
