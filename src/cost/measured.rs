@@ -186,13 +186,12 @@ impl Measured {
                 }
             }
         }
-        let bandwidth = r.device.bandwidth;
         self.groups
             .iter()
             .enumerate()
             .map(|(k, g)| match g.layers[..] {
                 [i] => r.layers[i].bound_s,
-                _ => self.fused_bound(report, r, k, g, &written, bandwidth),
+                _ => self.fused_bound(report, r, k, g, &written),
             })
             .collect()
     }
@@ -205,7 +204,6 @@ impl Measured {
         k: usize,
         g: &KernelGroup,
         readers: &FxHashMap<&str, Vec<u32>>,
-        bandwidth: f64,
     ) -> f64 {
         let inside = |j: u32| self.layer_group.get(j as usize).copied().flatten() == Some(k as u32);
         // What is left of each layer's reads and writes, by its place in `g`.
@@ -215,6 +213,7 @@ impl Measured {
             .map(|&i| (report.layers[i].mread, report.layers[i].mwrite))
             .collect();
         let at = |j: u32| g.layers.binary_search(&(j as usize)).ok();
+        let runs = |i: usize| report.layers[i].runs.max(1);
         for (w, &i) in g.layers.iter().enumerate() {
             let l = &report.layers[i];
             for t in l.outputs.iter().flatten() {
@@ -225,7 +224,6 @@ impl Measured {
                     continue;
                 }
                 let bytes = super::fusion::bytes_of(t);
-                let runs = |i: usize| report.layers[i].runs.max(1);
                 left[w].1 = left[w].1.saturating_sub(bytes.saturating_mul(runs(i)));
                 for &j in list {
                     if let Some(m) = at(j) {
@@ -237,7 +235,7 @@ impl Measured {
         }
         let compute: f64 = g.layers.iter().map(|&i| r.layers[i].compute_s).sum();
         let moved = left.iter().map(|&(a, b)| a as f64 + b as f64).sum::<f64>();
-        compute.max(moved / bandwidth)
+        compute.max(moved / r.device.bandwidth)
     }
 }
 

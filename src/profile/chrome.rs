@@ -78,14 +78,17 @@ impl<'de> Visitor<'de> for EventList<'_> {
             else {
                 continue;
             };
-            if name == RUN || name == PASS || name.starts_with(LAYER) {
-                super::timed_event(seen.events, &name, ts, dur).map_err(A::Error::custom)?;
-            }
+            // A run, pass or layer whose time is no time is a damaged trace.
+            let k = seen.events;
+            let timed = || super::timed_event(k, &name, ts, dur).map_err(A::Error::custom);
             if name == RUN {
+                timed()?;
                 seen.runs.push((ts, dur));
             } else if name == PASS {
+                timed()?;
                 seen.passes.push((ts, dur));
             } else if let Some(layer) = name.strip_prefix(LAYER) {
+                timed()?;
                 let layer = bounded(layer).map_err(A::Error::custom)?;
                 seen.layers.push((ts, layer, dur));
             }

@@ -93,20 +93,19 @@ impl<'de> Visitor<'de> for Events<'_> {
             else {
                 continue;
             };
-            let timed = match cat.as_str() {
-                "Session" => name == "model_run",
-                "Node" => name.ends_with("_kernel_time"),
-                _ => false,
-            };
-            if timed {
-                super::timed_event(seen.events, name, ts, dur).map_err(A::Error::custom)?;
-            }
+            // A run or a kernel whose time is no time is a damaged profile.
+            let k = seen.events;
+            let timed = || super::timed_event(k, name, ts, dur).map_err(A::Error::custom);
             match cat.as_str() {
-                "Session" if name == "model_run" => seen.runs.push((ts, dur)),
+                "Session" if name == "model_run" => {
+                    timed()?;
+                    seen.runs.push((ts, dur));
+                }
                 "Node" => {
                     let Some(node) = name.strip_suffix("_kernel_time") else {
                         continue;
                     };
+                    timed()?;
                     let args = e.args.unwrap_or_default();
                     let node = bounded(node).map_err(A::Error::custom)?;
                     let op =

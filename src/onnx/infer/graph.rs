@@ -459,10 +459,9 @@ impl Level {
         let spent = [n.inputs, n.outputs];
         if folds_away {
             self.folded += 1;
-            // A Constant is a weight written as a node: its value is known
-            // above, and it would cost nothing, as an initializer does not.
-            let constant = node.op == "Constant" && node.domain.is_empty();
-            if reason.is_none() && !constant {
+            // A Constant's value is known above, and it would cost
+            // nothing, as an initializer does not: no folded layer.
+            if reason.is_none() && !constant_node {
                 named(&mut self.folded_namer, &self.prefix, &mut node);
                 self.folded_nodes.push(node);
             }
