@@ -313,6 +313,17 @@ fn bad_profiles_get_one_line_and_exit_2() {
                 .to_string(),
             "event 2 ('model_run'): dur 3700000000 µs at ts 0 is not a time",
         ),
+        // An event that is a list; Node events none of which is a kernel.
+        (
+            "nested.json",
+            "[[[[\"Node\"]]]]".to_string(),
+            "expected an event (a JSON object) at line 1 column 1",
+        ),
+        (
+            "fences.json",
+            r#"[{"cat": "Node", "name": "n0_fence_before", "ts": 1, "dur": 0}]"#.to_string(),
+            "event 1 (cat Node, 'n0_fence_before') is not named <node>_kernel_time",
+        ),
         // The same in a PyTorch trace from c3.torch.profile.
         (
             "torch_negative.json",

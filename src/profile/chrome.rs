@@ -65,7 +65,7 @@ impl<'de> Visitor<'de> for EventList<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         use serde::de::Error as _;
-        while let Some(e) = seq.next_element::<Event>()? {
+        while let Some(super::Object(e)) = seq.next_element::<super::Object<Event>>()? {
             let seen = &mut *self.0;
             seen.events += 1;
             if seen.events > MAX_PROFILE_EVENTS {

@@ -234,6 +234,32 @@ fn parse_with(bytes: &[u8], path: &str, layers: Option<(&[u8], &str)>) -> Result
     })
 }
 
+/// An event or record read from a JSON object only. serde's derived
+/// structs also take a list of their fields in order, which no runtime
+/// writes; read that way, a list in place of an event was refused as
+/// "expected a string" (its first item taken for the first field). Here it
+/// is "expected an event (a JSON object)".
+pub(super) struct Object<T>(pub T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an event (a JSON object)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> std::result::Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData)).map(Object)
+    }
+}
+
 /// A JSON error from serde_json as a profile reader says it: where, what.
 fn json_error(e: &serde_json::Error) -> String {
     let what = match e.classify() {

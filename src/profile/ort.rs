@@ -70,6 +70,32 @@ struct Seen {
     /// Most helper threads any kernel named.
     sub_threads: Option<usize>,
     events: usize,
+    /// The first event that is nearly a kernel or a run, and what it lacks:
+    /// told when the list has neither.
+    near: Option<String>,
+}
+
+/// What event `k`, one of onnxruntime's categories, lacks to be a kernel or
+/// a run, if it is meant as one.
+fn lacks(k: usize, e: &Event) -> Option<String> {
+    let cat = e.cat.as_deref()?;
+    let name = e.name.as_deref();
+    let meant = cat == "Node" || (cat == "Session" && matches!(name, None | Some("model_run")));
+    let missing: Vec<&str> = [
+        ("name", name.is_none()),
+        ("ts", e.ts.is_none()),
+        ("dur", e.dur.is_none()),
+    ]
+    .into_iter()
+    .filter_map(|(field, absent)| absent.then_some(field))
+    .collect();
+    (meant && !missing.is_empty()).then(|| {
+        format!(
+            "event {k} (cat {}) has no {}",
+            crate::error::cut(cat, 40),
+            missing.join(" or ")
+        )
+    })
 }
 
 struct Events<'a>(&'a mut Seen);
@@ -81,7 +107,7 @@ impl<'de> Visitor<'de> for Events<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         use serde::de::Error as _;
-        while let Some(e) = seq.next_element::<Event>()? {
+        while let Some(super::Object(e)) = seq.next_element::<super::Object<Event>>()? {
             let seen = &mut *self.0;
             seen.events += 1;
             if seen.events > MAX_PROFILE_EVENTS {
@@ -89,12 +115,15 @@ impl<'de> Visitor<'de> for Events<'_> {
                     "more than {MAX_PROFILE_EVENTS} events (MAX_PROFILE_EVENTS)"
                 )));
             }
+            let k = seen.events;
             let (Some(cat), Some(name), Some(ts), Some(dur)) = (&e.cat, &e.name, e.ts, e.dur)
             else {
+                if seen.near.is_none() {
+                    seen.near = lacks(k, &e);
+                }
                 continue;
             };
             // A run or a kernel whose time is no time is a damaged profile.
-            let k = seen.events;
             let timed = || super::timed_event(k, name, ts, dur).map_err(A::Error::custom);
             match cat.as_str() {
                 "Session" if name == "model_run" => {
@@ -103,6 +132,12 @@ impl<'de> Visitor<'de> for Events<'_> {
                 }
                 "Node" => {
                     let Some(node) = name.strip_suffix("_kernel_time") else {
+                        if seen.near.is_none() {
+                            seen.near = Some(format!(
+                                "event {k} (cat Node, '{}') is not named <node>_kernel_time",
+                                crate::error::cut(name, 80)
+                            ));
+                        }
                         continue;
                     };
                     timed()?;
@@ -161,10 +196,12 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Profile, String> {
         .and_then(|()| de.end())
         .map_err(|e| json_error(&e))?;
     if seen.kernels.is_empty() && seen.runs.is_empty() && seen.events > 0 {
-        return Err(
-            "no onnxruntime events (cat Session or Node) in this JSON list: not an onnxruntime profile"
-                .into(),
-        );
+        return Err(match seen.near {
+            Some(near) => format!(
+                "no onnxruntime kernel (cat Node, named <node>_kernel_time, with ts and dur) or run (cat Session, model_run) in this JSON list: {near}"
+            ),
+            None => "no onnxruntime events (cat Session or Node) in this JSON list: not an onnxruntime profile".into(),
+        });
     }
     // Each kernel belongs to the run whose span holds its start; kernels
     // outside every run (or a profile without model_run) make one run.
@@ -266,5 +303,63 @@ mod tests {
         assert!(e.contains("not an onnxruntime profile"), "{e}");
         let e = read_profile(b"[1, 2]", "p.json").unwrap_err().to_string();
         assert!(e.contains("invalid type: integer"), "{e}");
+    }
+
+    /// A list of onnxruntime-like events with no kernel or run says which
+    /// event came closest and what it lacks.
+    #[test]
+    fn a_list_without_kernels_names_what_its_events_lack() {
+        let refused = |json: &str| {
+            read_profile(json.as_bytes(), "p.json")
+                .unwrap_err()
+                .to_string()
+        };
+        let e = refused(r#"[{"cat": "Node", "name": "conv", "ts": 1, "dur": 2}]"#);
+        assert!(
+            e.ends_with("run (cat Session, model_run) in this JSON list: event 1 (cat Node, 'conv') is not named <node>_kernel_time"),
+            "{e}"
+        );
+        let e = refused(r#"[{"cat": "Node", "name": "conv_kernel_time", "ts": 1}]"#);
+        assert!(e.ends_with("event 1 (cat Node) has no dur"), "{e}");
+        // Session events other than model_run need no time; model_run does.
+        let e = refused(
+            r#"[{"cat": "Session", "name": "session_initialization"},
+                {"cat": "Session", "name": "model_run", "dur": 3}]"#,
+        );
+        assert!(e.ends_with("event 2 (cat Session) has no ts"), "{e}");
+        let e = refused(r#"[{"cat": "Node"}]"#);
+        assert!(
+            e.ends_with("event 1 (cat Node) has no name or ts or dur"),
+            "{e}"
+        );
+        // Events of no onnxruntime category: another program's list.
+        let e = refused(r#"[{"cat": "gpu", "name": "k", "ts": 1, "dur": 2}]"#);
+        assert!(e.ends_with("not an onnxruntime profile"), "{e}");
+    }
+
+    /// An event that is a list (or a list of lists) is no event; each
+    /// reader says so, where, rather than reading its items as fields.
+    #[test]
+    fn an_event_that_is_not_an_object_is_refused_as_such() {
+        // serde_json places the error at the last byte read before the
+        // list: the opening bracket of the whole, or the space before.
+        let cases: [(&str, &str); 3] = [
+            ("[[[\"Node\"]]]", "at line 1 column 1"),
+            (
+                "{\"traceEvents\": [{\"ph\": \"X\"}, [1, 2]]}",
+                "at line 1 column 30",
+            ),
+            ("[{\"count\": 3}, [\"conv\", 1.5]]", "at line 1 column 15"),
+        ];
+        for (json, at) in cases {
+            let e = read_profile(json.as_bytes(), "p.json")
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!("p.json: invalid type: sequence, expected an event (a JSON object) {at}"),
+                "{json}"
+            );
+        }
     }
 }

@@ -91,10 +91,11 @@ fn first_key<'a>(bytes: &'a [u8], open: u8, then: &[u8]) -> Option<&'a [u8]> {
 
 /// Reads TensorRT's profile from JSON text.
 pub(super) fn parse(bytes: &[u8]) -> Result<Profile, String> {
-    let records: List<Record> = serde_json::from_slice(bytes).map_err(|e| json_error(&e))?;
+    let records: List<super::Object<Record>> =
+        serde_json::from_slice(bytes).map_err(|e| json_error(&e))?;
     let mut count: Option<u64> = None;
     let mut kernels = Vec::new();
-    for r in records.0 {
+    for super::Object(r) in records.0 {
         if let Some(c) = r.count {
             if count.is_some() {
                 return Err(
