@@ -499,19 +499,28 @@ fn the_fit_recovers_known_coefficients_from_reports_made_from_them() {
     );
 }
 
+/// A pack folder `latency/NAME` whose devices.yaml holds device `cpu`
+/// ("test cpu": 1e11 op/s, 1e10 B/s) with the `time:` block `time` (its
+/// lines indented by four), beside the other `files` given.
+fn hand_made_device(name: &str, time: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let devices = format!(
+        "cpu:\n  name: test cpu\n  peak: {{fp32: 1.0e11}}\n  bandwidth: 1.0e10\n  source: made by hand\n  time:\n{time}"
+    );
+    let mut all = vec![("devices.yaml", devices.as_str())];
+    all.extend_from_slice(files);
+    crate::common::cli::pack_folder("latency", name, &all)
+}
+
 #[test]
 fn a_calibrated_pack_predicts_every_layer_and_the_total() {
-    let dir = scratch("latency", "predict");
-    let pack = dir.join("pack");
-    std::fs::create_dir_all(&pack).unwrap();
     // Convolutions at half the peak plus 10 µs, everything else at the
     // bandwidth plus 1 µs; Relu after Conv/dense runs in the conv's kernel
     // at a tenth of the bandwidth's time.
-    std::fs::write(
-        pack.join("devices.yaml"),
-        "cpu:\n  name: test cpu\n  peak: {fp32: 1.0e11}\n  bandwidth: 1.0e10\n  source: made by hand\n  time:\n    range: [-0.1, 0.2]\n    fused: [\"Relu after Conv/dense\"]\n    groups:\n      \"Conv\": {compute: 0.5, kernel_s: 1.0e-5}\n      \"Relu (fused)\": {memory: 10.0}\n      \"*\": {memory: 1.0, kernel_s: 1.0e-6}\n",
-    )
-    .unwrap();
+    let pack = hand_made_device(
+        "predict",
+        "    range: [-0.1, 0.2]\n    fused: [\"Relu after Conv/dense\"]\n    groups:\n      \"Conv\": {compute: 0.5, kernel_s: 1.0e-5}\n      \"Relu (fused)\": {memory: 10.0}\n      \"*\": {memory: 1.0, kernel_s: 1.0e-6}\n",
+        &[],
+    );
     let j = C3::new()
         .args([
             "estimate",
@@ -775,12 +784,11 @@ fn a_batched_product_of_activations_calls_its_kernel_once_a_matrix() {
         (Some("weights"), Some(1))
     );
     // A calibrated device pays its kernel cost each call: 6 x 1 µs.
-    let dir = scratch("latency", "calls");
-    std::fs::write(
-        dir.join("devices.yaml"),
-        "cpu:\n  name: test\n  peak: {fp32: 1.0e11}\n  bandwidth: 1.0e10\n  source: by hand\n  time:\n    groups:\n      \"*\": {kernel_s: 1.0e-6}\n",
-    )
-    .unwrap();
+    let dir = hand_made_device(
+        "calls",
+        "    groups:\n      \"*\": {kernel_s: 1.0e-6}\n",
+        &[],
+    );
     let j = C3::new()
         .args([
             "estimate",
@@ -813,19 +821,13 @@ fn a_batched_product_of_activations_calls_its_kernel_once_a_matrix() {
 /// `time:` formula, `max(compute_s, memory_s) * 5 / 4`.
 #[test]
 fn explain_times_an_evaluation_on_a_device() {
-    let pack = crate::common::cli::pack_folder(
-        "latency",
+    let pack = hand_made_device(
         "explain",
-        &[
-            (
-                "devices.yaml",
-                "cpu:\n  name: test cpu\n  peak: {fp32: 1.0e11}\n  bandwidth: 1.0e10\n  source: made by hand\n  time:\n    groups:\n      \"Conv\": {compute: 0.5, kernel_s: 1.0e-5}\n      \"*\": {memory: 1.0, kernel_s: 1.0e-6}\n",
-            ),
-            (
-                "mm.yaml",
-                "MatMul:\n  time: \"max(compute_s, memory_s) * 5 / 4\"\n",
-            ),
-        ],
+        "    groups:\n      \"Conv\": {compute: 0.5, kernel_s: 1.0e-5}\n      \"*\": {memory: 1.0, kernel_s: 1.0e-6}\n",
+        &[(
+            "mm.yaml",
+            "MatMul:\n  time: \"max(compute_s, memory_s) * 5 / 4\"\n",
+        )],
     );
     let explain = |args: &[&str]| {
         C3::new()
