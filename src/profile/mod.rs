@@ -397,6 +397,11 @@ pub(crate) fn bounded(s: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    /// The line a profile's text is refused with, read as `p.json`.
+    pub(super) fn refused(text: &str) -> String {
+        parse(text.as_bytes(), "p.json").unwrap_err().to_string()
+    }
+
     #[test]
     fn medians_of_odd_and_even_counts() {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));

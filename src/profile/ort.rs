@@ -76,7 +76,7 @@ struct Seen {
 }
 
 /// What event `k`, one of onnxruntime's categories, lacks to be a kernel or
-/// a run, if it is meant as one.
+/// a run, if it is meant as one: a field, or (a Node event) the name.
 fn lacks(k: usize, e: &Event) -> Option<String> {
     let cat = e.cat.as_deref()?;
     let name = e.name.as_deref();
@@ -89,13 +89,19 @@ fn lacks(k: usize, e: &Event) -> Option<String> {
     .into_iter()
     .filter_map(|(field, absent)| absent.then_some(field))
     .collect();
-    (meant && !missing.is_empty()).then(|| {
-        format!(
+    match name {
+        _ if !meant => None,
+        _ if !missing.is_empty() => Some(format!(
             "event {k} (cat {}) has no {}",
             crate::error::cut(cat, 40),
             missing.join(" or ")
-        )
-    })
+        )),
+        Some(name) if cat == "Node" && !name.ends_with("_kernel_time") => Some(format!(
+            "event {k} (cat Node, '{}') is not named <node>_kernel_time",
+            crate::error::cut(name, 80)
+        )),
+        _ => None,
+    }
 }
 
 struct Events<'a>(&'a mut Seen);
@@ -116,11 +122,11 @@ impl<'de> Visitor<'de> for Events<'_> {
                 )));
             }
             let k = seen.events;
+            if seen.near.is_none() {
+                seen.near = lacks(k, &e);
+            }
             let (Some(cat), Some(name), Some(ts), Some(dur)) = (&e.cat, &e.name, e.ts, e.dur)
             else {
-                if seen.near.is_none() {
-                    seen.near = lacks(k, &e);
-                }
                 continue;
             };
             // A run or a kernel whose time is no time is a damaged profile.
@@ -132,12 +138,6 @@ impl<'de> Visitor<'de> for Events<'_> {
                 }
                 "Node" => {
                     let Some(node) = name.strip_suffix("_kernel_time") else {
-                        if seen.near.is_none() {
-                            seen.near = Some(format!(
-                                "event {k} (cat Node, '{}') is not named <node>_kernel_time",
-                                crate::error::cut(name, 80)
-                            ));
-                        }
                         continue;
                     };
                     timed()?;
@@ -244,6 +244,7 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Profile, String> {
 #[cfg(test)]
 mod tests {
     use super::super::parse as read_profile;
+    use super::super::tests::refused;
 
     /// Two runs of two kernels; the first is dropped as a warm-up.
     const TWO_RUNS: &str = r#"[
@@ -309,11 +310,6 @@ mod tests {
     /// event came closest and what it lacks.
     #[test]
     fn a_list_without_kernels_names_what_its_events_lack() {
-        let refused = |json: &str| {
-            read_profile(json.as_bytes(), "p.json")
-                .unwrap_err()
-                .to_string()
-        };
         let e = refused(r#"[{"cat": "Node", "name": "conv", "ts": 1, "dur": 2}]"#);
         assert!(
             e.ends_with("run (cat Session, model_run) in this JSON list: event 1 (cat Node, 'conv') is not named <node>_kernel_time"),
@@ -352,11 +348,8 @@ mod tests {
             ("[{\"count\": 3}, [\"conv\", 1.5]]", "at line 1 column 15"),
         ];
         for (json, at) in cases {
-            let e = read_profile(json.as_bytes(), "p.json")
-                .unwrap_err()
-                .to_string();
             assert_eq!(
-                e,
+                refused(json),
                 format!("p.json: invalid type: sequence, expected an event (a JSON object) {at}"),
                 "{json}"
             );

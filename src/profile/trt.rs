@@ -304,11 +304,7 @@ mod tests {
 
     #[test]
     fn bad_counts_and_times_are_refused() {
-        let e = |s: &str| {
-            read_profile(s.as_bytes(), "p.json")
-                .unwrap_err()
-                .to_string()
-        };
+        let e = super::super::tests::refused;
         assert_eq!(
             e(r#"[{"count": 0}, {"name": "a", "averageMs": 1}]"#),
             "p.json: its count of iterations is 0, not a whole number of at least 1"
